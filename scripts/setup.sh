@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs tilegraph and what it needs. Usage: scripts/setup.sh [test|main]
+#   test: the package with its test dependencies (pytest, hypothesis, ruff) and the system packages
+#   main: additionally the peers used by examples and benchmarks (torch CPU wheel, matplotlib)
+set -euo pipefail
+mode="${1:-test}"
+if ! command -v gcc >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq gcc >/dev/null
+fi
+python -m pip install -q --upgrade pip >/dev/null
+if [ "$mode" = "main" ]; then
+  python -m pip install -q -e ".[dev,bench]"
+else
+  python -m pip install -q -e ".[dev]"
+fi

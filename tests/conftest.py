@@ -1,0 +1,23 @@
+import shutil
+
+import numpy as np
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_cc = pytest.mark.skip(reason="no C compiler (gcc) on PATH")
+    skip_nvcc = pytest.mark.skip(reason="nvcc not on PATH")
+    skip_gpu = pytest.mark.skip(reason="no NVIDIA GPU")
+    has_gpu = shutil.which("nvidia-smi") is not None
+    for item in items:
+        if "needs_cc" in item.keywords and shutil.which("gcc") is None:
+            item.add_marker(skip_cc)
+        if "needs_nvcc" in item.keywords and shutil.which("nvcc") is None:
+            item.add_marker(skip_nvcc)
+        if "needs_gpu" in item.keywords and not has_gpu:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)

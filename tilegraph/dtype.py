@@ -1,0 +1,78 @@
+"""Scalar data types: one table, shared by the IR, the printers and the runtime."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """A scalar type. `lanes` > 1 is a vector of that scalar (used after vector lowering)."""
+
+    name: str
+    bits: int
+    kind: str  # "float" | "int" | "uint" | "bool"
+    lanes: int = 1
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The numpy dtype that stores this type (bfloat16 has none: it is stored as uint16)."""
+        return np.dtype(_NUMPY_NAMES[self.name])
+
+    def with_lanes(self, lanes: int) -> DType:
+        return DType(self.name, self.bits, self.kind, lanes)
+
+    @property
+    def scalar(self) -> DType:
+        return DType(self.name, self.bits, self.kind, 1)
+
+    def __str__(self) -> str:
+        return self.name if self.lanes == 1 else f"{self.name}x{self.lanes}"
+
+
+float32 = DType("float32", 32, "float")
+float64 = DType("float64", 64, "float")
+float16 = DType("float16", 16, "float")
+bfloat16 = DType("bfloat16", 16, "float")
+int8 = DType("int8", 8, "int")
+uint8 = DType("uint8", 8, "uint")
+int32 = DType("int32", 32, "int")
+int64 = DType("int64", 64, "int")
+bool_ = DType("bool", 8, "bool")
+
+_ALL = {d.name: d for d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_)}
+_NUMPY_NAMES = {
+    "float32": "float32",
+    "float64": "float64",
+    "float16": "float16",
+    "bfloat16": "uint16",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int32": "int32",
+    "int64": "int64",
+    "bool": "bool",
+}
+
+
+def as_dtype(value: str | DType | np.dtype | type) -> DType:
+    """Normalise a user-supplied dtype ('float32', np.float32, DType) to a DType."""
+    if isinstance(value, DType):
+        return value
+    name = value if isinstance(value, str) else np.dtype(value).name
+    if name not in _ALL:
+        raise TypeError(f"unsupported dtype {value!r}; expected one of {sorted(_ALL)}")
+    return _ALL[name]

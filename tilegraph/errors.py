@@ -1,0 +1,29 @@
+"""Every error tilegraph raises on purpose, in one place."""
+
+
+class TilegraphError(Exception):
+    """Base class of tilegraph's own errors."""
+
+
+class ScheduleError(TilegraphError):
+    """A schedule primitive was asked for something illegal; the message says what and why."""
+
+
+class LoweringError(TilegraphError):
+    """A scheduled program cannot be lowered for the target (an unsupported construct)."""
+
+
+class BuildError(TilegraphError):
+    """The native compiler failed; carries its message and the path of the source it compiled."""
+
+    def __init__(self, message: str, source_path: str | None = None):
+        super().__init__(message if source_path is None else f"{message} (source: {source_path})")
+        self.source_path = source_path
+
+
+class WorkloadError(TilegraphError, ValueError):
+    """A workload id or shape specification could not be resolved."""
+
+
+class DatabaseError(TilegraphError):
+    """The tuning database is unreadable, corrupt or of an unknown schema version."""

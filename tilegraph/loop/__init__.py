@@ -1,0 +1,1 @@
+"""Loop-nest IR: what schedules rewrite, lowering refines, printers print and the interpreter runs."""

@@ -1,0 +1,161 @@
+"""The loop-nest IR that schedules rewrite, lowering refines and printers print.
+
+All nodes are frozen dataclasses: a primitive or pass returns a new tree and never edits one.
+Extents are static integers and every loop starts at 0.
+
+    Func(name, params, body, allocs)        params: inputs then outputs; allocs: other buffers
+    For(var, extent, kind, body)            kind in LOOP_KINDS
+    Block(name, iter_vars, bindings, body, init, predicate)
+        One instance of a computation. `iter_vars` are the block's own variables (spatial or
+        reduce); `bindings` give their values in terms of the enclosing loop variables. `init`
+        runs in the instance where every reduce var is 0, before `body`. The instance runs only
+        where `predicate` holds (guarded tails of non-dividing splits).
+    BufferStore(buffer, indices, value)
+    Seq(stmts), IfThenElse(cond, then_body, else_body)
+    Allocate(buffer, body)                  lowered IR: `buffer` lives for `body`
+    Barrier(scope)                          GPU: all threads of a block wait here
+
+Variables are compared by name, so loop variables are unique in a Func; block variables are
+local to their block (conventionally named v_<axis>).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tilegraph import dtype as dt
+from tilegraph.dtype import DType
+from tilegraph.te.expr import Const, Expr, Var
+
+SCOPES = ("global", "local", "shared")
+GPU_LOOP_KINDS = (
+    "blockIdx.x", "blockIdx.y", "blockIdx.z",
+    "threadIdx.x", "threadIdx.y", "threadIdx.z",
+    "vthread",
+)
+LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled", *GPU_LOOP_KINDS)
+TRUE = Const(True, dt.bool_)
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A named multi-dimensional array. `padding` adds storage elements per dimension
+    (allocated extent = shape + padding) without changing the indexable shape."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    scope: str = "global"
+    padding: tuple[int, ...] = ()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def storage_shape(self) -> tuple[int, ...]:
+        if not self.padding:
+            return self.shape
+        return tuple(s + p for s, p in zip(self.shape, self.padding))
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.storage_shape:
+            n *= s
+        return n
+
+
+class Stmt:
+    """Base of statement nodes."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class BufferStore(Stmt):
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Seq(Stmt):
+    stmts: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class IfThenElse(Stmt):
+    cond: Expr
+    then_body: Stmt
+    else_body: Stmt | None = None
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    var: Var
+    extent: int
+    kind: str
+    body: Stmt
+
+    @property
+    def name(self) -> str:
+        return self.var.name
+
+
+@dataclass(frozen=True)
+class BlockVar:
+    var: Var
+    extent: int
+    kind: str = "spatial"  # "spatial" | "reduce"
+
+
+@dataclass(frozen=True)
+class Block(Stmt):
+    name: str
+    iter_vars: tuple[BlockVar, ...]
+    bindings: tuple[Expr, ...]
+    body: Stmt
+    init: Stmt | None = None
+    predicate: Expr = TRUE
+
+
+@dataclass(frozen=True)
+class Allocate(Stmt):
+    buffer: Buffer
+    body: Stmt
+
+
+@dataclass(frozen=True)
+class Barrier(Stmt):
+    scope: str = "shared"
+
+
+@dataclass(frozen=True)
+class Func:
+    name: str
+    params: tuple[Buffer, ...]
+    body: Stmt
+    allocs: tuple[Buffer, ...] = ()
+    attrs: tuple[tuple[str, object], ...] = field(default=())
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        return (*self.params, *self.allocs)
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+
+def seq(*stmts: Stmt) -> Stmt:
+    """A Seq, flattened; a single statement is returned as is."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, Seq):
+            flat.extend(s.stmts)
+        else:
+            flat.append(s)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))

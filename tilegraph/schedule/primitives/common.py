@@ -1,0 +1,60 @@
+"""Helpers shared by the schedule primitives: finding loops and blocks, legality checks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tilegraph.errors import ScheduleError
+from tilegraph.loop.ir import Block, For, Func, Stmt
+from tilegraph.loop.visit import blocks, find_block, find_loop, map_stmt_exprs, rewrite_stmt
+from tilegraph.te.expr import Expr, Var
+from tilegraph.te.simplify import simplify
+from tilegraph.te.visit import substitute, uses_var
+
+
+def get_loop(func: Func, name: str) -> For:
+    try:
+        return find_loop(func, str(name))
+    except KeyError:
+        raise ScheduleError(f"no loop named {name!r} in {func.name} (it may have been split, fused or inlined)") from None
+
+
+def get_block(func: Func, name: str) -> Block:
+    try:
+        return find_block(func, str(name))
+    except KeyError:
+        raise ScheduleError(f"no block named {name!r} in {func.name}") from None
+
+
+def require(cond: bool, message: str) -> None:
+    if not cond:
+        raise ScheduleError(message)
+
+
+def substitute_in_stmt(s: Stmt, mapping: dict[Var, Expr]) -> Stmt:
+    """Replace loop variables in every expression under `s`, simplifying what changed."""
+    return map_stmt_exprs(s, lambda e: simplify(mapping[e]) if isinstance(e, Var) and e in mapping else None)
+
+
+def simplify_stmt(s: Stmt) -> Stmt:
+    def fn(x: Stmt) -> Stmt | None:
+        if isinstance(x, Block):
+            return replace(x, bindings=tuple(simplify(b) for b in x.bindings), predicate=simplify(x.predicate))
+        return None
+
+    return rewrite_stmt(s, fn)
+
+
+def reduce_loop_of(loop: For) -> list[str]:
+    """Names of blocks under `loop` in which the loop variable feeds a reduce iteration variable."""
+    out = []
+    for b in blocks(loop.body):
+        for iv, bind in zip(b.iter_vars, b.bindings):
+            if iv.kind == "reduce" and uses_var(bind, loop.var):
+                out.append(b.name)
+                break
+    return out
+
+
+def with_substituted(e: Expr, mapping: dict[Var, Expr]) -> Expr:
+    return simplify(substitute(e, mapping))

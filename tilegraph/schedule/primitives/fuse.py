@@ -1,0 +1,39 @@
+"""fuse: consecutive perfectly nested loops become one loop over the product of their extents.
+
+    for i in range(4):                fuse(i, j)          for i_j_fused in range(20):
+      for j in range(5): S(i, j)    ------------->          S(i_j_fused // 5, i_j_fused % 5)
+"""
+
+from __future__ import annotations
+
+import math
+
+from tilegraph.loop.ir import For, Func
+from tilegraph.loop.names import fresh_name
+from tilegraph.loop.visit import loop_names, replace_node
+from tilegraph.schedule.primitives.common import get_loop, require, substitute_in_stmt
+from tilegraph.te.expr import Const, Expr, Var
+
+
+def fuse(func: Func, loops: list[str]) -> tuple[Func, tuple[str, ...]]:
+    names = [str(n) for n in loops]
+    require(len(names) >= 2, f"fuse needs at least two loops, got {names}")
+    chain = [get_loop(func, names[0])]
+    for n in names[1:]:
+        require(chain[-1].body is get_loop(func, n) or chain[-1].body == get_loop(func, n),
+                f"fuse{tuple(names)}: {n} is not the only statement in the body of {chain[-1].var.name}")
+        chain.append(chain[-1].body)  # type: ignore[arg-type]
+    for lp in chain:
+        require(lp.kind == "serial", f"fuse: loop {lp.var.name} is {lp.kind}; fuse before annotating")
+    fused = Var(fresh_name("_".join(names) + "_fused", loop_names(func)))
+    mapping: dict[Var, Expr] = {}
+    inner = 1
+    for lp in reversed(chain):
+        e: Expr = fused if inner == 1 else fused // Const(inner)
+        if lp is not chain[0]:
+            e = e % Const(lp.extent)
+        mapping[lp.var] = e
+        inner *= lp.extent
+    body = substitute_in_stmt(chain[-1].body, mapping)
+    extent = math.prod(lp.extent for lp in chain)
+    return replace_node(func, chain[0], For(fused, extent, "serial", body)), (fused.name,)

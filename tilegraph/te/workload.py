@@ -1,0 +1,124 @@
+"""Workload: a te DAG with a fixed argument order, and its structural key.
+
+The key is the sha256 of a canonical text in which tensors are renamed by topological position
+and axis variables by position within their compute, so equal definitions built separately get
+equal keys, while the user's names stay available for printing and code generation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from functools import cached_property
+
+from tilegraph.errors import WorkloadError
+from tilegraph.te.expr import Reduce, Var
+from tilegraph.te.printer import expr_str
+from tilegraph.te.tensor import ComputeOp, Tensor
+
+
+class Workload:
+    """The unit of compilation and tuning: inputs -> outputs through compute tensors."""
+
+    def __init__(self, inputs: Sequence[Tensor], outputs: Sequence[Tensor], name: str | None = None):
+        self.inputs: tuple[Tensor, ...] = tuple(inputs)
+        self.outputs: tuple[Tensor, ...] = tuple(outputs)
+        if not self.outputs:
+            raise WorkloadError("a workload needs at least one output")
+        for t in self.outputs:
+            if t.is_placeholder:
+                raise WorkloadError(f"output {t.name} is a placeholder; outputs must be computed")
+        self.tensors: tuple[Tensor, ...] = self._topo_order()
+        reached_inputs = [t for t in self.tensors if t.is_placeholder]
+        given = {id(t) for t in self.inputs}
+        missing = [t.name for t in reached_inputs if id(t) not in given]
+        if missing:
+            raise WorkloadError(f"the outputs read placeholders not listed as inputs: {missing}")
+        if len(given) != len(self.inputs):
+            raise WorkloadError("a tensor is listed twice among the inputs")
+        names = [t.name for t in self.tensors]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise WorkloadError(f"two different tensors share the name(s) {dup}; give each a unique name")
+        last = self.outputs[-1].op
+        self.op_name: str = name or (last.tag if isinstance(last, ComputeOp) and last.tag else self.outputs[-1].name)
+
+    def _topo_order(self) -> tuple[Tensor, ...]:
+        order: list[Tensor] = []
+        seen: set[int] = set()
+
+        def visit(t: Tensor) -> None:
+            if id(t) in seen:
+                return
+            seen.add(id(t))
+            for producer in t.inputs:
+                visit(producer)
+            order.append(t)
+
+        for t in self.inputs:
+            visit(t)
+        for t in self.outputs:
+            visit(t)
+        return tuple(order)
+
+    @property
+    def computes(self) -> tuple[Tensor, ...]:
+        """Compute tensors in topological order (producers first)."""
+        return tuple(t for t in self.tensors if not t.is_placeholder)
+
+    @property
+    def intermediates(self) -> tuple[Tensor, ...]:
+        outs = {id(t) for t in self.outputs}
+        return tuple(t for t in self.computes if id(t) not in outs)
+
+    @property
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return {t.name: t.shape for t in (*self.inputs, *self.outputs)}
+
+    @cached_property
+    def canonical_text(self) -> str:
+        """The text the key hashes: names replaced by positions, so only structure counts."""
+        position = {id(t): i for i, t in enumerate(self.tensors)}
+        role = {id(t): f"in{i}" for i, t in enumerate(self.inputs)}
+        role.update({id(t): f"out{i}" for i, t in enumerate(self.outputs)})
+        lines = []
+        for t in self.tensors:
+            head = f"T{position[id(t)]}:{role.get(id(t), 'tmp')}:{t.dtype}{list(t.shape)}"
+            if t.is_placeholder:
+                lines.append(head)
+                continue
+            op = t.op
+            var_names: dict[Var, str] = {a.var: f"s{i}" for i, a in enumerate(op.axes)}
+            if isinstance(op.body, Reduce):
+                var_names.update({a.var: f"r{i}" for i, a in enumerate(op.body.axes)})
+            body = expr_str(op.body, tensor_name=lambda x: f"T{position[id(x)]}",
+                            var_name=lambda v, names=var_names: names.get(v, v.name))
+            attrs = ",".join(f"{k}={v}" for k, v in op.attrs)
+            lines.append(f"{head} = {body} tag={op.tag} {attrs}".rstrip())
+        return "\n".join(lines)
+
+    @cached_property
+    def key(self) -> str:
+        """Structural hash: equal for equal definitions, whatever names the user chose."""
+        return hashlib.sha256(self.canonical_text.encode()).hexdigest()[:24]
+
+    def flops(self) -> int:
+        """Floating-point operations of one run: 2 per multiply-add in reductions, 1 per element otherwise."""
+        total = 0
+        for t in self.computes:
+            n = 1
+            for s in t.shape:
+                n *= s
+            if isinstance(t.op.body, Reduce):
+                r = 1
+                for a in t.op.body.axes:
+                    r *= a.extent
+                total += 2 * n * r
+            else:
+                total += n
+        return total
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{t.name}{list(t.shape)}" for t in self.inputs)
+        outs = ", ".join(f"{t.name}{list(t.shape)}" for t in self.outputs)
+        return f"Workload({self.op_name}: {ins} -> {outs}, key={self.key})"
