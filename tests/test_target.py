@@ -1,0 +1,145 @@
+import os
+
+import pytest
+
+from tilegraph import dtype as dt
+from tilegraph.target import KINDS, Target, _caches_from_sysfs, _count_cpus, _parse_size, as_target, host_supports
+
+
+def _cpuinfo_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def test_detection_matches_this_machine():
+    target = Target()
+    flags = _cpuinfo_flags()
+    assert target.kind == "cpu"
+    assert target.num_cores == len(os.sched_getaffinity(0))
+    if "avx512f" in flags:
+        assert (target.isa, target.vector_bits) == ("avx512", 512)
+    elif {"avx2", "fma"} <= flags:
+        assert (target.isa, target.vector_bits) == ("avx2", 256)
+    assert target.l1d_bytes > 0 and target.l2_bytes >= target.l1d_bytes and target.l3_bytes > 0
+    assert target.cpu_model and target.cc_version is not None
+    assert "-ffast-math" not in target.cflags
+    assert {"-O3", "-fopenmp", "-shared", "-fPIC"} <= set(target.cflags)
+    assert host_supports(target)
+
+
+@pytest.mark.skipif("avx512f" not in _cpuinfo_flags(), reason="needs an AVX-512 machine")
+def test_avx512_machine_gets_native_flags_and_16_float_lanes():
+    target = Target()
+    assert target.isa == "avx512" and target.fma
+    assert "-march=native" in target.cflags
+    assert target.lanes(dt.float32) == 16 and target.lanes("float64") == 8 and target.lanes(dt.int8) == 64
+
+
+def test_from_string_overrides_and_derived_fields():
+    target = Target.from_string("cpu -isa=avx2 -cores=2")
+    assert (target.isa, target.num_cores, target.vector_bits, target.fma) == ("avx2", 2, 256, True)
+    if Target().isa != "avx2":
+        assert "-mavx2" in target.cflags and "-march=native" not in target.cflags
+    assert target.lanes(dt.float32) == 8
+
+
+@pytest.mark.parametrize("spec", ["cpu", "cpu -isa=avx2 -cores=2", "cpu -isa=generic -l3=1048576 -fma=false",
+                                  "cuda", "cuda -device='NVIDIA A100-SXM4-40GB'", "opencl -sms=4"])
+def test_str_round_trips(spec):
+    target = Target.from_string(spec)
+    assert Target.from_string(str(target)) == target
+    assert str(Target.from_string(str(target))) == str(target)
+
+
+def test_cflags_with_spaces_round_trip():
+    target = Target(cflags=("-O2", "-DNAME=a b", "-shared"))
+    again = Target.from_string(str(target))
+    assert again.cflags == ("-O2", "-DNAME=a b", "-shared")
+
+
+def test_fingerprint_stable_and_sensitive():
+    first, second = Target(), Target()
+    assert first.fingerprint == second.fingerprint and hash(first) == hash(second)
+    assert first.fingerprint.startswith(f"cpu-{first.isa}-{first.num_cores}c-")
+    for override in ({"num_cores": first.num_cores + 1}, {"isa": "generic"}, {"cpu_model": "other cpu"},
+                     {"cc_version": "gcc 99"}, {"l2_bytes": first.l2_bytes * 2}):
+        assert Target(**override).fingerprint != first.fingerprint, override
+
+
+def test_fingerprint_covers_codegen_version(monkeypatch):
+    import tilegraph.codegen
+
+    before = Target().fingerprint
+    monkeypatch.setattr(tilegraph.codegen, "CODEGEN_VERSION", f"{tilegraph.codegen.CODEGEN_VERSION}-next")
+    assert Target().fingerprint != before
+
+
+def test_unknown_kind_lists_valid_kinds():
+    with pytest.raises(ValueError, match="cpu, cuda, opencl"):
+        Target("tpu")
+    with pytest.raises(ValueError, match="valid kinds"):
+        Target.from_string("fpga -cores=2")
+    assert KINDS == ("cpu", "cuda", "opencl")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("cpu -isa=sse9", "unknown cpu isa"),
+    ("cpu -cores=0", "num_cores must be a positive integer"),
+    ("cpu -cores=two", "num_cores must be an integer"),
+    ("cpu -bogus=1", "unknown target option 'bogus'"),
+    ("cpu cores=2", "expected -key=value"),
+    ("cpu -fma=maybe", "true or false"),
+    ("", "empty target string"),
+])
+def test_bad_strings_raise_value_error(spec, message):
+    with pytest.raises(ValueError, match=message):
+        Target.from_string(spec)
+
+
+def test_bad_overrides():
+    with pytest.raises(TypeError):
+        Target(nonsense=1)
+    with pytest.raises(TypeError, match="cflags"):
+        Target(cflags="-O3 -shared")
+    assert Target(cflags=["-O1"]).cflags == ("-O1",)
+
+
+def test_gpu_targets_fill_from_spec_table():
+    cuda = Target("cuda", device_name="NVIDIA A100-SXM4-40GB", compute_capability=None)
+    assert cuda.num_sms == 108 and cuda.warp_size == 32 and cuda.max_threads_per_block == 1024
+    assert cuda.lanes(dt.float32) == 4
+    opencl = Target("opencl")
+    assert opencl.shared_memory_bytes > 0 and opencl.cflags is None
+
+
+def test_as_target():
+    assert as_target(None) == Target()
+    assert as_target("cpu -cores=1").num_cores == 1
+    target = Target()
+    assert as_target(target) is target
+    with pytest.raises(TypeError, match="target must be"):
+        as_target(3)
+
+
+def test_host_supports_rejects_foreign_arch():
+    assert not host_supports(Target(arch="riscv64", isa="generic", cflags=()))
+
+
+def test_cache_topology_parsing(tmp_path):
+    assert _parse_size("32K") == 32 << 10 and _parse_size("32768K") == 32 << 20 and _parse_size("2M") == 2 << 20
+    assert _count_cpus("0-1") == 2 and _count_cpus("0,2,4-7") == 6 and _count_cpus("3") == 1
+    for index, (level, kind, size, shared) in enumerate([(1, "Data", "48K", "0"), (1, "Instruction", "32K", "0"),
+                                                         (2, "Unified", "2048K", "0-1"),
+                                                         (3, "Unified", "64M", "0-7")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+            (folder / name).write_text(f"{value}\n")
+    assert _caches_from_sysfs(str(tmp_path)) == {"l1d_bytes": 48 << 10, "l2_bytes": 1 << 20, "l3_bytes": 8 << 20}
+    assert _caches_from_sysfs(str(tmp_path / "missing")) == {}

@@ -1,0 +1,66 @@
+"""Compiler discovery and invocation: turn a missing compiler, a failed compile or a hung one
+into a BuildError that says what happened and where the source is.
+
+    resolve_compiler("gcc")                 -> "/usr/bin/gcc"   (or BuildError: how to install it)
+    compile_command(cc, flags, "k.c", "k.so") -> [cc, *flags, "-o", "k.so", "k.c", "-lm"]
+    run_compiler(command, timeout)          raises CompilerFailed with the trimmed stderr
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from tilegraph.errors import BuildError
+
+DEFAULT_TIMEOUT_S = 120.0
+MAX_ERROR_LINES = 40
+INSTALL_HINTS = {
+    "gcc": "install it (e.g. `apt-get install gcc`) or point TILEGRAPH_CC / Target(cc=...) at a C compiler",
+    "nvcc": "install the CUDA toolkit or put nvcc on PATH",
+}
+
+
+def resolve_compiler(cc: str) -> str:
+    """The runnable path of `cc` (a name looked up on PATH, or a path)."""
+    found = shutil.which(cc)
+    if found is None and os.sep in cc and os.path.isfile(cc) and os.access(cc, os.X_OK):
+        found = cc
+    if found is None:
+        base = os.path.basename(cc)
+        hint = INSTALL_HINTS.get("nvcc" if base == "nvcc" else "gcc")
+        raise BuildError(f"C compiler {cc!r} not found; {hint}")
+    return found
+
+
+def compile_command(cc: str, cflags: Sequence[str], source: Path | str, output: Path | str) -> list[str]:
+    # Libraries go after the source so the linker resolves the source's references to them.
+    return [cc, *cflags, "-o", str(output), str(source), "-lm"]
+
+
+class CompilerFailed(Exception):
+    """The compiler ran and failed or hung; the caller turns this into a BuildError with the
+    path where it keeps the source."""
+
+
+def run_compiler(command: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    """Run `command`. A missing compiler raises BuildError; a failure or timeout CompilerFailed."""
+    name = os.path.basename(command[0])
+    try:
+        result = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise BuildError(f"C compiler {command[0]!r} not found; {INSTALL_HINTS['gcc']}") from None
+    except subprocess.TimeoutExpired:
+        raise CompilerFailed(f"{name} timed out after {timeout:g} s") from None
+    if result.returncode != 0:
+        raise CompilerFailed(f"{name} failed with exit code {result.returncode}:\n{trim_lines(result.stderr)}")
+
+
+def trim_lines(text: str, limit: int = MAX_ERROR_LINES) -> str:
+    lines = text.rstrip().splitlines()
+    if len(lines) <= limit:
+        return "\n".join(lines)
+    return "\n".join([*lines[:limit], f"... ({len(lines) - limit} more lines)"])

@@ -1,0 +1,174 @@
+"""Kernel: a compiled shared library called through ctypes, with every argument checked first.
+
+The C ABI of an entry point, pointers for inputs then outputs, then the thread count:
+
+    void entry(const float* A, const float* B, float* C, int32_t num_threads);
+
+    kernel = Kernel(lib_path, "tg_add", inputs=[A, B], outputs=[C], source=c_code, target=Target())
+    c = kernel(a, b)                      # allocates C with np.empty and returns it
+    kernel(a, b, out=c, num_threads=2)    # writes into c
+    kernel.time(a, b)                     # TimingResult (seconds per call)
+
+Nothing reaches native code unless the argument count, types, dtypes (never cast), shapes,
+C-contiguity, alignment and writeability match and no output overlaps another argument.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tilegraph.loop.ir import Buffer
+from tilegraph.runtime import threads
+from tilegraph.runtime.timer import CacheFlusher, TimingResult, measure
+from tilegraph.target import Target, host_supports
+
+_libraries: dict[str, ctypes.CDLL] = {}
+_libraries_lock = threading.Lock()
+_flushers: dict[int, CacheFlusher] = {}
+MIN_FLUSH_BYTES = 8 << 20
+
+
+def load_library(path: Path | str) -> ctypes.CDLL:
+    """The loaded library at `path`; loaded once per process and kept (never unloaded)."""
+    key = str(Path(path).resolve())
+    with _libraries_lock:
+        library = _libraries.get(key)
+        if library is None:
+            library = ctypes.CDLL(key)
+            _libraries[key] = library
+        return library
+
+
+class Kernel:
+    """A callable native kernel; see the module docstring."""
+
+    def __init__(self, lib_path: Path | str, entry: str, inputs: Sequence[Buffer], outputs: Sequence[Buffer],
+                 source: str, target: Target, lowered: Any = None):
+        self.lib_path = Path(lib_path)
+        self.entry = entry
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.source = source
+        self.target = target
+        self.lowered = lowered
+        self.last_num_threads: int | None = None
+        if not self.outputs:
+            raise ValueError(f"kernel {entry!r} needs at least one output buffer")
+        for buffer in (*self.inputs, *self.outputs):
+            if not isinstance(buffer, Buffer):
+                raise TypeError(f"kernel {entry!r}: parameters must be loop.ir.Buffer, got {type(buffer).__name__}")
+            if buffer.padding and any(buffer.padding):
+                raise ValueError(f"kernel {entry!r}: parameter {buffer.name!r} has padding; only internal buffers may")
+        if target.kind != "cpu":
+            raise ValueError(f"Kernel runs cpu libraries; got a {target.kind!r} target")
+        if not host_supports(target):
+            raise ValueError(f"kernel {entry!r} was built for {target.arch}/{target.isa}, which this machine cannot run")
+        self._numpy_dtypes = tuple(buffer.dtype.numpy for buffer in (*self.inputs, *self.outputs))
+        library = load_library(self.lib_path)
+        try:
+            function = getattr(library, entry)
+        except AttributeError:
+            raise ValueError(f"{self.lib_path} exports no function named {entry!r}") from None
+        function.argtypes = [ctypes.c_void_p] * (len(self.inputs) + len(self.outputs)) + [ctypes.c_int32]
+        function.restype = None
+        self._function = function
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{b.name}: {b.dtype}{list(b.shape)}" for b in (*self.inputs, *self.outputs))
+        return f"Kernel({self.entry}({params}), target={self.target.kind}/{self.target.isa})"
+
+    def __call__(self, *inputs: np.ndarray, out: np.ndarray | Sequence[np.ndarray] | None = None,
+                 num_threads: int | None = None) -> np.ndarray | tuple[np.ndarray, ...]:
+        arguments, outputs, thread_count = self._prepare(inputs, out, num_threads)
+        self._function(*arguments)
+        self.last_num_threads = thread_count
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def time(self, *inputs: np.ndarray, warmup: int = 2, min_time: float = 0.2, repeat: int = 5,
+             number: int | None = None, num_threads: int | None = None, flush_cache: bool = False,
+             out: np.ndarray | Sequence[np.ndarray] | None = None) -> TimingResult:
+        """Seconds per call on these inputs (checked once, outside the timed region)."""
+        arguments, _, thread_count = self._prepare(inputs, out, num_threads)
+        function = self._function
+        flush = _flusher(self.target) if flush_cache else None
+        result = measure(lambda: function(*arguments), warmup=warmup, min_time=min_time, repeat=repeat,
+                         number=number, flush=flush)
+        self.last_num_threads = thread_count
+        return result
+
+    # ---- argument checking ---------------------------------------------------------------
+    def _prepare(self, inputs: Sequence[Any], out: Any, num_threads: int | None
+                 ) -> tuple[list[int], tuple[np.ndarray, ...], int]:
+        if len(inputs) != len(self.inputs):
+            names = ", ".join(b.name for b in self.inputs)
+            raise TypeError(f"kernel {self.entry!r} takes {len(self.inputs)} input arrays ({names}), got {len(inputs)}")
+        for position, (array, buffer) in enumerate(zip(inputs, self.inputs)):
+            self._check_array(array, buffer, position, "input")
+        outputs = self._outputs(out)
+        for position, (array, buffer) in enumerate(zip(outputs, self.outputs)):
+            self._check_array(array, buffer, position, "output")
+            if not array.flags.writeable:
+                raise ValueError(f"output {buffer.name!r} is read-only; pass a writeable array")
+        self._check_no_overlap(inputs, outputs)
+        thread_count = self._thread_count(num_threads)
+        pointers = [array.ctypes.data for array in (*inputs, *outputs)]
+        return [*pointers, thread_count], outputs, thread_count
+
+    def _outputs(self, out: Any) -> tuple[np.ndarray, ...]:
+        if out is None:
+            return tuple(np.empty(b.shape, dtype=dtype)
+                         for b, dtype in zip(self.outputs, self._numpy_dtypes[len(self.inputs):]))
+        given = (out,) if isinstance(out, np.ndarray) else tuple(out) if isinstance(out, (list, tuple)) else None
+        if given is None:
+            raise TypeError(f"out must be a numpy array or a tuple of them, got {type(out).__name__}")
+        if len(given) != len(self.outputs):
+            raise TypeError(f"kernel {self.entry!r} has {len(self.outputs)} outputs, out= gave {len(given)}")
+        return given
+
+    def _check_array(self, array: Any, buffer: Buffer, position: int, role: str) -> None:
+        label = f"{role} {position} ({buffer.name!r})"
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"{label} must be a numpy.ndarray, got {type(array).__name__}")
+        expected_dtype = self._numpy_dtypes[position if role == "input" else len(self.inputs) + position]
+        if array.dtype != expected_dtype:
+            raise TypeError(f"{label} has dtype {array.dtype}, expected {expected_dtype} (tilegraph does not cast; "
+                            f"use .astype({str(expected_dtype)!r}))")
+        if array.shape != tuple(buffer.shape):
+            raise ValueError(f"{label} has shape {array.shape}, expected {tuple(buffer.shape)}")
+        if not array.flags.c_contiguous:
+            raise ValueError(f"{label} is not C-contiguous; pass np.ascontiguousarray(...)")
+        if not array.flags.aligned:
+            raise ValueError(f"{label} is not aligned to its dtype; pass a copy (np.array(..., copy=True))")
+
+    def _check_no_overlap(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
+        # Every array is C-contiguous here, so overlapping address ranges are exactly shared memory.
+        for index, output in enumerate(outputs):
+            name = self.outputs[index].name
+            for array, buffer in zip(inputs, self.inputs):
+                if np.may_share_memory(output, array):
+                    raise ValueError(f"output {name!r} overlaps input {buffer.name!r}; pass a separate array")
+            for other_index in range(index):
+                if np.may_share_memory(output, outputs[other_index]):
+                    raise ValueError(f"output {name!r} overlaps output {self.outputs[other_index].name!r}; "
+                                     "pass separate arrays")
+
+    def _thread_count(self, num_threads: int | None) -> int:
+        if num_threads is not None:
+            return threads.check_num_threads(num_threads)
+        configured = threads.configured_num_threads()
+        return configured if configured is not None else self.target.num_cores
+
+
+def _flusher(target: Target) -> CacheFlusher:
+    """A buffer twice the last-level cache (l3_bytes is per core)."""
+    nbytes = max(MIN_FLUSH_BYTES, 2 * target.l3_bytes * target.num_cores)
+    flusher = _flushers.get(nbytes)
+    if flusher is None:
+        flusher = _flushers.setdefault(nbytes, CacheFlusher(nbytes))
+    return flusher

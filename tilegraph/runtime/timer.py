@@ -1,0 +1,95 @@
+"""Wall-clock timing of a native call with warm-up, adaptive repetition and optional cache flush.
+
+    measure(run, warmup=2, min_time=0.2, repeat=5)
+        warm up; then take samples until there are at least `repeat` of them and they add up to
+        `min_time` seconds. A fast call is batched (`number` calls per sample) so one sample
+        lasts about SAMPLE_TARGET_S; each sample is seconds per call.
+    measure(..., flush=CacheFlusher(bytes))   touches a buffer larger than the last-level cache
+        before every sample (one call per sample then, so each starts cold).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SAMPLE_TARGET_S = 1e-3
+MAX_SAMPLES = 100_000
+MAX_TOTAL_S = 60.0
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """Seconds per call. `spread` is the coefficient of variation (stdev / mean) of the samples."""
+
+    median: float
+    min: float
+    max: float
+    mean: float
+    spread: float
+    samples: tuple[float, ...] = field(repr=False)
+
+    @classmethod
+    def from_samples(cls, samples: list[float] | tuple[float, ...]) -> TimingResult:
+        if not samples:
+            raise ValueError("TimingResult needs at least one sample")
+        mean = statistics.fmean(samples)
+        spread = statistics.pstdev(samples) / mean if mean > 0 else 0.0
+        return cls(statistics.median(samples), min(samples), max(samples), mean, spread, tuple(samples))
+
+
+class CacheFlusher:
+    """Evicts caches by writing a buffer of `nbytes` (make it larger than the last-level cache)."""
+
+    def __init__(self, nbytes: int):
+        if nbytes < 1:
+            raise ValueError(f"CacheFlusher nbytes must be positive, got {nbytes}")
+        self.buffer = np.zeros(max(1, nbytes // 8), dtype=np.float64)
+
+    def __call__(self) -> None:
+        np.add(self.buffer, 1.0, out=self.buffer)
+
+
+def measure(run: Callable[[], object], warmup: int = 2, min_time: float = 0.2, repeat: int = 5,
+            number: int | None = None, flush: Callable[[], None] | None = None) -> TimingResult:
+    """Time `run()` (see the module docstring)."""
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0, got {warmup}")
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    if min_time < 0:
+        raise ValueError(f"min_time must be >= 0, got {min_time}")
+    if number is not None and number < 1:
+        raise ValueError(f"number must be >= 1, got {number}")
+    clock = time.perf_counter
+    first = clock()
+    for _ in range(warmup):
+        run()
+    if number is None:
+        per_call = (clock() - first) / warmup if warmup else 0.0
+        number = 1 if flush is not None or per_call <= 0 else max(1, math.ceil(SAMPLE_TARGET_S / per_call))
+
+    samples: list[float] = []
+    total = 0.0
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while len(samples) < repeat or (total < min_time and len(samples) < MAX_SAMPLES and total < MAX_TOTAL_S):
+            if flush is not None:
+                flush()
+            start = clock()
+            for _ in range(number):
+                run()
+            elapsed = clock() - start
+            total += elapsed
+            samples.append(elapsed / number)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return TimingResult.from_samples(samples)

@@ -1,0 +1,456 @@
+"""What a kernel is compiled for: `Target("cpu" | "cuda" | "opencl", **overrides)`.
+
+Every field left out is detected on this machine (CPU: /proc/cpuinfo, /sys cache topology,
+gcc) or taken from a spec table (GPUs); an override wins over detection and the fields derived
+from it follow (an overridden `isa` sets `vector_bits`, `fma` and explicit `-m` flags):
+
+    >>> t = Target.from_string("cpu -isa=avx2 -cores=2")
+    >>> t.isa, t.vector_bits, t.num_cores, "-mavx2" in t.cflags
+    ('avx2', 256, 2, True)
+    >>> Target.from_string(str(t)) == t          # str() spells every field, so it round-trips
+    True
+
+`target.fingerprint` keys the tuning database: equal on one machine, different when anything
+that changes generated code or its speed (model, ISA, cores, caches, compiler, flags) changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, fields
+from typing import Any
+
+from tilegraph.dtype import DType, as_dtype
+
+KINDS = ("cpu", "cuda", "opencl")
+CPU_ISAS = ("avx512", "avx2", "neon", "generic")
+ISA_VECTOR_BITS = {"avx512": 512, "avx2": 256, "neon": 128, "generic": 128}
+CC_ENV = "TILEGRAPH_CC"
+
+# -ffast-math is deliberately absent: it lets the compiler assume no inf/NaN, which breaks
+# max/min reductions and NaN propagation. Contraction to FMA and errno-free math are safe.
+COMMON_CFLAGS = ("-O3", "-std=gnu11", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math",
+                 "-fopenmp", "-fPIC", "-shared")
+CROSS_ISA_CFLAGS = {
+    ("x86_64", "avx512"): ("-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma", "-mf16c",
+                           "-mprefer-vector-width=512"),
+    ("x86_64", "avx2"): ("-mavx2", "-mfma", "-mf16c"),
+    ("x86_64", "generic"): ("-march=x86-64",),
+    ("aarch64", "neon"): ("-march=armv8-a+simd",),
+    ("aarch64", "generic"): ("-march=armv8-a",),
+}
+
+# name fragment -> (compute capability, SMs, L2 bytes); shared memory per block is the 48 KiB
+# available without opt-in on every listed part.
+CUDA_SPECS = {
+    "H100": ("9.0", 132, 50 << 20),
+    "H200": ("9.0", 132, 50 << 20),
+    "A100": ("8.0", 108, 40 << 20),
+    "A10": ("8.6", 72, 6 << 20),
+    "RTX 4090": ("8.9", 128, 72 << 20),
+    "RTX 3090": ("8.6", 82, 6 << 20),
+    "V100": ("7.0", 80, 6 << 20),
+    "T4": ("7.5", 40, 4 << 20),
+}
+GENERIC_CUDA = ("generic", "7.0", 80, 6 << 20)
+
+# Short spellings accepted by from_string and used by __str__.
+ALIASES = {
+    "cores": "num_cores", "model": "cpu_model", "l1d": "l1d_bytes", "l2": "l2_bytes", "l3": "l3_bytes",
+    "vector-bits": "vector_bits", "cc-version": "cc_version", "device": "device_name",
+    "sm": "compute_capability", "sms": "num_sms", "smem": "shared_memory_bytes",
+    "max-threads": "max_threads_per_block", "warp": "warp_size",
+}
+_SHORT_NAMES = {field_name: alias for alias, field_name in ALIASES.items()}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A compilation target. Fields left as None are detected (CPU) or looked up (GPU); fields
+    that do not apply to the kind stay None. Frozen and hashable."""
+
+    kind: str = "cpu"
+    arch: str | None = None
+    isa: str | None = None
+    vector_bits: int | None = None
+    fma: bool | None = None
+    num_cores: int | None = None
+    l1d_bytes: int | None = None
+    l2_bytes: int | None = None
+    l3_bytes: int | None = None
+    cpu_model: str | None = None
+    cc: str | None = None
+    cc_version: str | None = None
+    cflags: tuple[str, ...] | None = None
+    device_name: str | None = None
+    compute_capability: str | None = None
+    num_sms: int | None = None
+    shared_memory_bytes: int | None = None
+    max_threads_per_block: int | None = None
+    warp_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown target kind {self.kind!r}; valid kinds: {', '.join(KINDS)}")
+        if self.cflags is not None and not isinstance(self.cflags, tuple):
+            if isinstance(self.cflags, str):
+                raise TypeError("Target cflags must be a sequence of flags, not a string; use shlex.split")
+            object.__setattr__(self, "cflags", tuple(self.cflags))
+        filled = {"cpu": _fill_cpu, "cuda": _fill_cuda, "opencl": _fill_opencl}[self.kind](self)
+        for name, value in filled.items():
+            object.__setattr__(self, name, value)
+        _validate(self)
+
+    # ---- helpers -------------------------------------------------------------------------
+    def lanes(self, dtype: DType | str) -> int:
+        """How many scalars of `dtype` one native vector register holds."""
+        return max(1, self.vector_bits // as_dtype(dtype).scalar.bits)
+
+    @property
+    def fingerprint(self) -> str:
+        """A stable key for the tuning database: `<kind>-<isa>-<cores>c-<hash>`; the hash covers
+        every field (the compiler by name and version, not path) and the codegen version."""
+        from tilegraph.codegen import CODEGEN_VERSION  # lazily: codegen imports this module
+
+        described = {f.name: getattr(self, f.name) for f in fields(self)}
+        described["cc"] = os.path.basename(self.cc) if self.cc else self.cc
+        described["codegen_version"] = CODEGEN_VERSION
+        digest = hashlib.sha256(json.dumps(described, sort_keys=True, default=list).encode()).hexdigest()
+        cores = self.num_cores if self.num_cores is not None else self.num_sms
+        return f"{self.kind}-{self.isa or self.compute_capability or 'any'}-{cores}c-{digest[:16]}"
+
+    @classmethod
+    def from_string(cls, spec: str) -> Target:
+        """Parse `"cpu -isa=avx2 -cores=2"`: the kind, then `-key=value` options (field names or
+        the short aliases in ALIASES)."""
+        if not isinstance(spec, str):
+            raise TypeError(f"Target.from_string expects a str, got {type(spec).__name__}")
+        tokens = shlex.split(spec)
+        if not tokens:
+            raise ValueError(f"empty target string; valid kinds: {', '.join(KINDS)}")
+        kind, options = tokens[0], tokens[1:]
+        field_types = {f.name: f.type for f in fields(cls)}
+        overrides: dict[str, Any] = {}
+        for token in options:
+            if not token.startswith("-") or "=" not in token:
+                raise ValueError(f"bad target option {token!r} in {spec!r}; expected -key=value")
+            key, value = token.lstrip("-").split("=", 1)
+            name = ALIASES.get(key, key.replace("-", "_"))
+            if name not in field_types or name == "kind":
+                valid = sorted(set(field_types) - {"kind"} | set(ALIASES))
+                raise ValueError(f"unknown target option {key!r} in {spec!r}; valid options: {', '.join(valid)}")
+            overrides[name] = _parse_value(name, field_types[name], value, spec)
+        return cls(kind, **overrides)
+
+    def __str__(self) -> str:
+        parts = [self.kind]
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "kind" or value is None:
+                continue
+            if isinstance(value, tuple):
+                text = shlex.join(value)
+            elif isinstance(value, bool):
+                text = "true" if value else "false"
+            else:
+                text = str(value)
+            parts.append(shlex.quote(f"-{_SHORT_NAMES.get(f.name, f.name)}={text}"))
+        return " ".join(parts)
+
+
+def as_target(value: Target | str | None) -> Target:
+    """Accept what users pass as `target=`: a Target, a string like "cpu -cores=4", or None (cpu)."""
+    if value is None:
+        return Target()
+    if isinstance(value, Target):
+        return value
+    if isinstance(value, str):
+        return Target.from_string(value)
+    raise TypeError(f"target must be a Target or a str such as 'cpu', got {type(value).__name__}")
+
+
+def host_supports(target: Target) -> bool:
+    """Whether code built for `target` (a CPU target) can run on this machine."""
+    if target.kind != "cpu":
+        return True
+    host = _detect_cpu()
+    if target.arch != host["arch"]:
+        return False
+    wanted = {"avx512": {"avx512f"}, "avx2": {"avx2"}, "neon": set(), "generic": set()}[target.isa]
+    if target.fma and target.arch == "x86_64":
+        wanted = wanted | {"fma"}
+    return wanted <= host["flags"]
+
+
+# ---- parsing -------------------------------------------------------------------------------
+def _parse_value(name: str, annotation: str, text: str, spec: str) -> Any:
+    annotation = str(annotation)
+    if annotation.startswith("tuple"):
+        return tuple(shlex.split(text))
+    if annotation.startswith("bool"):
+        lowered = text.lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no"):
+            raise ValueError(f"target option {name} must be true or false, got {text!r} in {spec!r}")
+        return lowered in ("true", "1", "yes")
+    if annotation.startswith("int"):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"target option {name} must be an integer, got {text!r} in {spec!r}") from None
+    return text
+
+
+def _validate(target: Target) -> None:
+    if target.kind == "cpu" and target.isa not in CPU_ISAS:
+        raise ValueError(f"unknown cpu isa {target.isa!r}; valid: {', '.join(CPU_ISAS)}")
+    for name in ("vector_bits", "num_cores", "l1d_bytes", "l2_bytes", "l3_bytes", "num_sms",
+                 "shared_memory_bytes", "max_threads_per_block", "warp_size"):
+        value = getattr(target, name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"Target {name} must be a positive integer, got {value!r}")
+
+
+# ---- CPU -----------------------------------------------------------------------------------
+def _fill_cpu(t: Target) -> dict[str, Any]:
+    host = _detect_cpu()
+    arch = _pick(t.arch, host["arch"])
+    isa = _pick(t.isa, host["isa"] if arch == host["arch"] else ("neon" if arch == "aarch64" else "generic"))
+    native = arch == host["arch"] and isa == host["isa"]
+    if t.fma is not None:
+        fma = t.fma
+    elif native:
+        fma = host["fma"]
+    else:
+        fma = isa != "generic"
+    cc = t.cc or os.environ.get(CC_ENV) or shutil.which("gcc") or "gcc"
+    on_host = arch == host["arch"]
+    return {
+        "arch": arch,
+        "isa": isa,
+        "vector_bits": _pick(t.vector_bits, ISA_VECTOR_BITS.get(isa, 128)),
+        "fma": fma,
+        "num_cores": _pick(t.num_cores, host["num_cores"]),
+        "l1d_bytes": _pick(t.l1d_bytes, host["l1d_bytes"] if on_host else 32 << 10),
+        "l2_bytes": _pick(t.l2_bytes, host["l2_bytes"] if on_host else 1 << 20),
+        "l3_bytes": _pick(t.l3_bytes, host["l3_bytes"] if on_host else 2 << 20),
+        "cpu_model": t.cpu_model if t.cpu_model is not None else (host["cpu_model"] if on_host else arch),
+        "cc": cc,
+        "cc_version": t.cc_version if t.cc_version is not None else compiler_version(cc),
+        "cflags": t.cflags if t.cflags is not None else _default_cflags(arch, isa, native),
+    }
+
+
+def _pick(value: Any, default: Any) -> Any:
+    """An override wins even when falsy (so -cores=0 reaches validation instead of detection)."""
+    return default if value is None else value
+
+
+def _default_cflags(arch: str, isa: str, native: bool) -> tuple[str, ...]:
+    if native:
+        isa_flags: tuple[str, ...] = ("-march=native",)
+        if isa == "avx512":
+            # gcc tunes many AVX-512 parts to 256-bit auto-vectorisation; our kernels size for 512.
+            isa_flags += ("-mprefer-vector-width=512",)
+    else:
+        isa_flags = CROSS_ISA_CFLAGS.get((arch, isa), ())
+    return COMMON_CFLAGS[:1] + isa_flags + COMMON_CFLAGS[1:]
+
+
+@functools.lru_cache(maxsize=1)
+def _detect_cpu() -> dict[str, Any]:
+    arch = _normalise_arch(platform.machine())
+    info = _read_cpuinfo()
+    flags = set(info.get("flags", info.get("Features", "")).split())
+    if arch == "x86_64" and "avx512f" in flags:
+        isa = "avx512"
+    elif arch == "x86_64" and {"avx2", "fma"} <= flags:
+        isa = "avx2"
+    elif arch == "aarch64":
+        isa = "neon"
+    else:
+        isa = "generic"
+    num_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    caches = _detect_caches()
+    return {
+        "arch": arch,
+        "isa": isa,
+        "flags": frozenset(flags),
+        "fma": "fma" in flags or arch == "aarch64",
+        "num_cores": num_cores,
+        "cpu_model": info.get("model name") or info.get("Hardware") or platform.processor() or arch,
+        **caches,
+    }
+
+
+def _normalise_arch(machine: str) -> str:
+    machine = machine.lower()
+    return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
+def _read_cpuinfo() -> dict[str, str]:
+    """The first value of each key in /proc/cpuinfo (processor 0 describes them all)."""
+    info: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, sep, value = line.partition(":")
+                if sep:
+                    info.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    return info
+
+
+_CACHE_DEFAULTS = {"l1d_bytes": 32 << 10, "l2_bytes": 1 << 20, "l3_bytes": 2 << 20}
+_SYSCONF_NAMES = {"l1d_bytes": "SC_LEVEL1_DCACHE_SIZE", "l2_bytes": "SC_LEVEL2_CACHE_SIZE",
+                  "l3_bytes": "SC_LEVEL3_CACHE_SIZE"}
+
+
+def _detect_caches() -> dict[str, int]:
+    """Per-core cache bytes: a cache shared by k CPUs counts size / k for each of them."""
+    found = _caches_from_sysfs()
+    for name, sysconf_name in _SYSCONF_NAMES.items():
+        if name not in found:
+            try:
+                value = os.sysconf(sysconf_name)
+            except (ValueError, OSError, AttributeError):
+                value = 0
+            found[name] = value if value and value > 0 else _CACHE_DEFAULTS[name]
+    return found
+
+
+def _caches_from_sysfs(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
+    found: dict[str, int] = {}
+    try:
+        entries = sorted(e for e in os.listdir(root) if e.startswith("index"))
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            level = int(_read_text(f"{root}/{entry}/level"))
+            kind = _read_text(f"{root}/{entry}/type")
+            size = _parse_size(_read_text(f"{root}/{entry}/size"))
+            sharing = _count_cpus(_read_text(f"{root}/{entry}/shared_cpu_list"))
+        except (OSError, ValueError):
+            continue
+        name = {(1, "Data"): "l1d_bytes", (2, "Unified"): "l2_bytes", (3, "Unified"): "l3_bytes"}.get((level, kind))
+        if name and size > 0:
+            found[name] = max(1, size // max(1, sharing))
+    return found
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
+def _parse_size(text: str) -> int:
+    match = re.fullmatch(r"(\d+)\s*([KMG]?)i?B?", text.strip(), flags=re.IGNORECASE)
+    if not match:
+        raise ValueError(f"unreadable cache size {text!r}")
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2).upper()]
+
+
+def _count_cpus(cpu_list: str) -> int:
+    count = 0
+    for part in cpu_list.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
+
+
+@functools.lru_cache(maxsize=16)
+def compiler_version(cc: str) -> str:
+    """The first line of `<cc> --version`, or "" when the compiler cannot be run."""
+    try:
+        result = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = (result.stdout or result.stderr).strip().splitlines()
+    return lines[0].strip() if result.returncode == 0 and lines else ""
+
+
+# ---- GPUs ----------------------------------------------------------------------------------
+def _fill_cuda(t: Target) -> dict[str, Any]:
+    detected = _query_nvidia_smi()
+    name = _pick(t.device_name, detected[0] if detected else GENERIC_CUDA[0])
+    table_cc, table_sms, table_l2 = _cuda_spec(name)
+    capability = _pick(t.compute_capability, (detected[1] if detected else None) or table_cc)
+    cc = t.cc or shutil.which("nvcc") or "nvcc"
+    sm = capability.replace(".", "")
+    return {
+        "isa": _pick(t.isa, f"sm_{sm}"),
+        "vector_bits": _pick(t.vector_bits, 128),
+        "fma": True if t.fma is None else t.fma,
+        "l2_bytes": _pick(t.l2_bytes, table_l2),
+        "device_name": name,
+        "compute_capability": capability,
+        "num_sms": _pick(t.num_sms, table_sms),
+        "shared_memory_bytes": _pick(t.shared_memory_bytes, 48 << 10),
+        "max_threads_per_block": _pick(t.max_threads_per_block, 1024),
+        "warp_size": _pick(t.warp_size, 32),
+        "cc": cc,
+        "cc_version": t.cc_version if t.cc_version is not None else _nvcc_version(cc),
+        "cflags": t.cflags if t.cflags is not None else ("-O3", f"-arch=sm_{sm}", "--shared", "-Xcompiler", "-fPIC"),
+    }
+
+
+def _cuda_spec(name: str) -> tuple[str, int, int]:
+    for fragment, spec in CUDA_SPECS.items():
+        if fragment.lower() in name.lower():
+            return spec
+    return GENERIC_CUDA[1:]
+
+
+@functools.lru_cache(maxsize=1)
+def _query_nvidia_smi() -> tuple[str, str] | None:
+    """(name, compute capability) of the first visible GPU, or None without one."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        result = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = result.stdout.strip().splitlines()[:1]
+    if result.returncode != 0 or not first or "," not in first[0]:
+        return None
+    name, capability = (part.strip() for part in first[0].split(",", 1))
+    return name, capability
+
+
+@functools.lru_cache(maxsize=4)
+def _nvcc_version(nvcc: str) -> str:
+    """The release line of `nvcc --version` (its first line is a banner)."""
+    try:
+        result = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = [line for line in result.stdout.splitlines() if "release" in line]
+    return lines[0].strip() if lines else ""
+
+
+def _fill_opencl(t: Target) -> dict[str, Any]:
+    # OpenCL compiles at run time on the device; these are conservative portable limits.
+    return {
+        "isa": _pick(t.isa, "generic"),
+        "vector_bits": _pick(t.vector_bits, 128),
+        "fma": True if t.fma is None else t.fma,
+        "device_name": _pick(t.device_name, "generic"),
+        "num_sms": _pick(t.num_sms, 16),
+        "shared_memory_bytes": _pick(t.shared_memory_bytes, 32 << 10),
+        "max_threads_per_block": _pick(t.max_threads_per_block, 256),
+        "warp_size": _pick(t.warp_size, 32),
+    }
