@@ -1,0 +1,10 @@
+"""Printers from lowered loop IR to source code (C with GCC vector extensions and OpenMP).
+
+Printers only print: every decision (vector widths, unrolling, which buffers live in registers)
+is taken by the lowering pipeline, so anything a printer meets it can print.
+"""
+
+# Bumped whenever generated code changes for the same lowered IR; part of Target.fingerprint.
+CODEGEN_VERSION = "1"
+
+__all__ = ["CODEGEN_VERSION"]
