@@ -114,6 +114,36 @@ class Schedule:
     def bind(self, loop: str, thread_axis: str) -> None:
         self._apply("bind", loop=str(loop), thread_axis=thread_axis)
 
+    # ------------------------------------------------------------------ data-movement primitives
+    def cache_read(self, block: str | Tensor, buffer: str | Tensor, scope: str = "local",
+                   layout: dict[str, Any] | None = None) -> BlockRV:
+        """A copy of `buffer` (optionally packed: {"split": [[dim, factor]], "order": [...]}) that
+        only `block` reads; returns the copy block."""
+        inputs: dict[str, Any] = {"block": _name(block), "buffer": _name(buffer), "scope": scope}
+        if layout is not None:
+            inputs["layout"] = {k: _plain(v) for k, v in layout.items()}
+        return BlockRV(self._apply("cache_read", **inputs)[0])
+
+    def cache_write(self, block: str | Tensor, scope: str = "local") -> BlockRV:
+        """`block` computes into a new buffer; returns the write-back block."""
+        return BlockRV(self._apply("cache_write", block=_name(block), scope=scope)[0])
+
+    def compute_at(self, block: str | Tensor, loop: str) -> None:
+        self._apply("compute_at", block=_name(block), loop=str(loop))
+
+    def reverse_compute_at(self, block: str | Tensor, loop: str) -> None:
+        self._apply("reverse_compute_at", block=_name(block), loop=str(loop))
+
+    def compute_inline(self, block: str | Tensor) -> None:
+        self._apply("compute_inline", block=_name(block))
+
+    def storage_pad(self, buffer: str | Tensor, padding: Sequence[int]) -> None:
+        self._apply("storage_pad", buffer=_name(buffer), padding=[int(p) for p in padding])
+
+    def decompose_reduction(self, block: str | Tensor, loop: str) -> BlockRV:
+        """Split `block`'s init into a new block placed before `loop`; returns the init block."""
+        return BlockRV(self._apply("decompose_reduction", block=_name(block), loop=str(loop))[0])
+
     # ------------------------------------------------------------------ generic entry
     def apply(self, kind: str, **inputs: Any) -> tuple[str, ...]:
         """Apply any registered primitive by name (used by primitives added without a method)."""
@@ -191,6 +221,10 @@ class Schedule:
                 if inst.outputs and tuple(outputs) != tuple(inst.outputs):
                     raise ScheduleError(f"replay of {inst.kind} produced {outputs}, the trace recorded {inst.outputs}")
         return sch
+
+
+def _name(x: str | Tensor) -> str:
+    return x.name if isinstance(x, Tensor) else str(x)
 
 
 def _encode(v: Any) -> Any:

@@ -1,0 +1,57 @@
+import tilegraph as tg
+from tilegraph import te
+from tilegraph.loop.ir import BufferStore, For
+from tilegraph.loop.visit import walk_stmts
+from tilegraph.lower.passes.lower_vectorize import chunk_widths
+from tilegraph.lower.pipeline import lower
+from tilegraph.te.expr import Broadcast, Ramp
+
+AVX512 = tg.Target.from_string("cpu -isa=avx512")
+AVX2 = tg.Target.from_string("cpu -isa=avx2")
+
+
+def test_chunk_widths():
+    assert chunk_widths(16, 16) == [16]
+    assert chunk_widths(13, 16) == [8, 4]
+    assert chunk_widths(7, 4) == [4]
+    assert chunk_widths(64, 16) == [16] * 4
+    assert chunk_widths(40, 8) == [8] * 5
+    assert chunk_widths(3, 16) == []
+
+
+def _vectorized(fn, n=13, target=AVX512):
+    x = te.placeholder((2, n), name="X")
+    y = te.compute((2, n), lambda i, j: fn(x, i, j), name="Y")
+    sch = tg.Schedule(te.Workload([x], [y]))
+    _, j = sch.loops(y)
+    sch.vectorize(j)
+    return lower(sch.func, target)
+
+
+def test_tail_is_a_scalar_loop():
+    out = _vectorized(lambda x, i, j: x[i, j] + x[i, 0])
+    stores = [s for s in walk_stmts(out.body) if isinstance(s, BufferStore)]
+    lanes = [s.indices[0].lanes for s in stores if isinstance(s.indices[0], Ramp)]
+    assert lanes == [8, 4]
+    vec = stores[0]
+    assert isinstance(vec.value.b, Broadcast)  # x[i, 0] is invariant in j
+    tails = [s for s in walk_stmts(out.body) if isinstance(s, For) and s.kind == "vectorized"]
+    assert [t.extent for t in tails] == []  # a tail of one iteration is unrolled away by simplify
+    assert len([s for s in stores if not isinstance(s.indices[0], Ramp)]) == 1
+
+
+def test_condition_on_the_lane_falls_back_to_a_scalar_loop():
+    out = _vectorized(lambda x, i, j: te.select(j.lt(3), x[i, j], 0.0), n=16)
+    loops = [s for s in walk_stmts(out.body) if isinstance(s, For) and s.kind == "vectorized"]
+    assert [lp.extent for lp in loops] == [16]
+
+
+def test_strided_load_is_a_gather():
+    x = te.placeholder((16, 16), name="X")
+    y = te.compute((16, 16), lambda i, j: x[j, i] * 2.0, name="Y")
+    sch = tg.Schedule(te.Workload([x], [y]))
+    _, j = sch.loops(y)
+    sch.vectorize(j)
+    out = lower(sch.func, AVX2)
+    (store,) = [s for s in walk_stmts(out.body) if isinstance(s, BufferStore)][:1]
+    assert store.value.a.indices[0] == Ramp(store.value.a.indices[0].base, 16, 8)

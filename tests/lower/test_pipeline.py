@@ -1,0 +1,50 @@
+import tilegraph as tg
+from tilegraph import te
+from tilegraph.loop.ir import Block, For
+from tilegraph.loop.visit import walk_stmts
+from tilegraph.lower.pipeline import PASSES, lower
+
+TARGET = tg.Target.from_string("cpu -isa=avx512")
+
+
+def _workload():
+    x = te.placeholder((4, 8), name="X")
+    y = te.compute((4, 8), lambda i, j: x[i, j] * 3.0, name="Y")
+    return te.Workload([x], [y]), y
+
+
+def test_pass_order():
+    names = [n for n, _ in PASSES]
+    expected = ["hoist_reduction_init", "lower_blocks", "simplify", "flatten_buffers", "lower_vectorize",
+                "expand_unroll", "final_simplify", "promote_registers", "check_printable"]
+    assert [n for n in names if n != "compact_buffers"] == expected
+    if "compact_buffers" in names:
+        assert names[0] == "compact_buffers"
+
+
+def test_lowered_func_is_flat_and_blockless():
+    wl, _ = _workload()
+    out = lower(tg.Schedule(wl).func, TARGET)
+    assert all(b.ndim == 1 for b in out.params)
+    assert not any(isinstance(s, Block) for s in walk_stmts(out.body))
+
+
+def test_dump_prints_every_pass(capsys, monkeypatch):
+    wl, _ = _workload()
+    lower(tg.Schedule(wl).func, TARGET, dump=True)
+    text = capsys.readouterr().out
+    for name, _ in PASSES:
+        assert f"# after {name}" in text
+    monkeypatch.setenv("TILEGRAPH_DUMP_IR", "1")
+    lower(tg.Schedule(wl).func, TARGET)
+    assert "# after lower_blocks" in capsys.readouterr().out
+    monkeypatch.setenv("TILEGRAPH_DUMP_IR", "0")
+    lower(tg.Schedule(wl).func, TARGET)
+    assert capsys.readouterr().out == ""
+
+
+def test_unit_loops_disappear():
+    x = te.placeholder((1, 5), name="X")
+    y = te.compute((1, 5), lambda i, j: x[i, j] + 1.0, name="Y")
+    out = lower(tg.Schedule(te.Workload([x], [y])).func, TARGET)
+    assert [s.extent for s in walk_stmts(out.body) if isinstance(s, For)] == [5]

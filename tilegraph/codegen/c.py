@@ -1,0 +1,320 @@
+"""C printer for lowered loop IR: GCC vector extensions for SIMD, OpenMP for parallel loops.
+
+    src = codegen_c(lower(func, target))
+    src.code     the translation unit
+    src.entry    the kernel's symbol
+
+The kernel's ABI: `void <entry>(<ctype>* restrict <p0>, ..., int32_t num_threads)`, one pointer
+per Func param in order, then the thread count for `#pragma omp parallel for`.
+
+    for i in range(8) parallel:           #pragma omp parallel for num_threads(num_threads)
+      C[ramp(i*16, 1, 16)] = ...    ->    for (int32_t x_i = 0; x_i < 8; ++x_i) {
+                                            *(v16sf_u*)(b_C + (x_i * 16)) = ...;
+                                          }
+
+This module only prints: lowering (check_printable) has already refused what it cannot print.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilegraph import dtype as dt
+from tilegraph.codegen.names import NameTable
+from tilegraph.codegen.writer import CodeWriter
+from tilegraph.dtype import DType
+from tilegraph.errors import LoweringError
+from tilegraph.loop.ir import Allocate, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.visit import walk_stmts
+from tilegraph.lower.passes.common import lanes_of
+from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
+
+C_TYPES = {
+    "float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
+    "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t",
+}
+_VECTOR_SUFFIX = {"float32": "sf", "int32": "si"}
+_VECTOR_ELEMENT = {"float32": "float", "int32": "int32_t"}
+_VECTOR_WIDTHS = (4, 8, 16)
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&&", "or": "||"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf", "floor": "floor", "ceil": "ceil"}
+UNROLL_HINT = 16
+
+
+@dataclass(frozen=True)
+class CSource:
+    code: str
+    entry: str
+
+
+def ctype(d: DType) -> str:
+    if d.lanes > 1:
+        return vector_type(d.scalar, d.lanes)
+    try:
+        return C_TYPES[d.name]
+    except KeyError:
+        raise LoweringError(f"dtype {d} has no C spelling") from None
+
+
+def vector_type(elem: DType, lanes: int) -> str:
+    return f"v{lanes}{_VECTOR_SUFFIX[elem.name]}"
+
+
+def c_const(c: Const) -> str:
+    """The exact C literal of a constant (hex floats; INFINITY/NAN by name)."""
+    d = c.dtype
+    if d.kind == "bool":
+        return "1" if c.value else "0"
+    if d.is_float:
+        value = float(np.float32(c.value)) if d.bits == 32 else float(c.value)
+        suffix = "f" if d.bits == 32 else ""
+        if math.isnan(value):
+            return "NAN" if d.bits == 32 else "((double)NAN)"
+        if math.isinf(value):
+            return ("INFINITY" if value > 0 else "(-INFINITY)") if d.bits == 32 else \
+                ("((double)INFINITY)" if value > 0 else "(-(double)INFINITY)")
+        text = value.hex() + suffix
+        return f"({text})" if value < 0 or text.startswith("-") else text
+    value = int(c.value)
+    if d.name == "int64":
+        return f"INT64_C({value})"
+    if d.name == "int32":
+        if value == -(2 ** 31):
+            return "(-2147483647 - 1)"
+        return f"({value})" if value < 0 else str(value)
+    return f"(({ctype(d)}){value})"
+
+
+def _prelude() -> str:
+    w = CodeWriter()
+    for inc in ("math.h", "stdint.h", "stdlib.h"):
+        w.raw(f"#include <{inc}>")
+    w.line()
+    for lanes in _VECTOR_WIDTHS:
+        for name, suffix in _VECTOR_SUFFIX.items():
+            elem = _VECTOR_ELEMENT[name]
+            t = f"v{lanes}{suffix}"
+            w.line(f"typedef {elem} {t} __attribute__((vector_size({lanes * 4})));")
+            w.line(f"typedef {elem} {t}_u __attribute__((vector_size({lanes * 4}), aligned(4)));")
+    w.line()
+    w.line("static inline void* tgh_alloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }")
+    for t in ("int32_t", "int64_t"):
+        w.line(f"static inline {t} tgh_floordiv_{t}({t} a, {t} b) "
+               f"{{ {t} q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }}")
+        w.line(f"static inline {t} tgh_floormod_{t}({t} a, {t} b) "
+               f"{{ {t} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}")
+    for t, f in (("float", "f"), ("double", "")):
+        w.line(f"static inline {t} tgh_floordiv_{t}({t} a, {t} b) {{ return floor{f}(a / b); }}")
+        w.line(f"static inline {t} tgh_floormod_{t}({t} a, {t} b) {{ return a - floor{f}(a / b) * b; }}")
+        w.line(f"static inline {t} tgh_sigmoid_{t}({t} x) {{ return ({t})1 / (({t})1 + exp{f}(-x)); }}")
+    for t in ("float", "double"):
+        w.line(f"static inline {t} tgh_max_{t}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}")
+        w.line(f"static inline {t} tgh_min_{t}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}")
+    for t in ("int8_t", "uint8_t", "int32_t", "int64_t"):
+        w.line(f"static inline {t} tgh_max_{t}({t} a, {t} b) {{ return a > b ? a : b; }}")
+        w.line(f"static inline {t} tgh_min_{t}({t} a, {t} b) {{ return a < b ? a : b; }}")
+    for lanes in _VECTOR_WIDTHS:
+        for name, suffix in _VECTOR_SUFFIX.items():
+            elem = _VECTOR_ELEMENT[name]
+            t, mask = f"v{lanes}{suffix}", f"v{lanes}si"
+            splat = ", ".join(["x"] * lanes)
+            w.line(f"static inline {t} tgh_splat_{t}({elem} x) {{ return ({t}){{{splat}}}; }}")
+            for op, cmp in (("max", ">"), ("min", "<")):
+                nan = " | (a != a)" if name == "float32" else ""
+                w.line(f"static inline {t} tgh_{op}_{t}({t} a, {t} b) {{ {mask} m = (a {cmp} b){nan}; "
+                       f"return ({t})((m & ({mask})a) | (~m & ({mask})b)); }}")
+    return w.text()
+
+
+class _Printer:
+    def __init__(self, func: Func):
+        self.func = func
+        self.names = NameTable()
+        self.w = CodeWriter()
+        self.parallel_depth = 0
+
+    # ------------------------------------------------------------------ names
+    def buf(self, b: Buffer) -> str:
+        return self.names.get("buffer", b.name)
+
+    def var(self, v: Var) -> str:
+        return self.names.get("var", v.name)
+
+    def register(self, b: Buffer, slot: int) -> str:
+        return self.names.get("register", f"{b.name}_{slot}")
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: Expr) -> str:
+        if isinstance(e, Var):
+            return self.var(e)
+        if isinstance(e, Const):
+            return c_const(e)
+        if isinstance(e, BufferLoad):
+            return self.load(e)
+        if isinstance(e, Broadcast):
+            return f"tgh_splat_{vector_type(e.value.dtype.scalar, e.lanes)}({self.expr(e.value)})"
+        if isinstance(e, BinOp):
+            return self.binop(e)
+        if isinstance(e, Cmp):
+            return f"({self.expr(e.a)} {_CMP[e.op]} {self.expr(e.b)})"
+        if isinstance(e, Not):
+            return f"(!{self.expr(e.a)})"
+        if isinstance(e, Select):
+            return f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+        if isinstance(e, Cast):
+            if e.dtype.kind == "bool":
+                return f"({self.expr(e.value)} != 0)"
+            return f"(({ctype(e.dtype)}){self.expr(e.value)})"
+        if isinstance(e, Call):
+            return self.call(e)
+        raise LoweringError(f"the C printer cannot print {type(e).__name__} (lowering should have refused it)")
+
+    def binop(self, e: BinOp) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        lanes = lanes_of(e)
+        t = vector_type(e.dtype.scalar, lanes) if lanes > 1 else ctype(e.dtype.scalar)
+        if e.op in _INFIX:
+            return f"({a} {_INFIX[e.op]} {b})"
+        if e.op in ("max", "min", "floordiv", "floormod"):
+            if e.op.startswith("floor") and t in ("int8_t", "uint8_t"):
+                t = "int32_t"
+            return f"tgh_{e.op}_{t}({a}, {b})"
+        if e.op == "pow":
+            f = "powf" if e.dtype.scalar == dt.float32 else "pow"
+            return f"(({t}){f}({a}, {b}))"
+        raise LoweringError(f"the C printer has no spelling for the operator {e.op!r}")
+
+    def call(self, e: Call) -> str:
+        x = self.expr(e.args[0])
+        d = e.dtype.scalar
+        if not d.is_float:
+            if e.name == "abs":
+                return f"llabs({x})" if d.name == "int64" else f"abs({x})"
+            raise LoweringError(f"{e.name} of an integer has no C spelling")
+        f = "f" if d.bits == 32 else ""
+        one = "1.0f" if d.bits == 32 else "1.0"
+        if e.name in _MATH:
+            return f"{_MATH[e.name]}{f}({x})"
+        if e.name == "abs":
+            return f"fabs{f}({x})"
+        if e.name == "rsqrt":
+            return f"({one} / sqrt{f}({x}))"
+        if e.name == "sigmoid":
+            return f"tgh_sigmoid_{ctype(d)}({x})"
+        raise LoweringError(f"the C printer has no spelling for the intrinsic {e.name!r}")
+
+    def load(self, e: BufferLoad) -> str:
+        b = e.buffer
+        (idx,) = e.indices
+        if b.dtype.lanes > 1:
+            return self.register(b, _const_slot(idx, b))
+        if isinstance(idx, Ramp):
+            vt = vector_type(b.dtype, idx.lanes)
+            if idx.stride == 1:
+                return f"(*({vt}_u*)({self.buf(b)} + {self.expr(idx.base)}))"
+            tmp = self.names.fresh("temp", "base")
+            lanes = ", ".join(f"{self.buf(b)}[{tmp} + {k * idx.stride}]" for k in range(idx.lanes))
+            return f"({{ int32_t {tmp} = {self.expr(idx.base)}; ({vt}){{{lanes}}}; }})"
+        return f"{self.buf(b)}[{self.expr(idx)}]"
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, s: Stmt) -> None:
+        if isinstance(s, Seq):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, For):
+            self.loop(s)
+        elif isinstance(s, IfThenElse):
+            with self.w.block(f"if ({self.expr(s.cond)})"):
+                self.stmt(s.then_body)
+            if s.else_body is not None:
+                with self.w.block("else"):
+                    self.stmt(s.else_body)
+        elif isinstance(s, BufferStore):
+            self.store(s)
+        elif isinstance(s, Allocate):
+            with self.w.block(""):
+                self.declare(s.buffer)
+                self.stmt(s.body)
+                self.release(s.buffer)
+        elif isinstance(s, Barrier):
+            raise LoweringError("a barrier cannot be printed as C (lowering should have refused it)")
+        else:
+            raise LoweringError(f"the C printer cannot print {type(s).__name__} (lowering should have refused it)")
+
+    def loop(self, s: For) -> None:
+        parallel = s.kind == "parallel" and self.parallel_depth == 0
+        if parallel:
+            self.w.raw("#pragma omp parallel for num_threads(num_threads)")
+        elif s.kind == "vectorized":
+            self.w.raw("#pragma GCC ivdep")
+        elif s.kind == "unrolled":
+            self.w.raw(f"#pragma GCC unroll {UNROLL_HINT}")
+        v = self.var(s.var)
+        self.parallel_depth += parallel
+        with self.w.block(f"for ({ctype(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
+            self.stmt(s.body)
+        self.parallel_depth -= parallel
+
+    def store(self, s: BufferStore) -> None:
+        b = s.buffer
+        (idx,) = s.indices
+        value = self.expr(s.value)
+        if b.dtype.lanes > 1:
+            self.w.line(f"{self.register(b, _const_slot(idx, b))} = {value};")
+        elif isinstance(idx, Ramp):
+            vt = vector_type(b.dtype, idx.lanes)
+            self.w.line(f"*({vt}_u*)({self.buf(b)} + {self.expr(idx.base)}) = {value};")
+        else:
+            self.w.line(f"{self.buf(b)}[{self.expr(idx)}] = {value};")
+
+    def declare(self, b: Buffer) -> None:
+        if b.dtype.lanes > 1:
+            regs = ", ".join(self.register(b, k) for k in range(b.size))
+            self.w.line(f"{ctype(b.dtype)} {regs};")
+        elif b.scope == "global":
+            t = ctype(b.dtype)
+            self.w.line(f"{t}* restrict {self.buf(b)} = ({t}*)tgh_alloc({b.size} * sizeof({t}));")
+        else:
+            self.w.line(f"{ctype(b.dtype)} {self.buf(b)}[{b.size}] __attribute__((aligned(64)));")
+
+    def release(self, b: Buffer) -> None:
+        if b.dtype.lanes == 1 and b.scope == "global":
+            self.w.line(f"free({self.buf(b)});")
+
+    # ------------------------------------------------------------------ function
+    def function(self) -> str:
+        f = self.func
+        entry = self.names.get("func", f.name)
+        params = [f"{ctype(b.dtype)}* restrict {self.buf(b)}" for b in f.params]
+        params.append("int32_t num_threads")
+        allocated_inside = {s.buffer.name for s in walk_stmts(f.body) if isinstance(s, Allocate)}
+        top = [b for b in f.allocs if b.name not in allocated_inside]
+        with self.w.block(f"void {entry}({', '.join(params)})"):
+            self.w.line("if (num_threads < 1) num_threads = 1;")
+            for b in top:
+                self.declare(b)
+            self.stmt(f.body)
+            for b in top:
+                self.release(b)
+        return entry
+
+
+def _const_slot(idx: Expr, b: Buffer) -> int:
+    if not isinstance(idx, Const):
+        raise LoweringError(f"register buffer {b.name} indexed by a non-constant (promote_registers should not allow it)")
+    return int(idx.value)
+
+
+def codegen_c(func: Func) -> CSource:
+    """Print a lowered Func (see tilegraph.lower.lower) as one C translation unit."""
+    printer = _Printer(func)
+    entry = printer.function()
+    return CSource(_prelude() + "\n" + printer.w.text(), entry)
+
+
+__all__ = ["CSource", "codegen_c", "c_const", "ctype"]

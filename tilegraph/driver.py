@@ -1,0 +1,130 @@
+"""The compile driver: schedule (or workload) -> lowered IR -> C -> shared library -> Kernel.
+
+    kernel = tg.build(sch)                  # a Schedule, as scheduled
+    kernel = tg.build(wl, target="cpu")     # a Workload: default_schedule(wl, target) first
+    c = kernel(a, b); kernel.source; kernel.lowered
+
+default_schedule is simple and always legal: per block, the innermost spatial loop (moved inside
+the reduce loops) is vectorised when it writes contiguously, the outer spatial loops are fused
+and parallelised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilegraph.build.compile import compile_c
+from tilegraph.codegen.c import codegen_c
+from tilegraph.errors import TilegraphError
+from tilegraph.loop.ir import Block, BufferStore
+from tilegraph.loop.visit import find_block, walk_stmts
+from tilegraph.lower.pipeline import lower
+from tilegraph.runtime.kernel import Kernel
+from tilegraph.schedule.schedule import Schedule
+from tilegraph.target import Target
+from tilegraph.te.expr import Var
+from tilegraph.te.visit import free_vars
+from tilegraph.te.workload import Workload
+
+MAX_VECTOR_LOOP = 64
+VECTOR_DTYPES = ("float32", "int32")
+
+
+def _as_target(target: str | Target) -> Target:
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, str):
+        return Target.from_string(target)
+    raise TypeError(f"target must be a Target or a target string like 'cpu', got {type(target).__name__}")
+
+
+def build(obj: Schedule | Workload, target: str | Target = "cpu", db: Any = None) -> Kernel:
+    """Compile a Schedule (as is) or a Workload (with `db`'s best schedule when given, else
+    default_schedule) into a callable Kernel."""
+    tgt = _as_target(target)
+    if isinstance(obj, Workload):
+        sch = _schedule_from_db(obj, tgt, db) if db is not None else None
+        sch = sch if sch is not None else default_schedule(obj, tgt)
+    elif isinstance(obj, Schedule):
+        sch = obj
+    else:
+        raise TypeError(f"build expects a Schedule or a Workload, got {type(obj).__name__}")
+    func = sch.func
+    lowered = lower(func, tgt)
+    src = codegen_c(lowered)
+    lib = compile_c(src.code, tgt, name=src.entry)
+    n_inputs = len(sch.workload.inputs)
+    return Kernel(lib, src.entry, inputs=func.params[:n_inputs], outputs=func.params[n_inputs:],
+                  source=src.code, target=tgt, lowered=lowered)
+
+
+def _schedule_from_db(wl: Workload, target: Target, db: Any) -> Schedule | None:
+    """The best recorded schedule of `wl` on `target`, if the database offers a lookup."""
+    lookup = getattr(db, "best_schedule", None)
+    return None if lookup is None else lookup(wl, target)
+
+
+def default_schedule(wl: Workload, target: str | Target = "cpu") -> Schedule:
+    """A simple, always-legal schedule: vectorise contiguous innermost spatial loops, fuse and
+    parallelise the outer spatial loops."""
+    tgt = _as_target(target)
+    sch = Schedule(wl)
+    for name in sch.block_names():
+        _schedule_block(sch, name, tgt)
+    return sch
+
+
+def _schedule_block(sch: Schedule, name: str, target: Target) -> None:
+    block = find_block(sch.func, name)
+    loops = list(sch.loops(name))
+    kinds = [iv.kind for iv in block.iter_vars]
+    if len(loops) != len(kinds) or any(b != Var(lp) for b, lp in zip(block.bindings, loops)):
+        return  # not the naive nest this recipe is written for
+    spatial = [lp for lp, k in zip(loops, kinds) if k == "spatial"]
+    reduce = [lp for lp, k in zip(loops, kinds) if k == "reduce"]
+    if loops != spatial + reduce:
+        return
+    outer = list(spatial)
+    inner: str | None = None
+    if spatial and _writes_contiguously(block) and (not reduce or len(spatial) >= 2):
+        last = spatial[-1]
+        extent = block.iter_vars[len(spatial) - 1].extent
+        outer = spatial[:-1]
+        if extent <= MAX_VECTOR_LOOP:
+            inner = last
+        else:
+            lanes = target.lanes("float32")
+            factor = next((d for d in range(MAX_VECTOR_LOOP, 3, -1) if extent % d == 0 and d % 4 == 0), lanes)
+            head, inner = sch.split(last, factor)
+            outer.append(head)
+        if reduce:
+            sch.reorder(*outer, *reduce, inner)
+    try:
+        if len(outer) >= 2:
+            outer = [sch.fuse(*outer)]
+        if outer:
+            sch.parallel(outer[0])
+        if inner is not None:
+            sch.vectorize(inner)
+    except TilegraphError:  # a recipe step this block does not allow: keep what was legal
+        return
+
+
+def _writes_contiguously(block: Block) -> bool:
+    """The last spatial block variable indexes only the last dimension of the stored buffer."""
+    spatial = [iv.var for iv in block.iter_vars if iv.kind == "spatial"]
+    if not spatial:
+        return False
+    last = spatial[-1]
+    stores = [s for s in walk_stmts(block.body) if isinstance(s, BufferStore)]
+    if not stores:
+        return False
+    for s in stores:
+        if s.buffer.dtype.name not in VECTOR_DTYPES or not s.indices or s.indices[-1] != last:
+            return False
+        if any(last in free_vars(i) for i in s.indices[:-1]):
+            return False
+    return True
+
+
+__all__ = ["build", "default_schedule"]

@@ -1,0 +1,1 @@
+"""Lowering: scheduled loop IR -> flat, vectorised, printable loop IR (see pipeline.py)."""

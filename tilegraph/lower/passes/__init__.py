@@ -1,0 +1,1 @@
+"""Lowering passes, one per file; each exposes `run(func, target) -> Func`."""

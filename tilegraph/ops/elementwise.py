@@ -1,0 +1,122 @@
+"""Elementwise operators: one stage each.
+
+    relu(x)      out[i..] = max(x[i..], 0)
+    gelu(x)      out[i..] = 0.5 * x * (1 + erf(x / sqrt(2)))           (the exact, erf form)
+    sigmoid, tanh, exp
+    add(a, b)    out[i..] = a[bcast(i..)] + b[bcast(i..)]               numpy broadcasting
+    sub, mul, div, maximum, minimum                                       either side may be a scalar
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from tilegraph import te
+from tilegraph.ops._common import check_float, check_tensor, operator, stage
+from tilegraph.te.expr import Expr
+from tilegraph.te.tensor import Tensor
+
+Scalar = int | float
+
+
+def _unary(x: Tensor, fn: Callable[[Expr], Expr], name: str) -> Tensor:
+    check_tensor(x, "x")
+    check_float(x, "x")
+    return stage(x.shape, lambda *i: fn(x[i]), name=name)
+
+
+@operator("relu")
+def relu(x: Tensor, name: str = "relu") -> Tensor:
+    """max(x, 0)."""
+    return _unary(x, lambda v: te.max_(v, te.const(0.0, v.dtype)), name)
+
+
+@operator("gelu")
+def gelu(x: Tensor, name: str = "gelu") -> Tensor:
+    """0.5 * x * (1 + erf(x / sqrt(2))), the exact (erf) form."""
+    return _unary(x, lambda v: v * 0.5 * (te.erf(v * (1.0 / math.sqrt(2.0))) + 1.0), name)
+
+
+@operator("sigmoid")
+def sigmoid(x: Tensor, name: str = "sigmoid") -> Tensor:
+    return _unary(x, te.sigmoid, name)
+
+
+@operator("tanh")
+def tanh(x: Tensor, name: str = "tanh") -> Tensor:
+    return _unary(x, te.tanh, name)
+
+
+@operator("exp")
+def exp(x: Tensor, name: str = "exp") -> Tensor:
+    return _unary(x, te.exp, name)
+
+
+def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(int(s) for s in np.broadcast_shapes(a, b))
+    except ValueError:
+        raise ValueError(f"arguments a and b have shapes {a} and {b}, which do not broadcast") from None
+
+
+def broadcast_read(t: Tensor, out_index: tuple[Expr, ...]) -> Expr:
+    """t read at the point of a broadcast output (numpy rules: align right, extent 1 repeats)."""
+    lead = len(out_index) - t.ndim
+    idx = tuple(0 if extent == 1 else out_index[lead + d] for d, extent in enumerate(t.shape))
+    return t[idx]
+
+
+def _binary(a: Tensor | Scalar, b: Tensor | Scalar, fn: Callable[[Expr, Expr], Expr], name: str) -> Tensor:
+    tensors = {arg: v for arg, v in (("a", a), ("b", b)) if isinstance(v, Tensor)}
+    for arg, v in (("a", a), ("b", b)):
+        if arg not in tensors and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise TypeError(f"argument {arg} must be a te.Tensor or a Python number, got {type(v).__name__}")
+    if not tensors:
+        raise TypeError("at least one of arguments a and b must be a te.Tensor")
+    dtypes = {t.dtype for t in tensors.values()}
+    if len(dtypes) > 1:
+        raise TypeError(f"arguments a and b have different dtypes ({a.dtype} and {b.dtype})")  # type: ignore[union-attr]
+    dtype = dtypes.pop()
+    shape: tuple[int, ...] = ()
+    for t in tensors.values():
+        shape = broadcast_shape(shape, t.shape) if shape else t.shape
+    if not shape:
+        raise ValueError("arguments a and b are 0-dimensional; tensors need at least one dimension")
+
+    def operand(v: Tensor | Scalar, idx: tuple[Expr, ...]) -> Expr:
+        return broadcast_read(v, idx) if isinstance(v, Tensor) else te.const(v, dtype)
+
+    return stage(shape, lambda *i: fn(operand(a, i), operand(b, i)), name=name)
+
+
+@operator("add")
+def add(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "add") -> Tensor:
+    return _binary(a, b, lambda x, y: x + y, name)
+
+
+@operator("sub")
+def sub(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "sub") -> Tensor:
+    return _binary(a, b, lambda x, y: x - y, name)
+
+
+@operator("mul")
+def mul(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "mul") -> Tensor:
+    return _binary(a, b, lambda x, y: x * y, name)
+
+
+@operator("div")
+def div(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "div") -> Tensor:
+    return _binary(a, b, lambda x, y: x / y, name)
+
+
+@operator("maximum")
+def maximum(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "maximum") -> Tensor:
+    return _binary(a, b, te.max_, name)
+
+
+@operator("minimum")
+def minimum(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "minimum") -> Tensor:
+    return _binary(a, b, te.min_, name)

@@ -1,0 +1,71 @@
+"""Matrix products.
+
+    matmul(a, b)              out[i, j] = sum_k a[i, k] * b[k, j]          a (M, K), b (K, N)
+      transpose_a / _b        a given as (K, M) / b given as (N, K)
+      bias (N,)               a second stage: out[i, j] = prod[i, j] + bias[j]
+    dense(x, w, bias)         matmul(x, w, bias, transpose_b=True)        w (N, K), as topi.nn.dense
+    batch_matmul(a, b)        out[b, i, j] = sum_k a[b, i, k] * b[b, k, j]  a (B, N, K), b (B, K, M)
+"""
+
+from __future__ import annotations
+
+from tilegraph import te
+from tilegraph.ops._common import check_tensor, operator, same_dtype, stage
+from tilegraph.te.tensor import Tensor
+
+
+@operator("matmul")
+def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, transpose_a: bool = False,
+           transpose_b: bool = False, name: str = "matmul") -> Tensor:
+    """a @ b (+ bias) for 2-D a and b; the transposes say how a and b are stored."""
+    check_tensor(a, "a", 2)
+    check_tensor(b, "b", 2)
+    m, k = (a.shape[1], a.shape[0]) if transpose_a else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if transpose_b else b.shape
+    if k != kb:
+        raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on the reduction extent ({k} vs {kb}) "
+                         f"with transpose_a={transpose_a}, transpose_b={transpose_b}")
+    tensors = {"a": a, "b": b}
+    if bias is not None:
+        check_tensor(bias, "bias", 1)
+        if bias.shape != (n,):
+            raise ValueError(f"argument bias must have shape ({n},), got {bias.shape}")
+        tensors["bias"] = bias
+    same_dtype(tensors)
+    r = te.reduce_axis(k, "k")
+
+    def product(i, j):  # noqa: ANN001, ANN202
+        lhs = a[r, i] if transpose_a else a[i, r]
+        rhs = b[j, r] if transpose_b else b[r, j]
+        return te.sum(lhs * rhs, axis=r)
+
+    if bias is None:
+        return stage((m, n), product, name=name)
+    prod = stage((m, n), product, name=f"{name}_product")
+    return stage((m, n), lambda i, j: prod[i, j] + bias[j], name=name, tag="bias_add")
+
+
+@operator("dense")
+def dense(x: Tensor, w: Tensor, bias: Tensor | None = None, name: str = "dense") -> Tensor:
+    """x @ w.T (+ bias): x (M, K), w (N, K), bias (N,)."""
+    check_tensor(x, "x", 2)
+    check_tensor(w, "w", 2)
+    if x.shape[1] != w.shape[1]:
+        raise ValueError(f"arguments x {x.shape} and w {w.shape} must agree on the last extent (K)")
+    return matmul(x, w, bias, transpose_b=True, name=name)
+
+
+@operator("batch_matmul")
+def batch_matmul(a: Tensor, b: Tensor, name: str = "batch_matmul") -> Tensor:
+    """Per-batch a @ b: a (B, N, K), b (B, K, M) -> (B, N, M)."""
+    check_tensor(a, "a", 3)
+    check_tensor(b, "b", 3)
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"arguments a {a.shape} and b {b.shape} have different batch extents")
+    if a.shape[2] != b.shape[1]:
+        raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on K (a[2]={a.shape[2]}, b[1]={b.shape[1]})")
+    same_dtype({"a": a, "b": b})
+    batch, n, k = a.shape
+    m = b.shape[2]
+    r = te.reduce_axis(k, "k")
+    return stage((batch, n, m), lambda bb, i, j: te.sum(a[bb, i, r] * b[bb, r, j], axis=r), name=name)

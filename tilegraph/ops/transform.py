@@ -1,0 +1,78 @@
+"""Data movement: reshape and transpose (one copy stage each).
+
+    transpose(x, axes)   out[i0, .., ik] = x[i_{p^-1(0)}, ..]      out.shape[d] = x.shape[axes[d]]
+    reshape(x, shape)    out[idx] = x[unravel(ravel(idx, out.shape), x.shape)]   (row-major; one -1 allowed)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tilegraph.ops._common import check_tensor, operator, stage
+from tilegraph.te.expr import Expr
+from tilegraph.te.tensor import Tensor
+
+
+@operator("transpose")
+def transpose(x: Tensor, axes: Sequence[int] | None = None, name: str = "transpose") -> Tensor:
+    """Permute dimensions; axes=None reverses them (numpy's default)."""
+    check_tensor(x, "x")
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(axes)
+    if sorted(a % x.ndim if isinstance(a, int) and -x.ndim <= a < x.ndim else -1 for a in perm) != list(range(x.ndim)):
+        raise ValueError(f"argument axes must be a permutation of 0..{x.ndim - 1}, got {axes!r}")
+    perm = tuple(a % x.ndim for a in perm)
+    out_shape = tuple(x.shape[a] for a in perm)
+
+    def body(*idx: Expr) -> Expr:
+        read: list[Expr] = [idx[0]] * x.ndim
+        for out_dim, in_dim in enumerate(perm):
+            read[in_dim] = idx[out_dim]
+        return x[tuple(read)]
+
+    return stage(out_shape, body, name=name)
+
+
+def _resolve_shape(newshape: Sequence[int], size: int, old: tuple[int, ...]) -> tuple[int, ...]:
+    items = tuple(newshape)
+    if not items or not all(isinstance(s, int) and not isinstance(s, bool) for s in items):
+        raise ValueError(f"argument newshape must be a non-empty sequence of ints, got {newshape!r}")
+    if items.count(-1) > 1 or any(s < -1 or s == 0 for s in items):
+        raise ValueError(f"argument newshape may hold positive extents and one -1, got {newshape!r}")
+    known = 1
+    for s in items:
+        if s != -1:
+            known *= s
+    if -1 in items:
+        if size % known:
+            raise ValueError(f"argument newshape {items} cannot hold the {size} elements of shape {old}")
+        items = tuple(size // known if s == -1 else s for s in items)
+    total = 1
+    for s in items:
+        total *= s
+    if total != size:
+        raise ValueError(f"argument newshape {items} has {total} elements; x of shape {old} has {size}")
+    return items
+
+
+@operator("reshape")
+def reshape(x: Tensor, newshape: Sequence[int], name: str = "reshape") -> Tensor:
+    """Row-major reshape, as numpy.reshape."""
+    check_tensor(x, "x")
+    size = 1
+    for s in x.shape:
+        size *= s
+    out_shape = _resolve_shape(newshape, size, x.shape)
+
+    def body(*idx: Expr) -> Expr:
+        flat: Expr | int = 0
+        for i, extent in zip(idx, out_shape):
+            flat = i if isinstance(flat, int) else flat * extent + i
+        read = []
+        stride = size
+        for d, extent in enumerate(x.shape):
+            stride //= extent
+            part = flat // stride if stride != 1 else flat
+            read.append(part % extent if d > 0 else part)
+        return x[tuple(read)]
+
+    return stage(out_shape, body, name=name)

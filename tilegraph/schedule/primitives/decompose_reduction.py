@@ -1,0 +1,106 @@
+"""decompose_reduction: split a reduction block's init out into its own block before a loop.
+
+    for i in range(8):
+      for k in range(16):
+        for j in range(4):
+          block C(v_i=i, v_j=j, v_k*=k):
+            init: C[v_i, v_j] = 0.0f
+            C[v_i, v_j] += A[v_i, v_k] * B[v_k, v_j]
+
+        decompose_reduction(C, k)
+
+    for i in range(8):
+      for j_init in range(4):
+        block C_init(v_i=i, v_j=j_init):
+          C[v_i, v_j] = 0.0f
+      for k in range(16):
+        for j in range(4):
+          block C(v_i=i, v_j=j, v_k*=k):
+            C[v_i, v_j] += A[v_i, v_k] * B[v_k, v_j]
+
+The init block gets copies of the loops between `loop` (included) and the block that feed its
+spatial variables (fresh names `<loop>_init`, same extents and kinds), and the conjuncts of the
+block's predicate that do not involve reduction loops. It is placed right before `loop`; the
+original block loses its init. `loop` must enclose the block and every loop that drives a reduce
+variable must be `loop` or inside it, so the init runs once per output element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tilegraph.loop.ir import TRUE, Block, BlockVar, For, Func, Stmt
+from tilegraph.loop.visit import replace_node, walk_stmts
+from tilegraph.schedule.primitives.common import get_block, get_loop, require
+from tilegraph.schedule.primitives.nest import conjunction, fresh_block_name, fresh_loop_vars, insert_beside, loops_enclosing
+from tilegraph.te.expr import BinOp, Expr, Var
+from tilegraph.te.simplify import simplify
+from tilegraph.te.visit import free_vars, substitute, uses_var
+
+
+def decompose_reduction(func: Func, block: str, loop: str) -> tuple[Func, tuple[str, ...]]:
+    where = f"decompose_reduction({block}, {loop})"
+    target = get_block(func, block)
+    require(target.init is not None, f"{where}: block {block} has no init (not a reduction, or already decomposed)")
+    assert target.init is not None
+    lp = get_loop(func, loop)
+    enclosing = loops_enclosing(func, target)
+    position = [n for n, x in enumerate(enclosing) if x is lp]
+    require(bool(position), f"{where}: loop {loop} does not enclose block {block}")
+    above, inner = enclosing[: position[0]], enclosing[position[0]:]
+    spatial = [(iv, b) for iv, b in zip(target.iter_vars, target.bindings) if iv.kind == "spatial"]
+    reduce_binds = [b for iv, b in zip(target.iter_vars, target.bindings) if iv.kind == "reduce"]
+    for x in above:
+        require(not any(uses_var(b, x.var) for b in reduce_binds),
+                f"{where}: loop {x.var.name} outside {loop} drives a reduce variable of {block}; "
+                "the init would run once per reduction step")
+    copied: list[For] = []
+    for x in inner:
+        feeds_spatial = any(uses_var(b, x.var) for _, b in spatial)
+        feeds_reduce = any(uses_var(b, x.var) for b in reduce_binds)
+        require(not (feeds_spatial and feeds_reduce),
+                f"{where}: loop {x.var.name} feeds both spatial and reduce variables of {block}")
+        if feeds_spatial:
+            copied.append(x)
+    spatial_vars = {iv.var for iv, _ in spatial}
+    init_vars = {v for s in walk_stmts(target.init) for v in _stmt_vars(s)}
+    require(init_vars <= spatial_vars, f"{where}: the init of {block} uses reduce variables")
+
+    new_vars = fresh_loop_vars(func, [f"{x.var.name}_init" for x in copied])
+    mapping: dict[Var, Expr] = {x.var: nv for x, nv in zip(copied, new_vars)}
+    visible = {x.var for x in above} | set(mapping)
+    kept = [c for c in _conjuncts(target.predicate) if free_vars(c) <= visible]
+    init_block = Block(
+        fresh_block_name(func, f"{block}_init"),
+        tuple(BlockVar(iv.var, iv.extent, "spatial") for iv, _ in spatial),
+        tuple(simplify(substitute(b, mapping)) for _, b in spatial),
+        target.init,
+        None,
+        conjunction([substitute(c, mapping) for c in kept]) if kept else TRUE,
+    )
+    nest: Stmt = init_block
+    for x, nv in reversed(list(zip(copied, new_vars))):
+        nest = For(nv, x.extent, x.kind, nest)
+    result = replace_node(func, target, replace(target, init=None))
+    result = insert_beside(result, get_loop(result, loop), nest, after=False)
+    return result, (init_block.name,)
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, BinOp) and e.op == "and":
+        return [*_conjuncts(e.a), *_conjuncts(e.b)]
+    return [] if e == TRUE else [e]
+
+
+def _stmt_vars(s: Stmt) -> set[Var]:
+    from tilegraph.loop.ir import BufferStore
+
+    if isinstance(s, BufferStore):
+        out: set[Var] = set()
+        for e in (*s.indices, s.value):
+            out |= free_vars(e)
+        return out
+    return set()
+
+
+__all__ = ["decompose_reduction"]
