@@ -121,7 +121,7 @@ def main() -> None:
         for _ in range(args.rounds):  # alternate: ours, torch, ours, torch, ...
             ours.append(_median_seconds(lambda t=threads: kernel(a, b, out=(c,), num_threads=t)))
             if torch is not None:
-                theirs.append(_median_seconds(lambda: torch.matmul(ta, tb)))
+                theirs.append(_median_seconds(lambda x=ta, y=tb: torch.matmul(x, y)))
         g_ours = [flops / s / 1e9 for s in ours]
         line = (f"{threads} thread(s): tilegraph {statistics.median(g_ours):7.1f} GFLOP/s "
                 f"(range {min(g_ours):.1f}-{max(g_ours):.1f})")
