@@ -7,6 +7,10 @@ mode="${1:-test}"
 if ! command -v gcc >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq gcc >/dev/null
 fi
+# OpenCL on the CPU (PoCL) so GPU kernels can be run and checked without a GPU.
+if [ ! -e /etc/OpenCL/vendors/pocl.icd ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq pocl-opencl-icd ocl-icd-opencl-dev >/dev/null
+fi
 python -m pip install -q --upgrade pip >/dev/null
 if [ "$mode" = "main" ]; then
   python -m pip install -q -e ".[dev,bench]"

@@ -16,6 +16,7 @@ from tilegraph.runtime.threads import get_num_threads, set_num_threads
 from tilegraph.schedule import Schedule, Trace
 from tilegraph.target import Target
 from tilegraph.te.workload import Workload
+from tilegraph.tune.tune import tune  # bound last: `tg.tune` is the function, not the package
 
 __version__ = "0.1.0"
 
@@ -25,11 +26,3 @@ __all__ = [
     "Target", "build", "tune", "set_num_threads", "get_num_threads",
 ]
 
-
-def __getattr__(name: str):  # noqa: ANN202
-    # The tuner pulls in the search machinery (scipy, worker pools); load it only when asked for.
-    if name == "tune":
-        from tilegraph.tune.tune import tune
-
-        return tune
-    raise AttributeError(f"module 'tilegraph' has no attribute {name!r}")

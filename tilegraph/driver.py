@@ -4,9 +4,11 @@
     kernel = tg.build(wl, target="cpu")     # a Workload: default_schedule(wl, target) first
     c = kernel(a, b); kernel.source; kernel.lowered
 
-default_schedule is simple and always legal: per block, the innermost spatial loop (moved inside
-the reduce loops) is vectorised when it writes contiguously, the outer spatial loops are fused
-and parallelised.
+default_schedule is simple and always legal: cheap intermediate spatial stages (padding,
+transposes, elementwise producers) are inlined into their readers; then per block, the innermost
+spatial loop (moved inside the reduce loops) is vectorised when it writes contiguously, the outer
+spatial loops are fused and parallelised. Lowering hoists each reduction's init out of its reduce
+loops (lower/passes/hoist_reduction_init.py).
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ from typing import Any
 
 from tilegraph.build.compile import compile_c
 from tilegraph.codegen.c import codegen_c
-from tilegraph.errors import TilegraphError
+from tilegraph.errors import ScheduleError, TilegraphError
 from tilegraph.loop.ir import Block, BufferStore
 from tilegraph.loop.visit import find_block, walk_stmts
 from tilegraph.lower.pipeline import lower
 from tilegraph.runtime.kernel import Kernel
+from tilegraph.schedule.primitives.nest import is_alloc, readers
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
-from tilegraph.te.expr import Var
-from tilegraph.te.visit import free_vars
+from tilegraph.te.expr import BufferLoad, Call, Var
+from tilegraph.te.visit import free_vars, walk
 from tilegraph.te.workload import Workload
 
 MAX_VECTOR_LOOP = 64
@@ -42,6 +45,8 @@ def build(obj: Schedule | Workload, target: str | Target = "cpu", db: Any = None
     """Compile a Schedule (as is) or a Workload (with `db`'s best schedule when given, else
     default_schedule) into a callable Kernel."""
     tgt = _as_target(target)
+    if tgt.kind in ("cuda", "opencl"):
+        return _build_gpu(obj, tgt, db)
     if isinstance(obj, Workload):
         sch = _schedule_from_db(obj, tgt, db) if db is not None else None
         sch = sch if sch is not None else default_schedule(obj, tgt)
@@ -58,6 +63,31 @@ def build(obj: Schedule | Workload, target: str | Target = "cpu", db: Any = None
                   source=src.code, target=tgt, lowered=lowered)
 
 
+def _build_gpu(obj: Schedule | Workload, tgt: Target, db: Any) -> Any:
+    """CUDA/OpenCL: lower.gpu pipeline, dialect printer, runtime kernel (CudaKernel/OpenCLKernel)."""
+    from tilegraph.lower.gpu.pipeline import lower_gpu
+    from tilegraph.tune.gensor.gpu_state import gpu_schedule
+
+    if isinstance(obj, Workload):
+        sch = _schedule_from_db(obj, tgt, db) if db is not None else None
+        sch = sch if sch is not None else gpu_schedule(obj)
+    elif isinstance(obj, Schedule):
+        sch = obj
+    else:
+        raise TypeError(f"build expects a Schedule or a Workload, got {type(obj).__name__}")
+    program = lower_gpu(sch.func, tgt)
+    n_inputs = len(sch.workload.inputs)
+    if tgt.kind == "opencl":
+        from tilegraph.codegen.opencl import codegen_opencl
+        from tilegraph.runtime.opencl import OpenCLKernel
+
+        return OpenCLKernel(program, codegen_opencl(program), n_inputs)
+    from tilegraph.codegen.cuda import codegen_cuda
+    from tilegraph.runtime.cuda import CudaKernel
+
+    return CudaKernel(program, codegen_cuda(program), n_inputs, tgt)
+
+
 def _schedule_from_db(wl: Workload, target: Target, db: Any) -> Schedule | None:
     """The best recorded schedule of `wl` on `target`, if the database offers a lookup."""
     lookup = getattr(db, "best_schedule", None)
@@ -65,13 +95,50 @@ def _schedule_from_db(wl: Workload, target: Target, db: Any) -> Schedule | None:
 
 
 def default_schedule(wl: Workload, target: str | Target = "cpu") -> Schedule:
-    """A simple, always-legal schedule: vectorise contiguous innermost spatial loops, fuse and
-    parallelise the outer spatial loops."""
+    """A simple, always-legal schedule: inline cheap producers (padding, elementwise), vectorise
+    contiguous innermost spatial loops, fuse and parallelise the outer spatial loops."""
     tgt = _as_target(target)
     sch = Schedule(wl)
+    _inline_producers(sch)
     for name in sch.block_names():
         _schedule_block(sch, name, tgt)
     return sch
+
+
+def _inline_producers(sch: Schedule) -> None:
+    """compute_inline the intermediate spatial blocks worth recomputing in their readers: padding
+    stages and plain arithmetic always; transposes unless a reduction reads them (a transposed
+    operand keeps a reduction's loads contiguous only when materialised); stages with math calls
+    only where each reader is spatial and loads them once (never recomputed per reduction step)."""
+    tags = {t.name: t.op.tag for t in sch.workload.computes}
+    for name in sch.block_names():
+        block = find_block(sch.func, name)
+        if block.init is not None or any(iv.kind == "reduce" for iv in block.iter_vars):
+            continue
+        if not isinstance(block.body, BufferStore) or not is_alloc(sch.func, block.body.buffer.name):
+            continue
+        if tags.get(name) != "pad" and not _worth_inlining(sch, block, tags.get(name)):
+            continue
+        try:
+            sch.compute_inline(name)
+        except ScheduleError:  # not inlinable here (e.g. not stored at its iteration point): keep the stage
+            continue
+
+
+def _worth_inlining(sch: Schedule, block: Block, tag: str | None) -> bool:
+    buffer = block.body.buffer.name  # type: ignore[attr-defined]
+    consumers = [find_block(sch.func, r) for r in readers(sch.func.body, buffer)]
+    into_reduction = any(iv.kind == "reduce" for c in consumers for iv in c.iter_vars)
+    if tag == "transpose":
+        return not into_reduction
+    if any(isinstance(x, Call) for x in walk(block.body.value)):  # type: ignore[attr-defined]
+        return not into_reduction and all(_load_count(c, buffer) == 1 for c in consumers)
+    return True
+
+
+def _load_count(block: Block, buffer: str) -> int:
+    exprs = [e for s in walk_stmts(block.body) if isinstance(s, BufferStore) for e in (*s.indices, s.value)]
+    return sum(isinstance(x, BufferLoad) and x.buffer.name == buffer for e in exprs for x in walk(e))
 
 
 def _schedule_block(sch: Schedule, name: str, target: Target) -> None:

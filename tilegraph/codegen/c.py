@@ -304,6 +304,9 @@ class _Printer:
         return entry
 
 
+CFamilyPrinter = _Printer  # the base the GPU printers (codegen/gpu_dialect.py) extend
+
+
 def _const_slot(idx: Expr, b: Buffer) -> int:
     if not isinstance(idx, Const):
         raise LoweringError(f"register buffer {b.name} indexed by a non-constant (promote_registers should not allow it)")
@@ -317,4 +320,4 @@ def codegen_c(func: Func) -> CSource:
     return CSource(_prelude() + "\n" + printer.w.text(), entry)
 
 
-__all__ = ["CSource", "codegen_c", "c_const", "ctype"]
+__all__ = ["CFamilyPrinter", "CSource", "codegen_c", "c_const", "ctype"]

@@ -1,3 +1,5 @@
+import numpy as np
+
 import tilegraph as tg
 from tilegraph import te
 from tilegraph.loop.ir import BufferStore, For
@@ -55,3 +57,18 @@ def test_strided_load_is_a_gather():
     out = lower(sch.func, AVX2)
     (store,) = [s for s in walk_stmts(out.body) if isinstance(s, BufferStore)][:1]
     assert store.value.a.indices[0] == Ramp(store.value.a.indices[0].base, 16, 8)
+
+
+def test_split_tail_guard_becomes_vector_chunk_or_scalar_loop():
+    # 67 = 4 * 16 + 3: the guard of the non-dividing split is tested per chunk, not per lane
+    x = te.placeholder((67,), name="X")
+    y = te.compute((67,), lambda i: x[i] * 2.0, name="Y")
+    sch = tg.Schedule(te.Workload([x], [y]))
+    _, inner = sch.split(sch.loops(y)[0], 16)
+    sch.vectorize(inner)
+    out = lower(sch.func, AVX512)
+    vector_stores = [s for s in walk_stmts(out.body) if isinstance(s, BufferStore) and isinstance(s.indices[0], Ramp)]
+    assert [s.indices[0].lanes for s in vector_stores] == [16]
+    assert not any(isinstance(s, For) and s.kind == "vectorized" for s in walk_stmts(out.body))
+    a = np.random.default_rng(0).standard_normal(67).astype(np.float32)
+    np.testing.assert_allclose(tg.interpret(out, a), a * 2.0, rtol=1e-6)

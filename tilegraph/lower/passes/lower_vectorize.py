@@ -8,8 +8,10 @@ is one vector statement per store, the leftover (< 4 iterations) a scalar loop:
                                                 C[i*13 + 12] = A[i*13 + 12] + B[i]
 
 Stores must be stride 1 in the loop variable; stride-1 loads become vector loads, invariant
-expressions broadcasts, other affine strides gathers (`ramp` with that stride). Anything else
-(conditions or selects depending on the variable, math calls, casts, non-affine indices, types
+expressions broadcasts, other affine strides gathers (`ramp` with that stride). A guard that is
+an interval in the variable (the tail of a non-dividing split) is tested at both ends of each
+chunk: `if (all lanes pass) vector statement else scalar loop over the chunk`. Anything else
+(other conditions or selects depending on the variable, math calls, casts, non-affine indices, types
 other than float32/int32) keeps a scalar loop marked `vectorized`, which the printer emits with
 `#pragma GCC ivdep` for the C compiler to vectorise.
 """
@@ -23,8 +25,9 @@ from tilegraph.loop.ir import BufferStore, For, Func, IfThenElse, Seq, Stmt, seq
 from tilegraph.loop.names import fresh_name
 from tilegraph.loop.visit import rewrite_stmt
 from tilegraph.lower.passes.common import all_loop_names, lanes_of, linear_in, substitute_stmt, uses
-from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Const, Expr, Ramp, Select, Var
+from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Cmp, Const, Expr, Ramp, Select, Var
 from tilegraph.te.simplify import simplify
+from tilegraph.te.visit import substitute
 
 VECTOR_WIDTHS = (16, 8, 4)
 VECTOR_TYPES = (dt.float32, dt.int32)
@@ -72,7 +75,7 @@ def vectorize_loop(loop: For, max_lanes: int, taken: set[str]) -> Stmt:
         chunks: list[Stmt] = []
         start = 0
         for w in widths:
-            chunks.append(_vector_stmt(loop.body, loop.var, start, w))
+            chunks.append(_vector_stmt(loop.body, loop.var, start, w, taken))
             start += w
     except _Fallback:
         return loop
@@ -85,14 +88,14 @@ def vectorize_loop(loop: For, max_lanes: int, taken: set[str]) -> Stmt:
     return seq(*chunks)
 
 
-def _vector_stmt(s: Stmt, v: Var, start: int, lanes: int) -> Stmt:
+def _vector_stmt(s: Stmt, v: Var, start: int, lanes: int, taken: set[str]) -> Stmt:
     if isinstance(s, Seq):
-        return Seq(tuple(_vector_stmt(x, v, start, lanes) for x in s.stmts))
+        return Seq(tuple(_vector_stmt(x, v, start, lanes, taken) for x in s.stmts))
     if isinstance(s, IfThenElse):
         if uses(s.cond, v):
-            raise _Fallback
-        other = None if s.else_body is None else _vector_stmt(s.else_body, v, start, lanes)
-        return IfThenElse(s.cond, _vector_stmt(s.then_body, v, start, lanes), other)
+            return _guarded_chunk(s, v, start, lanes, taken)
+        other = None if s.else_body is None else _vector_stmt(s.else_body, v, start, lanes, taken)
+        return IfThenElse(s.cond, _vector_stmt(s.then_body, v, start, lanes, taken), other)
     if not isinstance(s, BufferStore):
         raise _Fallback
     if s.buffer.dtype not in VECTOR_TYPES or len(s.indices) != 1:
@@ -103,6 +106,30 @@ def _vector_stmt(s: Stmt, v: Var, start: int, lanes: int) -> Stmt:
     base = simplify(form[1] + Const(start))
     value = _widen(_vector_expr(s.value, v, start, lanes), lanes)
     return BufferStore(s.buffer, (Ramp(base, 1, lanes),), value)
+
+
+def _guarded_chunk(s: IfThenElse, v: Var, start: int, lanes: int, taken: set[str]) -> Stmt:
+    """A guard on the lane (the tail of a non-dividing split): where it holds at both ends of the
+    chunk it holds on every lane (it is an interval in `v`), so the chunk is one vector statement;
+    otherwise a scalar loop over the chunk keeps the guard."""
+    if s.else_body is not None or not _is_interval_in(s.cond, v):
+        raise _Fallback
+    vector = _vector_stmt(s.then_body, v, start, lanes, taken)
+    ends = [simplify(substitute(s.cond, {v: Const(start + k, v.dtype)})) for k in (0, lanes - 1)]
+    name = fresh_name(f"{v.name}_lane", taken)
+    taken.add(name)
+    lane = Var(name, v.dtype)
+    scalar = For(lane, lanes, "serial", substitute_stmt(s, {v: lane + start}))
+    return IfThenElse(simplify(BinOp("and", ends[0], ends[1])), vector, scalar)
+
+
+def _is_interval_in(cond: Expr, v: Var) -> bool:
+    """`cond` is a conjunction of inequalities between expressions affine in `v`."""
+    if isinstance(cond, BinOp) and cond.op == "and":
+        return _is_interval_in(cond.a, v) and _is_interval_in(cond.b, v)
+    if isinstance(cond, Cmp) and cond.op in ("lt", "le", "gt", "ge"):
+        return linear_in(cond.a, v) is not None and linear_in(cond.b, v) is not None
+    return not uses(cond, v)
 
 
 def _vector_expr(e: Expr, v: Var, start: int, lanes: int) -> Expr:

@@ -1,0 +1,175 @@
+"""GPU benchmark: tilegraph (Gensor GPU states, CUDA) against torch (cuBLAS / cuDNN), fp32, TF32 off.
+
+    python -m benchmarks.gpu_bench                 # build, check, time; print a table; append to docs/performance.md
+    python -m benchmarks.gpu_bench --top-k 4 --reps 50 --no-append
+
+Per case: Gensor proposes top-k GPU states; each is built with nvcc, checked against torch's result
+(float64 reference for tolerance), timed with CUDA events; the fastest correct one is reported next
+to torch's time for the same computation. Needs an NVIDIA GPU, nvcc and torch with CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CASES = {
+    "GMM-4": "GMM-4",                                          # batch_matmul 1x1024x1024x1024
+    "ResNet-50 conv3x3": "conv2d_nhwc:1,56,56,64,64,3,1,1",
+    "GPT-2 GEMM": "matmul:1024,768,3072",                       # tokens x d_model @ d_model x 4 d_model
+}
+PERFORMANCE_MD = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    spec: str
+    tilegraph_ms: float | None
+    torch_ms: float | None
+    max_error: float | None
+    candidates_ok: int
+    candidates: int
+
+    @property
+    def speedup(self) -> float | None:
+        if self.tilegraph_ms is None or self.torch_ms is None or self.tilegraph_ms <= 0:
+            return None
+        return self.torch_ms / self.tilegraph_ms
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def format_table(rows: list[Row], device: str) -> str:
+    """A Markdown table (also readable in a terminal)."""
+    lines = [f"GPU benchmark on {device}: fp32, TF32 off; times in ms (lower is better)", "",
+             "| case | workload | tilegraph | torch | torch/tilegraph | max abs error | candidates ok |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.case} | `{r.spec}` | {_fmt(r.tilegraph_ms)} | {_fmt(r.torch_ms)} | {_fmt(r.speedup, 2)} | "
+                     f"{_fmt(r.max_error, 6) if r.max_error is not None else '-'} | {r.candidates_ok}/{r.candidates} |")
+    return "\n".join(lines) + "\n"
+
+
+def append_report(table: str, path: Path = PERFORMANCE_MD, when: _dt.datetime | None = None) -> None:
+    when = when or _dt.datetime.now(_dt.timezone.utc)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = "" if path.exists() else "# Performance\n"
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"{header}\n## GPU benchmark, {when:%Y-%m-%d %H:%M} UTC\n\n{table}")
+
+
+def resolve(spec: str) -> Any:
+    from tilegraph import workloads
+
+    return workloads.get(spec) if ":" not in spec else workloads.from_spec(spec)
+
+
+def _torch_fn(wl: Any, torch: Any) -> Any:
+    """The same computation in torch on NHWC/row-major tensors, inputs in workload order."""
+    op = wl.reference_spec["op"]
+    params = wl.reference_spec["params"]
+    if op in ("matmul", "batch_matmul"):
+        return torch.matmul
+    if op == "conv2d_nhwc":
+        stride, pad = params["stride"], params["pad"]
+
+        def conv(x: Any, w: Any) -> Any:  # x NHWC, w (KH, KW, CI, CO)
+            y = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1), stride=stride, padding=pad)
+            return y.permute(0, 2, 3, 1).contiguous()
+
+        return conv
+    raise ValueError(f"no torch peer for op {op!r}")
+
+
+def _time_torch(fn: Any, args: list[Any], torch: Any, reps: int) -> float:
+    for _ in range(3):
+        fn(*args)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn(*args)
+    stop.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(stop) / reps
+
+
+def run_case(name: str, spec: str, top_k: int, reps: int) -> Row:
+    import numpy as np
+    import torch
+
+    import tilegraph as tg
+    from tilegraph.codegen.cuda import codegen_cuda
+    from tilegraph.lower.gpu.pipeline import lower_gpu
+    from tilegraph.runtime.cuda import CudaKernel
+    from tilegraph.tune.gensor.gpu_state import gpu_candidates
+
+    target = tg.Target("cuda")
+    wl = resolve(spec)
+    rng = np.random.default_rng(0)
+    host = [rng.standard_normal(t.shape).astype(np.float32) for t in wl.inputs]
+    dev = [torch.from_numpy(a).cuda() for a in host]
+    fn = _torch_fn(wl, torch)
+    expected = fn(*[d.double() for d in dev]).float()
+    out = torch.empty_like(expected)
+    torch_ms = _time_torch(fn, dev, torch, reps)
+    best: float | None = None
+    best_err: float | None = None
+    ok = 0
+    cands = gpu_candidates(wl, target, top_k=top_k)
+    for trace, _, _ in cands:
+        try:
+            sch = tg.Schedule.replay(wl, trace)
+            program = lower_gpu(sch.func, target)
+            kernel = CudaKernel(program, codegen_cuda(program), len(wl.inputs), target)
+            out.fill_(float("nan"))
+            kernel(*dev, out=out)
+            torch.cuda.synchronize()
+            err = float((out - expected).abs().max())
+            if not err <= 1e-3 * max(1.0, float(expected.abs().max())):
+                continue
+            ok += 1
+            ms = kernel.time(*dev, out, reps=reps) * 1e3
+            if best is None or ms < best:
+                best, best_err = ms, err
+        except tg.TilegraphError as e:
+            print(f"{name}: candidate failed: {e}", file=sys.stderr)
+    return Row(name, spec, best, torch_ms, best_err, ok, len(cands))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--top-k", type=int, default=8)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--no-append", action="store_true", help="do not append to docs/performance.md")
+    parser.add_argument("--cases", nargs="*", default=list(CASES), help=f"subset of {list(CASES)}")
+    args = parser.parse_args(argv)
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {unknown}; known: {list(CASES)}")
+    try:
+        import torch
+    except ImportError:
+        print("gpu_bench: torch is not installed", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("gpu_bench: no CUDA device", file=sys.stderr)
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    rows = [run_case(c, CASES[c], args.top_k, args.reps) for c in args.cases]
+    table = format_table(rows, torch.cuda.get_device_name())
+    print(table)
+    if not args.no_append:
+        append_report(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

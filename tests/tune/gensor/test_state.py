@@ -1,0 +1,42 @@
+from dataclasses import replace
+
+from tilegraph.tune.gensor.state import EtirState, IterSpace, canonical, footprint_bytes, minimal_state
+
+from .conftest import matmul_workload
+
+
+def test_iter_space_of_matmul():
+    space = IterSpace.from_workload(matmul_workload(64, 48, 40))
+    assert space.anchor == "C"
+    assert space.extents == (64, 48, 40) and space.num_spatial == 2
+    assert space.kind == "reuse" and space.vec_axis == 1
+    a, b = space.operands
+    assert a.axes_used() == {0, 2} and b.axes_used() == {1, 2}
+    assert b.contiguous_axis() == 1 and a.contiguous_axis() == 2
+    assert footprint_bytes(a, (4, 16, 8)) == 4 * 8 * 4
+
+
+def test_equal_states_hash_equal_and_dedup():
+    space = IterSpace.from_workload(matmul_workload(64, 48, 40))
+    s1 = canonical(space, EtirState((4, 16), (8, 16), (16, 48), (8,), 1, 16))
+    # l1 beyond one covering tile and an unaligned l2 normalise to the same program
+    s2 = canonical(space, EtirState((4, 16), (8, 16), (15, 40), (8,), 1, 16))
+    assert s1 == s2 and hash(s1) == hash(s2)
+    assert len({s1, s2, replace(s1, unroll=1)}) == 1
+    assert s1 != replace(s1, rstep=(16,))
+
+
+def test_minimal_state_and_roundtrip():
+    space = IterSpace.from_workload(matmul_workload(64, 48, 40))
+    s = minimal_state(space, 16)
+    assert s.reg == (1, 16) and s.l1 == s.reg and s.l2 == s.reg and s.interleave == 1
+    assert EtirState.from_dict(s.to_dict()) == s
+    assert s.accumulators == 1
+
+
+def test_canonical_keeps_levels_nested():
+    space = IterSpace.from_workload(matmul_workload(64, 48, 40))
+    s = canonical(space, EtirState((6, 32), (8, 16), (8, 16), (64,), 1, 16, unroll=16))
+    for r, m1, m2 in zip(s.reg, s.l1, s.l2):
+        assert m1 % r == 0 and m2 % m1 == 0
+    assert s.reg[1] % 16 == 0 and s.rstep == (40,) and s.unroll == 1  # 16 does not divide 40

@@ -1,0 +1,121 @@
+import json
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph import ops, te, workloads
+from tilegraph.testing import random_inputs, reference_outputs
+from tilegraph.tune.gensor.markov import MarkovConfig
+from tilegraph.tune.gensor.state import EtirState, IterSpace, canonical
+from tilegraph.tune.gensor.to_trace import state_to_schedule, uses_micro_kernel
+from tilegraph.tune.hardware import hardware_model
+from tilegraph.tune.strategy.base import TuneContext
+from tilegraph.tune.strategy.gensor import GensorStrategy
+
+HW = hardware_model(measure=False)
+
+
+def matmul_workload(m, n, k):
+    a, b = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    return tg.Workload([a, b], [ops.matmul(a, b, name="C")])
+
+QUICK = MarkovConfig(max_walks=24, time_budget_s=30.0)
+
+
+def _check(wl, sch, rtol=1e-4):
+    args = random_inputs(wl, seed=1)
+    got = tg.interpret(sch, *args)
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    for g, r in zip(got, reference_outputs(wl, args)):
+        np.testing.assert_allclose(g, r, rtol=rtol, atol=rtol)
+
+
+def _kinds(sch):
+    return [inst.kind for inst in sch.trace.instructions]
+
+
+@pytest.mark.parametrize("wid", workloads.list())
+def test_every_proposed_state_of_every_suite_op_interprets_to_the_reference(wid):
+    wl = workloads.get(wid, reduced=True)
+    cands = GensorStrategy(top_k=2, config=QUICK, hw=HW).propose(TuneContext(wl, "cpu", 0, None), 2)
+    assert cands
+    for cand in cands:
+        state = EtirState.from_dict(cand.meta["state"])
+        assert state.accumulators + state.interleave + 1 <= HW.vector_registers
+        _check(wl, tg.Schedule.replay(wl, cand.trace_json), rtol=1e-3)
+
+
+def test_gemm_state_emits_the_packed_register_micro_kernel():
+    wl = matmul_workload(64, 64, 32)
+    space = IterSpace.from_workload(wl)
+    state = canonical(space, EtirState((4, 32), (4, 32), (16, 32), (32,), 1, 16, unroll=2, parallel=2, pack=("B",)))
+    assert uses_micro_kernel(space, state)
+    sch = state_to_schedule(wl, space, state)
+    kinds = _kinds(sch)
+    for kind in ("cache_write", "reverse_compute_at", "cache_read", "compute_at", "parallel", "vectorize", "unroll"):
+        assert kind in kinds
+    assert "B_global" in sch.block_names() and "C_wb" in sch.block_names()
+    _check(wl, sch)
+
+
+def test_non_dividing_gemm_tiles_are_guarded():
+    wl = matmul_workload(37, 45, 19)
+    space = IterSpace.from_workload(wl)
+    state = canonical(space, EtirState((5, 32), (5, 32), (10, 32), (19,), 1, 16, parallel=2, pack=("B",)))
+    sch = state_to_schedule(wl, space, state)
+    assert "reverse_compute_at" in _kinds(sch)
+    _check(wl, sch)
+
+
+def test_conv_bn_relu_epilogue_reads_the_accumulators():
+    wl = workloads.get("CBR-2", reduced=True)
+    space = IterSpace.from_workload(wl)
+    state = canonical(space, EtirState((1, 2, 2, 8), (1, 2, 2, 8), (1, 4, 4, 8), space.reduce, 3, 8, parallel=1,
+                                       pack=("w",)))
+    sch = state_to_schedule(wl, space, state)
+    names = sch.block_names()
+    assert "conv2d_bn_relu_conv_wb" not in names and "conv2d_bn_relu" in names  # write-back inlined
+    assert "conv2d_bn_relu_conv_pad" in names  # padding stays a separate copy, out of the micro-kernel
+    _check(wl, sch, rtol=1e-3)
+
+
+def test_transposes_of_batch_matmul_are_inlined():
+    wl = workloads.get("TBG-1", reduced=True)
+    space = IterSpace.from_workload(wl)
+    assert {o.name for o in space.operands} == {"query", "value"}
+    sch = state_to_schedule(wl, space, canonical(space, EtirState((1, 1, 2, 16), (1, 1, 2, 16), (1, 1, 4, 16),
+                                                                  space.reduce, 3, 16, parallel=2)))
+    assert [n for n in sch.block_names() if n.endswith("_t")] == []
+    _check(wl, sch)
+
+
+def test_candidates_record_their_state_as_json():
+    wl = workloads.get("C2D-2", reduced=True)
+    cand = GensorStrategy(top_k=1, config=QUICK, hw=HW).propose(TuneContext(wl, "cpu", 0, None), 1)[0]
+    assert EtirState.from_dict(json.loads(json.dumps(cand.meta["state"]))).vec_axis == 3
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("wid", ["GMM-1", "C2D-3", "CBR-2", "DEP-1", "SFM-1", "NRM-1", "T2D-1"])
+def test_best_candidates_compile_and_match(wid):
+    wl = workloads.get(wid, reduced=True)
+    cand = GensorStrategy(top_k=1, config=QUICK, hw=HW).propose(TuneContext(wl, "cpu", 0, None), 1)[0]
+    kernel = tg.build(tg.Schedule.replay(wl, cand.trace_json), target="cpu")
+    args = random_inputs(wl, seed=2)
+    outs = tuple(np.full(t.shape, np.nan, dtype=np.float32) for t in wl.outputs)
+    kernel(*args, out=outs, num_threads=2)
+    for got, ref in zip(outs, reference_outputs(wl, args)):
+        np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.needs_cc
+def test_non_dividing_micro_kernel_compiles_and_matches():
+    wl = matmul_workload(37, 45, 19)
+    space = IterSpace.from_workload(wl)
+    state = canonical(space, EtirState((5, 32), (5, 32), (10, 32), (19,), 1, 16, parallel=2, pack=("B",)))
+    kernel = tg.build(state_to_schedule(wl, space, state), target="cpu")
+    args = random_inputs(wl, seed=3)
+    out = np.full((37, 45), np.nan, dtype=np.float32)
+    kernel(*args, out=(out,), num_threads=2)
+    np.testing.assert_allclose(out, reference_outputs(wl, args)[0], rtol=1e-4, atol=1e-4)

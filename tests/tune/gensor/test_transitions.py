@@ -1,0 +1,64 @@
+from tilegraph.tune.gensor.markov import MarkovConfig, reachable
+from tilegraph.tune.gensor.policy import SearchSetup
+from tilegraph.tune.gensor.state import EtirState, IterSpace, canonical
+from tilegraph.tune.gensor.transitions import feasible, neighbours
+
+from .conftest import matmul_workload
+
+
+def test_every_reachable_state_is_feasible_and_canonical(hw):
+    setup = SearchSetup.create(matmul_workload(16, 32, 8), hw, MarkovConfig())
+    states = reachable(setup.graph, [setup.minimal])
+    assert len(states) == len(set(states)) > 20
+    for s in states:
+        assert canonical(setup.space, s) == s
+        assert s == setup.minimal or feasible(setup.space, hw, s, setup.minimal) is None
+        assert s.accumulators + s.interleave + 1 <= hw.vector_registers
+
+
+def test_register_limit_removes_edges(hw):
+    space = IterSpace.from_workload(matmul_workload(64, 64, 64))
+    big = canonical(space, EtirState((14, 32), (14, 32), (14, 32), (8,), 1, 16))
+    assert feasible(space, hw, big) is None  # 28 accumulators + 2 + 1 = 31 registers
+    labels = {e.label for e in neighbours(space, hw, big)}
+    assert "enlarge(reg,i)" not in labels and "enlarge(reg,j)" not in labels
+    too_big = canonical(space, EtirState((16, 32), (16, 32), (16, 32), (8,), 1, 16))
+    assert "registers" in feasible(space, hw, too_big)
+
+
+def _row_sum_workload(rows: int, cols: int):
+    import tilegraph as tg
+    from tilegraph import te
+
+    x = te.placeholder((rows, cols), name="x")
+    r = te.reduce_axis(cols, "r")
+    return tg.Workload([x], [te.compute((rows,), lambda i: te.sum(x[i, r], axis=r), name="s")])
+
+
+def test_cache_capacity_and_tail_waste(hw):
+    plain = IterSpace.from_workload(_row_sum_workload(4096, 4096))
+    assert plain.kind == "plain"
+    s = canonical(plain, EtirState((16,), (4096,), (4096,), (4096,), 0, 16))
+    assert "L1" in feasible(plain, hw, s)
+    odd = IterSpace.from_workload(matmul_workload(40, 48, 8))
+    waste = canonical(odd, EtirState((1, 32), (1, 32), (1, 32), (8,), 1, 16))  # 48 -> 64: 33 % padding
+    assert "pads" in feasible(odd, hw, waste)
+
+
+def test_micro_kernel_family_runs_whole_reductions(hw):
+    space = IterSpace.from_workload(matmul_workload(1024, 1024, 1024))
+    s = canonical(space, EtirState((4, 16), (256, 256), (256, 256), (256,), 1, 16, pack=("B", "A")))
+    assert s.rstep == (1024,) and s.l1 == s.reg  # k is never blocked outside the register tile
+    assert s.pack == ("B",)  # only the operand reused across rows is packed
+    assert feasible(space, hw, s) is None  # traffic is priced by the model, not cut by capacity
+
+
+def test_edges_lead_to_distinct_states(hw):
+    setup = SearchSetup.create(matmul_workload(64, 48, 40), hw)
+    edges = setup.graph.edges(setup.minimal)
+    targets = [e.target for e in edges]
+    assert len(targets) == len(set(targets)) and setup.minimal not in targets
+    kinds = {e.kind for e in edges}
+    assert {"enlarge", "parallel", "pack"} <= kinds
+    plain = SearchSetup.create(_row_sum_workload(64, 256), hw)
+    assert "rstep" in {e.kind for e in plain.graph.edges(plain.minimal)}

@@ -1,0 +1,53 @@
+import numpy as np
+import pytest
+
+from tilegraph.tune.measure import MeasurePolicy, canonical_trace_json, compare_outputs, time_runs, trace_hash
+
+
+def test_compare_outputs_accepts_fp32_rounding_and_rejects_errors():
+    ref = np.linspace(-100, 100, 50).reshape(5, 10)
+    assert compare_outputs([ref.astype(np.float32)], [ref])[0]
+    bad = ref.copy()
+    bad[2, 3] += 1.0
+    ok, max_error, message = compare_outputs([bad], [ref])
+    assert not ok and max_error == pytest.approx(1.0) and "max abs error 1" in message
+
+
+def test_compare_outputs_rejects_poison_left_in_output():
+    out = np.zeros((3, 3), np.float32)
+    out[1, 1] = np.nan
+    ok, _, message = compare_outputs([out], [np.zeros((3, 3))])
+    assert not ok and "non-finite" in message
+
+
+def test_compare_outputs_rejects_shape_and_count_mismatch():
+    assert not compare_outputs([np.zeros(3)], [np.zeros(4)])[0]
+    assert not compare_outputs([np.zeros(3)], [np.zeros(3), np.zeros(3)])[0]
+
+
+def test_time_runs_respects_min_repeats_and_min_time():
+    calls = []
+    samples = time_runs(lambda: calls.append(1), MeasurePolicy(warmup=3, min_time_s=0.0, min_repeats=7))
+    assert len(samples) == 7 and len(calls) == 10
+    samples = time_runs(lambda: None, MeasurePolicy(warmup=0, min_time_s=0.01, min_repeats=1))
+    assert len(samples) > 10
+
+
+@pytest.mark.parametrize("kwargs", [{"min_repeats": 0}, {"warmup": -1}, {"timeout_s": 0}, {"num_threads": 0},
+                                    {"min_time_s": -1}])
+def test_policy_rejects_bad_values(kwargs):
+    with pytest.raises(ValueError, match="MeasurePolicy"):
+        MeasurePolicy(**kwargs)
+
+
+def test_policy_resolves_threads_and_serialises():
+    p = MeasurePolicy().resolved()
+    assert p.num_threads >= 1
+    assert '"num_threads"' in p.to_json()
+
+
+def test_trace_hash_ignores_formatting_only():
+    a = '{"b": 1, "a": [1, 2]}'
+    assert trace_hash(a) == trace_hash('{"a":[1,2],"b":1}')
+    assert trace_hash(a) != trace_hash('{"a":[2,1],"b":1}')
+    assert canonical_trace_json(a) == '{"a":[1,2],"b":1}'

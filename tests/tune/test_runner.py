@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+from tests.tune.helpers import GOOD_C, HANG_C, PARTIAL_C, SEGFAULT_C, WRONG_C, matmul_reference, matmul_workload
+from tilegraph.schedule import Schedule
+from tilegraph.tune.builder import Builder
+from tilegraph.tune.measure import MeasureInput, MeasurePolicy
+from tilegraph.tune.result import BuildResult
+from tilegraph.tune.runner import MeasureLock, MeasureLockTimeout, Runner
+
+pytestmark = pytest.mark.needs_cc
+
+
+def test_runner_classifies_every_misbehaviour_and_keeps_going(tune_dirs):
+    wl = matmul_workload()
+    sources = [GOOD_C, SEGFAULT_C, GOOD_C, HANG_C, WRONG_C, PARTIAL_C, GOOD_C]
+    with Builder(max_workers=2) as builder:
+        builds = builder.build([MeasureInput(wl, f'{{"n": {n}}}', {"source_override": s}) for n, s in enumerate(sources)])
+    policy = MeasurePolicy(min_time_s=0.01, timeout_s=2.0)
+    with Runner(policy, reference=matmul_reference) as runner:
+        kinds = [runner.run(wl, b, seed=n) for n, b in enumerate(builds)]
+        assert [r.kind for r in kinds] == ["ok", "crash", "ok", "timeout", "wrong_answer", "wrong_answer", "ok"]
+        assert "SIGSEGV" in kinds[1].message
+        assert "max abs error" in kinds[4].message and kinds[4].max_error > 0.1
+        assert "non-finite" in kinds[5].message
+        good = kinds[0]
+        assert len(good.samples) >= policy.min_repeats and good.median > 0 and good.spread >= 0
+        assert runner.restarts == 2
+
+
+def test_runner_times_a_real_kernel_against_the_library_reference(tune_dirs):
+    wl = matmul_workload()
+    with Builder(max_workers=1) as builder:
+        (build,) = builder.build([MeasureInput(wl, Schedule(wl).trace.to_json())])
+    with Runner(MeasurePolicy(min_time_s=0.01, num_threads=1)) as runner:
+        result = runner.run(wl, build, seed=3)
+    assert result.kind == "ok", result.message
+
+
+def test_failed_build_passes_through():
+    r = Runner(MeasurePolicy()).run(matmul_workload(), BuildResult(False, "build_timeout", "slow"), seed=0)
+    assert (r.kind, r.message) == ("build_timeout", "slow")
+
+
+def test_measure_lock_excludes_a_second_holder(tmp_path):
+    path = tmp_path / "m.lock"
+    with MeasureLock(path, timeout_s=1):
+        with pytest.raises(MeasureLockTimeout, match="another tilegraph process is timing"):
+            with MeasureLock(path, timeout_s=0.1):
+                pass
+    with MeasureLock(path, timeout_s=0.1):
+        pass
+
+
+def test_references_fall_back_to_library(tune_dirs):
+    wl = matmul_workload()
+    x = [np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)]
+    (ref,) = Runner().references(wl, x)
+    assert np.allclose(ref, 8.0)

@@ -1,0 +1,105 @@
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tests.tune.helpers import GOOD_C, HANG_C, SEGFAULT_C, WRONG_C, matmul_reference, matmul_workload
+from tilegraph.tune import MeasurePolicy, MemoryDatabase, Record, SearchStrategy, best_schedule
+from tilegraph.tune.measure import target_fingerprint, trace_hash
+from tilegraph.tune.strategy import Candidate
+from tilegraph.tune.strategy.random_search import RandomSearch, sample_schedule
+
+pytestmark = pytest.mark.needs_cc
+FAST = MeasurePolicy(min_time_s=0.005, timeout_s=2.0)
+
+
+class Scripted(SearchStrategy):
+    """Proposes misbehaving hand-written kernels first, then real random schedules."""
+
+    name = "scripted"
+
+    def __init__(self, overrides):
+        self.overrides = list(overrides)
+        self.inner = RandomSearch()
+        self.notified = []
+
+    def propose(self, ctx, n):
+        if self.overrides:
+            batch, self.overrides = self.overrides[:n], self.overrides[n:]
+            return [Candidate(sample_schedule(ctx.workload, 1000 + k).trace.to_json(), None, {"source_override": src})
+                    for k, src in batch]
+        return self.inner.propose(ctx, n)
+
+    def notify(self, ctx, candidates, results):
+        self.notified += [r.kind for r in results]
+
+    def done(self):
+        return not self.overrides and self.inner.done()
+
+
+def test_bad_candidates_are_recorded_and_the_best_kernel_is_correct(tune_dirs):
+    wl = matmul_workload()
+    db = MemoryDatabase()
+    strategy = Scripted([(0, SEGFAULT_C), (1, HANG_C), (2, WRONG_C), (3, GOOD_C)])
+    result = tg.tune(wl, strategy=strategy, trials=8, db=db, progress=False, batch_size=4, policy=FAST,
+                     reference=matmul_reference)
+    kinds = [r.kind for r in db.records()]
+    assert kinds[:4] == ["crash", "timeout", "wrong_answer", "ok"]
+    assert result.measured == 8 and result.failed == 3
+    assert result.failures == {"crash": 1, "timeout": 1, "wrong_answer": 1}
+    assert strategy.notified[:4] == kinds[:4]
+    a, b = (np.random.default_rng(5).standard_normal((8, 8)).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(result.kernel(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    assert result.latency_s == db.best(wl.key, target_fingerprint("cpu")).latency_s
+    assert result.gflops == pytest.approx(wl.flops() / result.latency_s / 1e9)
+
+
+def test_resume_skips_recorded_traces_and_prior_best_counts(tune_dirs):
+    wl = matmul_workload()
+    db = MemoryDatabase()
+    first = tg.tune(wl, strategy="random", trials=3, db=db, progress=False, policy=FAST, seed=4)
+    before = {r.trace_hash for r in db.records()}
+    second = tg.tune(wl, strategy="random", trials=3, db=db, progress=False, policy=FAST, seed=4)
+    after = db.records()
+    assert len(after) == 6 and len({r.trace_hash for r in after}) == 6, "same seed: recorded traces were skipped"
+    assert before < {r.trace_hash for r in after}
+    assert second.latency_s <= first.latency_s
+
+
+def test_foreign_fingerprint_records_are_never_applied(tune_dirs):
+    wl = matmul_workload()
+    db = MemoryDatabase()
+    trace = sample_schedule(wl, 3).trace.to_json()
+    db.commit_record(Record(wl.key, "cpu-other-machine", trace, "ok", latency_s=1e-9))
+    assert best_schedule(wl, "cpu", db) is None
+    db.commit_record(Record(wl.key, target_fingerprint("cpu"), trace, "ok", latency_s=1e-3))
+    sch = best_schedule(wl, "cpu", db)
+    assert sch is not None and trace_hash(sch.trace.to_json()) == trace_hash(trace)
+    kernel = tg.build(wl, db=db)
+    a, b = (np.ones((8, 8), np.float32) for _ in range(2))
+    np.testing.assert_allclose(kernel(a, b), np.full((8, 8), 8.0))
+
+
+def test_tune_argument_errors(tune_dirs):
+    wl = matmul_workload()
+    with pytest.raises(ValueError, match="unknown search strategy 'nope'; available: .*random"):
+        tg.tune(wl, strategy="nope", trials=1, db=MemoryDatabase())
+    with pytest.raises(ValueError, match="time_budget"):
+        tg.tune(wl, time_budget=-1, db=MemoryDatabase())
+    with pytest.raises(ValueError, match="trials"):
+        tg.tune(wl, trials=-2, db=MemoryDatabase())
+
+
+def test_no_passing_candidate_is_a_clear_error(tune_dirs):
+    wl = matmul_workload()
+    strategy = Scripted([(0, WRONG_C)])
+    strategy.inner.done = lambda: True
+    strategy.inner.propose = lambda ctx, n: []
+    with pytest.raises(tg.TilegraphError, match="no candidate .* passed its correctness check .*wrong_answer: 1"):
+        tg.tune(wl, strategy=strategy, trials=4, db=MemoryDatabase(), progress=False, policy=FAST,
+                reference=matmul_reference)
+
+
+def test_time_budget_stops_tuning(tune_dirs):
+    wl = matmul_workload()
+    result = tg.tune(wl, strategy="random", time_budget=0.5, db=MemoryDatabase(), progress=False, policy=FAST)
+    assert result.measured >= 1 and result.tuning_time_s < 30

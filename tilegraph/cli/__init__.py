@@ -1,0 +1,1 @@
+"""The `tilegraph` command line (see tilegraph/cli/main.py)."""

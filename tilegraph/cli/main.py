@@ -1,0 +1,275 @@
+"""The `tilegraph` console script.
+
+    tilegraph tune GMM-4 matmul:512,256,384 --time 60 [--strategy gensor] [--trials N] [--db PATH] [--json]
+    tilegraph bench GMM-4 --vs numpy,torch [--db PATH] [--json]
+    tilegraph db list | best | distill | export FILE | import FILE | merge OTHER.db   [--db PATH]
+    tilegraph info [--json]
+
+Bad input (unknown workload, malformed shape, negative budget, unusable database, missing
+compiler) prints one line `tilegraph: error: ...` on stderr and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from tilegraph.errors import TilegraphError
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with errors on one line (no usage dump), so scripts can read them."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tilegraph", description="tilegraph: build and tune tensor kernels")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    db_opt = _Parser(add_help=False)
+    db_opt.add_argument("--db", default=None, help="tuning database file (default: the user data folder's tuning.db)")
+
+    tune = sub.add_parser("tune", parents=[db_opt], help="tune workloads and store every measurement")
+    tune.add_argument("workloads", nargs="+", metavar="WORKLOAD", help="suite id (GMM-4) or op:shape spec")
+    tune.add_argument("--batch", type=_int_at_least(1), default=1, help="batch size for suite workloads")
+    tune.add_argument("--strategy", default="gensor", help="search strategy name")
+    tune.add_argument("--time", type=_positive_float, default=None, help="time budget per workload, seconds")
+    tune.add_argument("--trials", type=_int_at_least(0), default=None, help="candidates to measure per workload")
+    tune.add_argument("--threads", type=_int_at_least(1), default=None, help="threads the kernels run with")
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--json", action="store_true", help="one JSON object per workload on stdout")
+
+    bench = sub.add_parser("bench", parents=[db_opt], help="time the best known kernel against numpy/torch")
+    bench.add_argument("workloads", nargs="+", metavar="WORKLOAD")
+    bench.add_argument("--vs", default="numpy", help="comma-separated peers: numpy,torch")
+    bench.add_argument("--batch", type=_int_at_least(1), default=1)
+    bench.add_argument("--threads", type=_int_at_least(1), default=None)
+    bench.add_argument("--time", type=_positive_float, default=1.0, help="seconds of timing per contender")
+    bench.add_argument("--json", action="store_true")
+
+    db = sub.add_parser("db", help="inspect and maintain the tuning database")
+    db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=_Parser)
+    db_sub.add_parser("list", parents=[db_opt], help="workloads and their record counts")
+    best = db_sub.add_parser("best", parents=[db_opt], help="the best record per workload for this machine")
+    best.add_argument("--json", action="store_true")
+    db_sub.add_parser("distill", parents=[db_opt], help="keep only the best record per workload and target")
+    for name, what in (("export", "write every record to a JSON-lines file"),
+                       ("import", "add the records of a JSON-lines export"),
+                       ("merge", "add the records of another tuning database")):
+        p = db_sub.add_parser(name, parents=[db_opt], help=what)
+        p.add_argument("path")
+
+    info = sub.add_parser("info", parents=[db_opt], help="target fingerprint, ISA, cores, caches, compiler, paths")
+    info.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(COMMANDS[args.command](args) or 0)
+    except _UsageError as e:
+        return _fail(str(e))
+    except (TilegraphError, ValueError, TypeError, OSError, LookupError) as e:
+        return _fail(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+    except KeyboardInterrupt:
+        print("tilegraph: interrupted", file=sys.stderr)
+        return 130
+
+
+def _fail(message: str) -> int:
+    print(f"tilegraph: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+# ---------------------------------------------------------------------------- commands
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from tilegraph.tune import open_database, tune
+    from tilegraph.tune.strategy import get_strategy
+    from tilegraph.tune.tune import resolve_workload
+
+    get_strategy(args.strategy)  # fail on a bad name before any work
+    workloads = [resolve_workload(spec, batch=args.batch) for spec in args.workloads]
+    _require_compiler()
+    db = open_database(args.db)
+    rows = []
+    for spec, wl in zip(args.workloads, workloads):
+        result = tune(wl, strategy=args.strategy, time_budget=args.time, trials=args.trials, db=db, seed=args.seed,
+                      progress=not args.json, num_threads=args.threads)
+        row = {"workload": spec, **{k: v for k, v in result.summary().items()}}
+        rows.append(row)
+        if args.json:
+            print(json.dumps(row), flush=True)
+    if not args.json:
+        _table("tuning results", ["workload", "strategy", "best latency", "GFLOP/s", "measured/failed", "tuning time"],
+               [[r["workload"], r["strategy"], _us(r["latency_s"]), f"{r['gflops']:.2f}", f"{r['measured']}/{r['failed']}",
+                 f"{r['tuning_time_s']:.1f} s"] for r in rows])
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from tilegraph.cli.bench import bench_workload
+    from tilegraph.tune import open_database
+    from tilegraph.tune.tune import resolve_workload
+
+    peers = [p.strip() for p in args.vs.split(",") if p.strip()]
+    from tilegraph.cli.peers import PEERS
+
+    unknown = [p for p in peers if p not in PEERS]
+    if unknown:
+        raise ValueError(f"unknown peer(s) {', '.join(unknown)} for --vs; known peers: {', '.join(PEERS)}")
+    workloads = [resolve_workload(spec, batch=args.batch) for spec in args.workloads]
+    _require_compiler()
+    db = open_database(args.db)
+    rows = []
+    for spec, wl in zip(args.workloads, workloads):
+        row = {"workload": spec, **bench_workload(wl, db, peers, args.time, args.threads)}
+        rows.append(row)
+        if args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            for note in row["notes"]:
+                print(f"note: {note}", file=sys.stderr)
+    if not args.json:
+        headers = ["workload", "schedule", "tilegraph", "GFLOP/s", *[f"{p} (ratio)" for p in peers]]
+        body = []
+        for r in rows:
+            cells = [r["workload"], r["schedule"], _us(r["latency_s"]), f"{r['gflops']:.2f}"]
+            for p in peers:
+                lat = r.get(f"{p}_latency_s")
+                cells.append("skipped" if lat is None else f"{_us(lat)} ({r[f'ratio_{p}']:.2f}x)")
+            body.append(cells)
+        _table("benchmark (ratio = peer latency / tilegraph latency)", headers, body)
+    return 0
+
+
+def _cmd_db(args: argparse.Namespace) -> int:
+    from tilegraph.tune import open_database
+    from tilegraph.tune.measure import target_fingerprint
+
+    db = open_database(args.db)
+    cmd = args.db_command
+    if cmd == "list":
+        rows = []
+        for w in db.workloads():
+            recs = db.records(w.key)
+            ok = [r for r in recs if r.ok]
+            best = min((r.latency_s for r in ok), default=None)
+            rows.append([w.op_name, w.key, json.dumps(w.shapes), str(len(recs)), str(len(ok)), _us(best)])
+        _table(f"tuning database {getattr(db, 'path', '')}", ["op", "key", "shapes", "records", "ok", "best"], rows)
+    elif cmd == "best":
+        fp = target_fingerprint("cpu")
+        rows = []
+        for w in db.workloads():
+            rec = db.best(w.key, fp)
+            if rec is None:
+                continue
+            row = {"op": w.op_name, "workload_key": w.key, "latency_s": rec.latency_s, "spread": rec.spread,
+                   "trace_hash": rec.trace_hash}
+            rows.append(row)
+            if args.json:
+                print(json.dumps(row))
+        if not args.json:
+            _table(f"best records for {fp}", ["op", "key", "latency", "spread", "trace"],
+                   [[r["op"], r["workload_key"], _us(r["latency_s"]), f"{(r['spread'] or 0):.2%}", r["trace_hash"]]
+                    for r in rows])
+    elif cmd == "distill":
+        print(f"removed {db.distill()} records; kept the best per workload and target")
+    elif cmd == "export":
+        print(f"exported {db.export_jsonl(args.path)} records to {args.path}")
+    elif cmd == "import":
+        print(f"imported {db.import_jsonl(args.path)} new records from {args.path}")
+    elif cmd == "merge":
+        print(f"merged {db.merge(args.path)} new records from {args.path}")
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from tilegraph.config import cache_dir
+    from tilegraph.target import Target
+    from tilegraph.tune.database import default_path
+
+    t = Target()
+    info: dict[str, Any] = {
+        "fingerprint": t.fingerprint, "arch": t.arch, "isa": t.isa, "vector_bits": t.vector_bits,
+        "cores": t.num_cores, "cpu_model": t.cpu_model, "l1d_bytes": t.l1d_bytes, "l2_bytes": t.l2_bytes,
+        "l3_bytes": t.l3_bytes, "compiler": t.cc, "compiler_version": t.cc_version,
+        "cflags": " ".join(t.cflags or ()), "cache_dir": str(cache_dir()), "database": str(args.db or default_path()),
+    }
+    if args.json:
+        print(json.dumps(info))
+    else:
+        _table("tilegraph info", ["field", "value"], [[k, "-" if v is None else str(v)] for k, v in info.items()])
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "tune": _cmd_tune, "bench": _cmd_bench, "db": _cmd_db, "info": _cmd_info,
+}
+
+
+# ---------------------------------------------------------------------------- helpers
+def _require_compiler() -> None:
+    from tilegraph.target import Target
+
+    cc = Target().cc
+    import shutil
+
+    if not cc or shutil.which(cc) is None:
+        raise TilegraphError("no C compiler found (install gcc or set CC)")
+
+
+def _us(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e6:.1f} us" if seconds < 1e-2 else f"{seconds * 1e3:.2f} ms"
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for h in headers:
+        table.add_column(h)
+    for r in rows:
+        table.add_row(*r)
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""Builder: compile a batch of candidates in parallel worker processes ("spawn" context).
+
+    with Builder(max_workers=2, timeout_s=60) as builder:
+        results = builder.build([MeasureInput(wl, trace_json), ...])   # one BuildResult each, in order
+
+A ScheduleError, a lowering or compiler error, a worker that dies, or a build that runs past its
+timeout becomes BuildResult(ok=False, error_kind="build_error" | "build_timeout", message): a bad
+candidate never stops tuning. A worker stuck past its timeout is killed and the pool replaced.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tilegraph.config import cache_dir
+from tilegraph.te.workload import Workload
+from tilegraph.tune.measure import MeasureInput, die_with_parent, resolve_target, spawn_without_main, test_hooks_enabled
+from tilegraph.tune.result import ArgSpec, BuildResult
+
+_POLL_S = 0.05
+# A worker that ignores its own alarm (stuck in native code) is killed this long after its timeout.
+_HARD_KILL_GRACE_S = 5.0
+
+
+class _BuildTimeout(Exception):
+    pass
+
+
+def workload_args(workload: Workload) -> tuple[ArgSpec, ...]:
+    import numpy as np
+
+    specs = [ArgSpec(t.name, tuple(t.shape), str(np.dtype(t.dtype.numpy)), False) for t in workload.inputs]
+    specs += [ArgSpec(t.name, tuple(t.shape), str(np.dtype(t.dtype.numpy)), True) for t in workload.outputs]
+    return tuple(specs)
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
+
+
+def _compile_override(source: str, entry: str) -> str:
+    """Test hook only: compile hand-written C into a shared library, content-addressed."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    out_dir = cache_dir() / "tune_test_builds"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lib = out_dir / f"{digest}.so"
+    if not lib.exists():
+        cc = shutil.which("gcc") or shutil.which("cc")
+        if cc is None:
+            raise RuntimeError("no C compiler (gcc) on PATH")
+        src = out_dir / f"{digest}.{os.getpid()}.c"
+        src.write_text(source)
+        tmp = out_dir / f"{digest}.{os.getpid()}.so"
+        proc = subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(tmp), str(src)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"gcc failed: {proc.stderr.strip().splitlines()[:1]}")
+        os.replace(tmp, lib)
+    return str(lib)
+
+
+def build_candidate(workload: Workload, trace_json: str, target: Any, meta: dict[str, Any], timeout_s: float) -> BuildResult:
+    """Runs in a worker process. Never raises: every failure is a BuildResult."""
+    start = time.perf_counter()
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise _BuildTimeout()
+
+    use_alarm = hasattr(signal, "setitimer")
+    if use_alarm:
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        if "source_override" in meta:
+            entry = str(meta.get("entry", "tg_test_kernel"))
+            lib = _compile_override(str(meta["source_override"]), entry)
+            return BuildResult(True, lib_path=lib, entry=entry, source=str(meta["source_override"]),
+                               args=workload_args(workload), loader="raw", build_time_s=time.perf_counter() - start)
+        from tilegraph.driver import build
+        from tilegraph.schedule import Schedule
+
+        sch = Schedule.replay(workload, trace_json)
+        kernel = build(sch, target=resolve_target(target))
+        return BuildResult(True, lib_path=str(kernel.lib_path), entry=str(kernel.entry), source=kernel.source,
+                           args=workload_args(workload), loader="runtime", build_time_s=time.perf_counter() - start,
+                           input_buffers=tuple(kernel.inputs), output_buffers=tuple(kernel.outputs),
+                           kernel_target=kernel.target)
+    except _BuildTimeout:
+        return BuildResult(False, "build_timeout", f"build took longer than {timeout_s:g} s",
+                           build_time_s=time.perf_counter() - start)
+    except Exception as e:  # every failure of one candidate is data, not a reason to stop
+        return BuildResult(False, "build_error", _one_line(e), build_time_s=time.perf_counter() - start)
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+class Builder:
+    def __init__(self, max_workers: int | None = None, timeout_s: float = 60.0, target: Any = "cpu"):
+        if timeout_s <= 0:
+            raise ValueError(f"Builder timeout_s must be positive, got {timeout_s}")
+        self.max_workers = max_workers or max(1, min(4, os.cpu_count() or 1))
+        if self.max_workers < 1:
+            raise ValueError(f"Builder max_workers must be >= 1, got {max_workers}")
+        self.timeout_s = timeout_s
+        self.target = target
+        self._pool: cf.ProcessPoolExecutor | None = None
+        self._warm = False
+        self._broken = False
+
+    def _ensure_pool(self) -> cf.ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=multiprocessing.get_context("spawn"),
+                                                initializer=die_with_parent)
+        return self._pool
+
+    def _kill_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            if proc.is_alive():
+                proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def build(self, inputs: Sequence[MeasureInput]) -> list[BuildResult]:
+        """Build every candidate; the result list is in input order."""
+        if not inputs:
+            return []
+        hooks = test_hooks_enabled()
+        pool = self._ensure_pool()
+        futures: list[cf.Future] = []
+        try:
+            for inp in inputs:
+                meta = {k: v for k, v in inp.meta.items() if k in ("source_override", "entry")} if hooks else {}
+                with spawn_without_main():  # the pool starts its workers on submit
+                    futures.append(pool.submit(build_candidate, inp.workload, inp.trace_json, self.target, meta,
+                                               self.timeout_s))
+        except cf.BrokenExecutor:
+            self._kill_pool()
+            return [BuildResult(False, "build_error", "the build worker pool broke; candidate not built")] * len(inputs)
+        results: list[BuildResult | None] = [None] * len(futures)
+        started: dict[int, float] = {}
+        # Spawn start-up is not part of any candidate's build time.
+        startup_grace = 30.0
+        t_submit = time.monotonic()
+        stuck = False
+        while any(r is None for r in results):
+            now = time.monotonic()
+            for n, fut in enumerate(futures):
+                if results[n] is not None:
+                    continue
+                if fut.done():
+                    results[n] = self._collect(fut)
+                elif fut.running():
+                    started.setdefault(n, max(now, t_submit + (0 if self._warm else startup_grace)))
+                    if now - started[n] > self.timeout_s + _HARD_KILL_GRACE_S:
+                        results[n] = BuildResult(False, "build_timeout",
+                                                 f"build worker did not return within {self.timeout_s:g} s; killed")
+                        stuck = True
+            if stuck and all(r is not None or not fut.running() for r, fut in zip(results, futures)):
+                break
+            time.sleep(_POLL_S)
+        self._warm = True
+        if self._broken:
+            self._broken = False
+            self._kill_pool()
+        if stuck:
+            self._kill_pool()
+            # candidates that never started go to a fresh pool
+            pending = [n for n, r in enumerate(results) if r is None]
+            if pending:
+                redo = self.build([inputs[n] for n in pending])
+                for n, r in zip(pending, redo):
+                    results[n] = r
+        return [r for r in results if r is not None]
+
+    def _collect(self, fut: cf.Future) -> BuildResult:
+        try:
+            return fut.result()
+        except cf.BrokenExecutor as e:
+            self._broken = True
+            return BuildResult(False, "build_error", f"build worker died: {_one_line(e)}")
+        except Exception as e:  # e.g. the candidate could not be pickled
+            return BuildResult(False, "build_error", _one_line(e))
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Builder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self._kill_pool()
+        except Exception:
+            pass

@@ -1,0 +1,146 @@
+"""The tuning database protocol: every measurement is kept, keyed by workload, target and trace.
+
+    db.commit_workload(wl)
+    db.commit_record(Record(wl.key, target.fingerprint, trace_json, "ok", latency_s=1e-4, ...))
+    db.has_record(wl.key, target.fingerprint, trace_json)     # resume: measured already?
+    db.best(wl.key, target.fingerprint)                        # fastest "ok" record, or None
+    db.export_jsonl(path); other.import_jsonl(path); db.merge("other.db"); db.distill()
+
+Lookups always name the target fingerprint, so a record measured elsewhere is a miss.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tilegraph.errors import DatabaseError
+from tilegraph.te.workload import Workload
+from tilegraph.tune.database.record import Record, WorkloadEntry
+from tilegraph.tune.measure import trace_hash
+
+
+class Database(ABC):
+    # ------------------------------------------------------------------ writing
+    @abstractmethod
+    def commit_workload(self, workload: Workload | WorkloadEntry) -> None:
+        """Store the workload's key, canonical text and shapes (idempotent)."""
+
+    @abstractmethod
+    def commit_record(self, record: Record) -> bool:
+        """Store one measurement in its own transaction; False when that exact trace was recorded already."""
+
+    @abstractmethod
+    def delete_records(self, keep_ids: set[int], workload_key: str, target_fingerprint: str) -> int:
+        """Remove every record of (workload, target) whose id is not in keep_ids; returns how many."""
+
+    # ------------------------------------------------------------------ reading
+    @abstractmethod
+    def workloads(self) -> list[WorkloadEntry]: ...
+
+    @abstractmethod
+    def _iter_records(self, workload_key: str | None, target_fingerprint: str | None,
+                      kind: str | None) -> Iterator[tuple[int, Record]]: ...
+
+    @abstractmethod
+    def measured_hashes(self, workload_key: str, target_fingerprint: str) -> set[str]:
+        """trace hashes already recorded (any kind) for this workload on this target."""
+
+    def records(self, workload_key: str | None = None, target_fingerprint: str | None = None,
+                kind: str | None = None) -> list[Record]:
+        return [r for _, r in self._iter_records(workload_key, target_fingerprint, kind)]
+
+    def has_record(self, workload_key: str, target_fingerprint: str, trace_json: str) -> bool:
+        return trace_hash(trace_json) in self.measured_hashes(workload_key, target_fingerprint)
+
+    def top_k(self, workload_key: str, target_fingerprint: str, k: int) -> list[Record]:
+        """The k fastest "ok" records (median latency), fastest first."""
+        ok = self.records(workload_key, target_fingerprint, kind="ok")
+        return sorted(ok, key=lambda r: (r.latency_s, r.created))[: max(k, 0)]
+
+    def best(self, workload_key: str, target_fingerprint: str) -> Record | None:
+        top = self.top_k(workload_key, target_fingerprint, 1)
+        return top[0] if top else None
+
+    def workload(self, key: str) -> WorkloadEntry | None:
+        return next((w for w in self.workloads() if w.key == key), None)
+
+    def best_schedule(self, workload: Workload, target: Any = "cpu") -> Any:
+        """The Schedule of the best record on `target`, or None; what tg.build(wl, db=...) asks for."""
+        from tilegraph.tune.apply import best_schedule
+
+        return best_schedule(workload, target, self)
+
+    # ------------------------------------------------------------------ maintenance
+    def distill(self) -> int:
+        """Keep only the best "ok" record per (workload, target); returns how many records were removed."""
+        groups: dict[tuple[str, str], list[tuple[int, Record]]] = {}
+        for rid, rec in self._iter_records(None, None, None):
+            groups.setdefault((rec.workload_key, rec.target_fingerprint), []).append((rid, rec))
+        removed = 0
+        for (wk, fp), items in groups.items():
+            ok = [(rid, r) for rid, r in items if r.ok]
+            keep = {min(ok, key=lambda x: (x[1].latency_s, x[1].created))[0]} if ok else set()
+            removed += self.delete_records(keep, wk, fp)
+        return removed
+
+    def export_jsonl(self, path: str | Path) -> int:
+        """One JSON object per line: workloads first ({"workload": ...}), then records ({"record": ...})."""
+        n = 0
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                for w in self.workloads():
+                    f.write(json.dumps({"workload": w.to_dict()}, sort_keys=True) + "\n")
+                for rec in self.records():
+                    f.write(json.dumps({"record": rec.to_dict()}, sort_keys=True) + "\n")
+                    n += 1
+        except OSError as e:
+            raise DatabaseError(f"cannot write {path}: {e.strerror or e}") from None
+        return n
+
+    def import_jsonl(self, path: str | Path) -> int:
+        """Add the records of an export; existing (workload, target, trace) records are kept. Returns how many were added."""
+        added = 0
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise DatabaseError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if "workload" in obj:
+                    self.commit_workload(WorkloadEntry(**obj["workload"]))
+                elif "record" in obj:
+                    added += bool(self.commit_record(Record.from_dict(obj["record"])))
+                else:
+                    raise ValueError("expected a 'workload' or 'record' object")
+            except (json.JSONDecodeError, TypeError, ValueError) as e:
+                raise DatabaseError(f"{path}:{lineno}: not a tuning record: {e}") from None
+        return added
+
+    def merge_from(self, other: Database) -> int:
+        for w in other.workloads():
+            self.commit_workload(w)
+        return sum(bool(self.commit_record(r)) for r in other.records())
+
+    def merge(self, other_path: str | Path) -> int:
+        """Add every record of another SQLite tuning database; returns how many were new."""
+        from tilegraph.tune.database.sqlite_db import SQLiteDatabase
+
+        with SQLiteDatabase(other_path, create=False) as other:
+            return self.merge_from(other)
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection or other resources."""
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,100 @@
+"""The values a tuning database stores: one WorkloadEntry per workload, one Record per measurement.
+
+A Record is keyed by (workload_key, target_fingerprint, trace_hash): the same schedule measured on
+another machine or toolchain is another record, and is never applied here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tilegraph.te.workload import Workload
+from tilegraph.tune.measure import MeasurePolicy, trace_hash
+from tilegraph.tune.result import RESULT_KINDS, RunResult
+
+
+def _version() -> str:
+    try:
+        from tilegraph import __version__
+    except ImportError:
+        return "unknown"
+    return __version__
+
+
+@dataclass(frozen=True)
+class WorkloadEntry:
+    key: str
+    canonical: str
+    op_name: str
+    shapes: dict[str, list[int]]
+
+    @staticmethod
+    def of(workload: Workload) -> WorkloadEntry:
+        shapes = {name: list(shape) for name, shape in workload.shapes.items()}
+        return WorkloadEntry(workload.key, workload.canonical_text, workload.op_name, shapes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Record:
+    workload_key: str
+    target_fingerprint: str
+    trace_json: str
+    kind: str
+    latency_s: float | None = None  # the median
+    latency_min_s: float | None = None
+    latency_max_s: float | None = None
+    spread: float | None = None
+    samples: tuple[float, ...] = ()
+    policy: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+    version: str = field(default_factory=_version)
+    created: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        if self.kind not in RESULT_KINDS:
+            raise ValueError(f"record kind must be one of {RESULT_KINDS}, got {self.kind!r}")
+        if self.kind == "ok" and self.latency_s is None:
+            raise ValueError("an 'ok' record needs a latency")
+
+    @property
+    def trace_hash(self) -> str:
+        return trace_hash(self.trace_json)
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+    @staticmethod
+    def from_run(workload_key: str, target_fingerprint: str, trace_json: str, run: RunResult,
+                 policy: MeasurePolicy | None = None, meta: dict[str, Any] | None = None) -> Record:
+        return Record(
+            workload_key, target_fingerprint, trace_json, run.kind,
+            latency_s=run.median, latency_min_s=run.min, latency_max_s=run.max, spread=run.spread,
+            samples=tuple(run.samples), policy=json.loads(policy.to_json()) if policy else {},
+            message=run.message, meta=dict(meta or {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["samples"] = list(self.samples)
+        return d
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Record:
+        try:
+            return Record(
+                str(d["workload_key"]), str(d["target_fingerprint"]), str(d["trace_json"]), str(d["kind"]),
+                latency_s=d.get("latency_s"), latency_min_s=d.get("latency_min_s"), latency_max_s=d.get("latency_max_s"),
+                spread=d.get("spread"), samples=tuple(d.get("samples") or ()), policy=dict(d.get("policy") or {}),
+                message=str(d.get("message") or ""), meta=dict(d.get("meta") or {}),
+                version=str(d.get("version") or "unknown"), created=float(d.get("created") or time.time()),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"malformed tuning record: {e}") from None

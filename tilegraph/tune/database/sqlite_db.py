@@ -1,0 +1,230 @@
+"""SQLite tuning database: one file, WAL mode, one transaction per record.
+
+    db = SQLiteDatabase()                      # data_dir()/tuning.db
+    db = SQLiteDatabase("my.db")
+    db.commit_record(rec)                      # durable when it returns; a kill loses nothing committed
+
+The schema version lives in `PRAGMA user_version`; `migrations` lists the versions applied.
+A file that is not a tilegraph database, or one of an unknown schema version, raises DatabaseError.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from tilegraph.config import data_dir
+from tilegraph.errors import DatabaseError
+from tilegraph.te.workload import Workload
+from tilegraph.tune.database.base import Database
+from tilegraph.tune.database.record import Record, WorkloadEntry
+from tilegraph.tune.measure import canonical_trace_json
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = """
+CREATE TABLE migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
+CREATE TABLE workloads (
+    key TEXT PRIMARY KEY,
+    canonical TEXT NOT NULL,
+    op_name TEXT NOT NULL,
+    shapes TEXT NOT NULL
+);
+CREATE TABLE records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    workload_key TEXT NOT NULL,
+    target_fingerprint TEXT NOT NULL,
+    trace_json TEXT NOT NULL,
+    trace_hash TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    latency_s REAL,
+    latency_min_s REAL,
+    latency_max_s REAL,
+    spread REAL,
+    samples TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    message TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    version TEXT NOT NULL,
+    created REAL NOT NULL,
+    UNIQUE (workload_key, target_fingerprint, trace_hash)
+);
+CREATE INDEX records_best ON records (workload_key, target_fingerprint, kind, latency_s);
+"""
+
+# version -> script taking a database at version-1 to version
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+_COLUMNS = ("workload_key", "target_fingerprint", "trace_json", "trace_hash", "kind", "latency_s", "latency_min_s",
+            "latency_max_s", "spread", "samples", "policy", "message", "meta", "version", "created")
+
+
+def default_path() -> Path:
+    return data_dir() / "tuning.db"
+
+
+class SQLiteDatabase(Database):
+    def __init__(self, path: str | Path | None = None, create: bool = True):
+        self.path = str(path) if path is not None else str(default_path())
+        self._conn = self._open(create)
+
+    # ------------------------------------------------------------------ opening
+    def _open(self, create: bool) -> sqlite3.Connection:
+        memory = self.path == ":memory:"
+        p = Path(self.path)
+        if not memory:
+            if p.is_dir():
+                raise DatabaseError(f"tuning database path {self.path} is a directory, not a file")
+            if not create and not p.exists():
+                raise DatabaseError(f"tuning database {self.path} does not exist")
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise DatabaseError(f"cannot create the folder of tuning database {self.path}: {e.strerror or e}") from None
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        except sqlite3.Error as e:
+            raise DatabaseError(f"cannot open tuning database {self.path}: {e}") from None
+        try:
+            conn.execute("PRAGMA busy_timeout = 30000")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not memory:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate(conn, version, tables)
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            text = str(e)
+            if "not a database" in text or "malformed" in text:
+                raise DatabaseError(f"{self.path} is not a tilegraph tuning database (not SQLite or corrupt)") from None
+            if "readonly" in text or "unable to open" in text:
+                raise DatabaseError(f"tuning database {self.path} is not writable: {text}") from None
+            raise DatabaseError(f"cannot use tuning database {self.path}: {text}") from None
+        except DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection, version: int, tables: set[str]) -> None:
+        if version > SCHEMA_VERSION:
+            raise DatabaseError(f"tuning database {self.path} has schema version {version}; this tilegraph reads "
+                                f"up to {SCHEMA_VERSION} (upgrade tilegraph)")
+        if version == 0 and tables:
+            raise DatabaseError(f"{self.path} is an SQLite file but not a tilegraph tuning database "
+                                f"(tables: {sorted(tables)})")
+        if version > 0 and not {"workloads", "records", "migrations"} <= tables:
+            raise DatabaseError(f"tuning database {self.path} claims schema version {version} but lacks its tables")
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                current = conn.execute("PRAGMA user_version").fetchone()[0]
+                if current < target:  # another process may have migrated while we waited for the lock
+                    for statement in MIGRATIONS[target].split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute("INSERT INTO migrations VALUES (?, ?)", (target, time.time()))
+                    conn.execute(f"PRAGMA user_version = {int(target)}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        try:
+            return fn(self._conn)
+        except sqlite3.Error as e:
+            text = str(e)
+            if "readonly" in text:
+                raise DatabaseError(f"tuning database {self.path} is not writable: {text}") from None
+            raise DatabaseError(f"tuning database {self.path}: {text}") from None
+
+    def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        def tx(conn: sqlite3.Connection) -> Any:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return out
+
+        return self._run(tx)
+
+    # ------------------------------------------------------------------ writing
+    def commit_workload(self, workload: Workload | WorkloadEntry) -> None:
+        entry = workload if isinstance(workload, WorkloadEntry) else WorkloadEntry.of(workload)
+        self._write(lambda c: c.execute(
+            "INSERT OR IGNORE INTO workloads (key, canonical, op_name, shapes) VALUES (?, ?, ?, ?)",
+            (entry.key, entry.canonical, entry.op_name, json.dumps(entry.shapes, sort_keys=True))))
+
+    def commit_record(self, record: Record) -> bool:
+        row = (record.workload_key, record.target_fingerprint, canonical_trace_json(record.trace_json), record.trace_hash,
+               record.kind, record.latency_s, record.latency_min_s, record.latency_max_s, record.spread,
+               json.dumps(list(record.samples)), json.dumps(record.policy, sort_keys=True), record.message,
+               json.dumps(record.meta, sort_keys=True, default=str), record.version, record.created)
+        sql = f"INSERT OR IGNORE INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+        return bool(self._write(lambda c: c.execute(sql, row).rowcount))
+
+    def delete_records(self, keep_ids: set[int], workload_key: str, target_fingerprint: str) -> int:
+        def fn(c: sqlite3.Connection) -> int:
+            ids = [r[0] for r in c.execute("SELECT id FROM records WHERE workload_key = ? AND target_fingerprint = ?",
+                                           (workload_key, target_fingerprint)) if r[0] not in keep_ids]
+            c.executemany("DELETE FROM records WHERE id = ?", [(i,) for i in ids])
+            return len(ids)
+
+        return self._write(fn)
+
+    # ------------------------------------------------------------------ reading
+    def workloads(self) -> list[WorkloadEntry]:
+        rows = self._run(lambda c: c.execute("SELECT key, canonical, op_name, shapes FROM workloads ORDER BY op_name, key")
+                         .fetchall())
+        return [WorkloadEntry(k, can, op, json.loads(shapes)) for k, can, op, shapes in rows]
+
+    def _iter_records(self, workload_key: str | None, target_fingerprint: str | None,
+                      kind: str | None) -> Iterator[tuple[int, Record]]:
+        where, args = [], []
+        for column, value in (("workload_key", workload_key), ("target_fingerprint", target_fingerprint), ("kind", kind)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = f"SELECT id, {', '.join(_COLUMNS)} FROM records"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._run(lambda c: c.execute(sql + " ORDER BY id", args).fetchall())
+        for row in rows:
+            d = dict(zip(("id", *_COLUMNS), row))
+            d["samples"] = json.loads(d["samples"])
+            d["policy"] = json.loads(d["policy"])
+            d["meta"] = json.loads(d["meta"])
+            yield d["id"], Record.from_dict(d)
+
+    def measured_hashes(self, workload_key: str, target_fingerprint: str) -> set[str]:
+        rows = self._run(lambda c: c.execute(
+            "SELECT trace_hash FROM records WHERE workload_key = ? AND target_fingerprint = ?",
+            (workload_key, target_fingerprint)).fetchall())
+        return {r[0] for r in rows}
+
+    def best(self, workload_key: str, target_fingerprint: str) -> Record | None:
+        rows = self._run(lambda c: c.execute(
+            "SELECT id FROM records WHERE workload_key = ? AND target_fingerprint = ? AND kind = 'ok' "
+            "ORDER BY latency_s, created LIMIT 1", (workload_key, target_fingerprint)).fetchall())
+        if not rows:
+            return None
+        return next(r for rid, r in self._iter_records(workload_key, target_fingerprint, "ok") if rid == rows[0][0])
+
+    def integrity_ok(self) -> bool:
+        return self._run(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SQLiteDatabase({self.path!r})"

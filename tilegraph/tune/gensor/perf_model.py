@@ -1,0 +1,220 @@
+"""Micro-performance model T̂(state): predicted seconds of one run, from the hardware model only.
+
+    model = PerfModel(space, hw)
+    model.predict(state)            # seconds (memoised per state)
+    model.breakdown(state)          # the terms below, for logs and docs
+    model.reuse_score(s, s2, level) # Roller's data-reuse score of growing s into s2 at one level
+
+Terms (all per run; C = cores used = min(cores, parallel tasks)):
+    executed     = flops_per_point * Π_spatial ceil(E/l2)*l2 * Π_reduce ceil(R/rstep)*rstep    (tails are paid)
+    micro-kernel, per reduction step: acc = accumulator vectors, loads = vector loads + broadcasts
+        cycles   = max(acc / fma_units, loads / 2 load ports, fma_latency) + loop overhead / unroll
+        eff      = (acc / fma_units) / cycles
+    T_comp       = executed / (peak_per_core * C * eff * vec_width / lanes)
+    traffic      L1->reg: register tiles x operand footprint over the whole reduction
+                 L2->L1 : L1 tiles x k-blocks x footprint(l1 tile, rstep) (+ output tile re-visits);
+                          when the L1 working set overflows 3/4 of L1, the L1->reg traffic comes from L2
+                 mem->L2: L2 blocks x footprint(l2 block, whole reduction) if it fits 3/4 of L2, else per L1 tile;
+                          served by L3 when all data fit 3/4 of L3, else by DRAM
+    T_mem        = max over levels of traffic / bandwidth (L1, L2 per core x C; L3, DRAM shared)
+    T̂            = imbalance * max(T_comp, T_mem) + 0.1 * min(T_comp, T_mem) + overheads
+    imbalance    = ceil(tasks / cores) / (tasks / cores)   when tasks >= cores
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tilegraph.tune.gensor.state import EtirState, IterSpace, footprint_bytes, packable_operands, parallel_tasks
+from tilegraph.tune.hardware import HardwareModel
+
+CAPACITY_FRACTION = 0.75
+PARALLEL_OVERHEAD_S = 3e-6
+TILE_OVERHEAD_CYCLES = 12
+KSTEP_OVERHEAD_CYCLES = 1.0
+NOMINAL_HZ = 3.0e9
+GUARDED_KERNEL_PENALTY = 1.3  # a tile that does not divide its axis puts a guard inside the micro-kernel
+GUARDED_FUSED_PENALTY = 8.0
+STRIDED_ROW_BYTES = 4096  # unpacked panels with rows this far apart miss the TLB / prefetcher
+STRIDED_PENALTY = 2.0
+L1_REUSE_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    seconds: float
+    t_comp: float
+    t_mem: float
+    kernel_eff: float
+    cores_used: int
+    imbalance: float
+    traffic: tuple[float, float, float]  # L1->reg, L2->L1, mem->L2 bytes
+    footprint: tuple[float, float, float]  # registers (bytes), L1, L2 working sets
+
+
+class PerfModel:
+    def __init__(self, space: IterSpace, hw: HardwareModel):
+        self.space = space
+        self.hw = hw
+        self._cache: dict[EtirState, Breakdown] = {}
+        self.packable = packable_operands(space)
+        total = sum(math.prod(o.shape) * o.dtype_bytes for o in space.operands)
+        self.unique_bytes = total + math.prod(space.spatial) * space.output_bytes
+
+    def predict(self, state: EtirState) -> float:
+        return self.breakdown(state).seconds
+
+    def breakdown(self, state: EtirState) -> Breakdown:
+        got = self._cache.get(state)
+        if got is None:
+            got = self._cache[state] = self._evaluate(state)
+        return got
+
+    # ------------------------------------------------------------------ pieces
+    def _tiles(self, spatial: tuple[int, ...], reduce: tuple[int, ...] | None) -> tuple[int, ...]:
+        return (*spatial, *(self.space.reduce if reduce is None else reduce))
+
+    def _inputs_fp(self, tiles: tuple[int, ...]) -> float:
+        return float(sum(footprint_bytes(o, tiles) for o in self.space.operands))
+
+    def micro_kernel(self, state: EtirState) -> tuple[float, float]:
+        """(efficiency in [0, 1], cycles per reduction step) of the register micro-tile."""
+        sp, hw = self.space, self.hw
+        acc = max(1.0, math.prod(state.reg) / max(1, state.vec_width))
+        unit = self._tiles(state.reg, tuple(1 for _ in sp.reduce))
+        loads = 0.0
+        for o in sp.operands:
+            elems = footprint_bytes(o, unit) / o.dtype_bytes
+            if state.vec_width > 1 and state.vec_axis in o.axes_used():
+                loads += elems / state.vec_width if o.contiguous_axis() == state.vec_axis else elems
+            else:
+                loads += elems  # broadcasts (or scalar loads)
+        if not sp.has_reduce:
+            loads += acc  # elementwise: every output vector is stored once per "step"
+        cycles = max(acc / hw.fma_units, loads / 2.0, float(hw.fma_latency_cycles if sp.has_reduce else 1))
+        cycles += KSTEP_OVERHEAD_CYCLES / max(1, state.unroll)
+        spill = max(0.0, acc + state.interleave + 1 - hw.vector_registers)
+        cycles += 2.0 * spill
+        return (acc / hw.fma_units) / cycles, cycles
+
+    def _evaluate(self, state: EtirState) -> Breakdown:
+        if self.space.kind == "reuse" and state.vec_axis >= 0:
+            return self._evaluate_micro(state)
+        sp, hw = self.space, self.hw
+        tasks = parallel_tasks(sp, state)
+        cores = min(hw.cores, tasks) if state.parallel else 1
+        imbalance = (math.ceil(tasks / hw.cores) / (tasks / hw.cores)) if state.parallel and tasks >= hw.cores else 1.0
+        padded = math.prod(math.ceil(e / t) * t for e, t in zip(sp.spatial, state.l2))
+        padded *= math.prod(math.ceil(e / t) * t for e, t in zip(sp.reduce, state.rstep))
+        executed = sp.flops_per_point * padded
+        eff, _ = self.micro_kernel(state)
+        vec_eff = max(1, state.vec_width) / hw.simd_lanes_fp32
+        peak_core = hw.peak_flops(cores) / cores
+        t_comp = executed / (peak_core * cores * eff * vec_eff)
+
+        n_reg = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.reg))
+        n_l1 = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.l1))
+        n_l2 = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.l2))
+        n_kblocks = math.prod(math.ceil(r / t) for r, t in zip(sp.reduce, state.rstep)) if sp.has_reduce else 1
+        out_l1 = math.prod(state.l1) * sp.output_bytes
+        out_total = math.prod(sp.spatial) * sp.output_bytes
+
+        q_reg = n_reg * self._inputs_fp(self._tiles(state.reg, None)) + out_total
+        fp_l1 = self._inputs_fp(self._tiles(state.l1, state.rstep)) + out_l1
+        q_l1 = n_l1 * n_kblocks * self._inputs_fp(self._tiles(state.l1, state.rstep))
+        q_l1 += out_total * (2 * n_kblocks - 1)
+        if fp_l1 > CAPACITY_FRACTION * hw.l1d_bytes:
+            q_l1 = max(q_l1, q_reg)
+        fp_l2 = self._inputs_fp(self._tiles(state.l2, state.rstep)) + math.prod(state.l2) * sp.output_bytes
+        whole_l2 = self._inputs_fp(self._tiles(state.l2, None))
+        if whole_l2 + math.prod(state.l2) * sp.output_bytes <= CAPACITY_FRACTION * hw.l2_bytes:
+            q_l2 = n_l2 * whole_l2 + out_total
+        else:
+            q_l2 = n_l1 * self._inputs_fp(self._tiles(state.l1, None)) + out_total
+            if fp_l2 > CAPACITY_FRACTION * hw.l2_bytes:
+                q_l2 = max(q_l2, q_l1)
+        source = "l3" if self.unique_bytes <= CAPACITY_FRACTION * hw.l3_bytes else "dram"
+        t_mem = max(q_reg / hw.bandwidth("l1", cores), q_l1 / hw.bandwidth("l2", cores), q_l2 / hw.bandwidth(source, cores))
+
+        overhead = (n_reg * n_kblocks * TILE_OVERHEAD_CYCLES) / (NOMINAL_HZ * cores)
+        if state.parallel:
+            overhead += PARALLEL_OVERHEAD_S
+        seconds = imbalance * max(t_comp, t_mem) + 0.1 * min(t_comp, t_mem) + overhead
+        reg_fp = (math.prod(state.reg) + sum(footprint_bytes(o, self._tiles(state.reg, tuple(1 for _ in sp.reduce)))
+                                              / o.dtype_bytes for o in sp.operands)) * 4
+        return Breakdown(seconds, t_comp, t_mem, eff, cores, imbalance, (q_reg, q_l1, q_l2), (reg_fp, fp_l1, fp_l2))
+
+    def _evaluate_micro(self, state: EtirState) -> Breakdown:
+        """The register micro-kernel family (see to_trace.py): every register tile runs the whole
+        reduction, so each operand's register-tile footprint streams in once per tile, from L1 when
+        the next tile reuses it, from L2 when the L2 block's panel of it stays resident, else from
+        L3/DRAM. Packed operands are copied once per L2 block and then read contiguously."""
+        sp, hw = self.space, self.hw
+        tasks = parallel_tasks(sp, state)
+        cores = min(hw.cores, tasks) if state.parallel else 1
+        imbalance = (math.ceil(tasks / hw.cores) / (tasks / hw.cores)) if state.parallel and tasks >= hw.cores else 1.0
+        padded = math.prod(math.ceil(e / t) * t for e, t in zip(sp.spatial, state.l2)) * math.prod(sp.reduce)
+        eff, _ = self.micro_kernel(state)
+        vec_eff = max(1, state.vec_width) / hw.simd_lanes_fp32
+        peak_core = hw.peak_flops(cores) / cores
+        t_comp = sp.flops_per_point * padded / (peak_core * cores * eff * vec_eff)
+        if any(e % t for e, t in zip(sp.spatial, state.l2)):
+            # guards inside the micro-kernel; behind a fused parallel loop gcc can no longer hoist them
+            t_comp *= GUARDED_FUSED_PENALTY if state.parallel >= 2 else GUARDED_KERNEL_PENALTY
+
+        n_reg = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.reg))
+        n_l2 = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.l2))
+        inner_axes = [a for a in range(sp.num_spatial) if state.l2[a] // state.reg[a] > 1]
+        inner = inner_axes[-1] if inner_axes else None
+        reg_tiles = self._tiles(state.reg, None)
+        block_tiles = self._tiles(state.l2, None)
+        f_reg = {o.name: float(footprint_bytes(o, reg_tiles)) for o in sp.operands}
+        q_l1 = q_l2 = q_mem = 0.0
+        copy_s = 0.0
+        for o in sp.operands:
+            streamed = n_reg * f_reg[o.name]
+            f_block = float(footprint_bytes(o, block_tiles))
+            others = sum(v for k, v in f_reg.items() if k != o.name)
+            penalty = 1.0
+            if o.name in self.packable:
+                # rows of the panel the micro-kernel walks down: the task's panel once packed, else the operand's
+                row = state.l2[state.vec_axis] if o.name in state.pack else o.shape[-1]
+                penalty += (STRIDED_PENALTY - 1.0) * min(1.0, row * o.dtype_bytes / STRIDED_ROW_BYTES)
+            if inner is not None and inner not in o.axes_used() and f_reg[o.name] <= L1_REUSE_FRACTION * hw.l1d_bytes:
+                q_l1 += streamed
+            elif f_block + others <= CAPACITY_FRACTION * hw.l2_bytes:
+                q_l2 += streamed * penalty
+            else:
+                q_mem += streamed * penalty
+            q_mem += n_l2 * f_block
+            if o.name in state.pack:
+                copy_s += n_l2 * f_block / hw.bandwidth("l2", cores)
+        out_total = math.prod(sp.spatial) * sp.output_bytes
+        q_mem += out_total
+        source = "l3" if self.unique_bytes <= CAPACITY_FRACTION * hw.l3_bytes else "dram"
+        t_mem = max(q_l1 / hw.bandwidth("l1", cores), q_l2 / hw.bandwidth("l2", cores),
+                    q_mem / hw.bandwidth(source, cores))
+        overhead = n_reg * (TILE_OVERHEAD_CYCLES + math.prod(state.reg) / max(1, state.vec_width)) / (NOMINAL_HZ * cores)
+        if state.parallel:
+            overhead += PARALLEL_OVERHEAD_S
+        seconds = imbalance * (max(t_comp, t_mem) + copy_s) + 0.1 * min(t_comp, t_mem) + overhead
+        reg_fp = (math.prod(state.reg) + sum(footprint_bytes(o, self._tiles(state.reg, tuple(1 for _ in sp.reduce)))
+                                              / o.dtype_bytes for o in sp.operands)) * 4
+        fp_l1 = sum(f_reg.values())
+        fp_l2 = self._inputs_fp(block_tiles)
+        return Breakdown(seconds, t_comp, t_mem, eff, cores, imbalance, (q_l1, q_l2, q_mem), (reg_fp, fp_l1, fp_l2))
+
+    # ------------------------------------------------------------------ Roller's prior
+    def reuse_score(self, state: EtirState, grown: EtirState, level: str) -> float:
+        """Traffic saved per extra byte of footprint at `level` ('reg', 'l1' or 'l2'); >= 0."""
+        i = ("reg", "l1", "l2").index(level)
+        a, b = self.breakdown(state), self.breakdown(grown)
+        saved = a.traffic[i] - b.traffic[i]
+        extra = b.footprint[i] - a.footprint[i]
+        if extra <= 0:
+            return max(0.0, saved)
+        return max(0.0, saved / extra)
+
+
+__all__ = ["Breakdown", "PerfModel"]

@@ -1,0 +1,342 @@
+"""ETIR: the program states of the Gensor construction graph (CPU mapping), and the iteration space
+they tile.
+
+    space = IterSpace.from_workload(wl)          # axes, extents, access patterns of the anchor block
+    s = minimal_state(space, hw)                 # the smallest aligned program
+    s.reg, s.l1, s.l2, s.rstep, s.interleave     # a frozen, hashable value: equal programs are one node
+
+The loop nest a state stands for (to_trace.py builds it from public primitives), per spatial axis a
+and reduce axis r, outermost first:
+
+    for a.outer   in E_a / l2_a      (fused over the first `parallel` spatial axes -> parallel)
+      for a.l1    in l2_a / l1_a     (L1 tiles of one per-core L2 block)
+        for r.outer in E_r / rstep_r (k-blocks: the reduction chunk kept in L1)
+          for a.reg in l1_a / reg_a  (register tiles of one L1 tile)
+            for r.inner in rstep_r   (the last reduce axis split again by `unroll`, unrolled)
+              for a.micro in reg_a   (unrolled; on the vector axis: interleave x vec_width, vectorized)
+
+A level whose loop has extent 1 is not materialised. `interleave` = reg[vec_axis] / vec_width is the
+number of independent accumulator vectors per row of the micro-tile: the CPU counterpart of the
+GPU virtual-thread factor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tilegraph.te.expr import BinOp, Const, Expr, Reduce, TensorRead, Var
+from tilegraph.te.tensor import Tensor
+from tilegraph.te.visit import rewrite, substitute, walk
+from tilegraph.te.workload import Workload
+
+TAIL_WASTE = 0.25  # a tile may pad an axis by at most this fraction of its extent (Roller's epsilon)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One tensor read by the anchor block. dims[d] maps axis index -> |coefficient| in the index of
+    dimension d, or None when that index is not affine in the axes (the whole dimension counts)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype_bytes: int
+    dims: tuple[tuple[tuple[int, int], ...] | None, ...]
+
+    def axes_used(self) -> set[int]:
+        return {a for d in self.dims if d is not None for a, _ in d}
+
+    def contiguous_axis(self) -> int | None:
+        """The axis that indexes the innermost dimension with coefficient 1, if there is one."""
+        last = self.dims[-1] if self.dims else None
+        if last is None or len(last) != 1 or last[0][1] != 1:
+            return None
+        return last[0][0]
+
+
+@dataclass(frozen=True)
+class IterSpace:
+    """The anchor block's iteration space: spatial axes then reduce axes, with their operands."""
+
+    anchor: str
+    axis_names: tuple[str, ...]
+    extents: tuple[int, ...]
+    num_spatial: int
+    operands: tuple[Operand, ...]
+    output_bytes: int
+    flops_per_point: int
+    other_blocks: tuple[str, ...] = ()
+    producers: tuple[str, ...] = ()
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def spatial(self) -> tuple[int, ...]:
+        return self.extents[: self.num_spatial]
+
+    @property
+    def reduce(self) -> tuple[int, ...]:
+        return self.extents[self.num_spatial:]
+
+    @property
+    def has_reduce(self) -> bool:
+        return len(self.extents) > self.num_spatial
+
+    @property
+    def kind(self) -> str:
+        """'reuse' when tiling trades on-chip memory for traffic (matmul, conv); else 'plain' (Roller)."""
+        if not self.has_reduce:
+            return "plain"
+        missing = [o for o in self.operands
+                   if any(e > 1 and a not in o.axes_used() for a, e in enumerate(self.spatial))]
+        return "reuse" if len(self.operands) >= 2 and missing else "plain"
+
+    @property
+    def vec_axis(self) -> int:
+        """The innermost spatial axis (contiguous in the output), or -1 when it has extent 1."""
+        return self.num_spatial - 1 if self.num_spatial and self.spatial[-1] > 1 else -1
+
+    def flops(self) -> int:
+        return self.flops_per_point * math.prod(self.extents)
+
+    @staticmethod
+    def from_workload(workload: Workload) -> IterSpace:
+        anchor = anchor_tensor(workload)
+        op = anchor.op
+        axes = (*op.axes, *op.reduce_axes)
+        index_of = {a.var: i for i, a in enumerate(axes)}
+        operands: dict[str, Operand] = {}
+        source = op.body.source if isinstance(op.body, Reduce) else op.body
+        outputs = {t.name for t in workload.outputs}
+        for e in walk(_inline_spatial_reads(source, outputs)):
+            if isinstance(e, TensorRead) and e.tensor.name not in operands:
+                dims = tuple(_affine_axes(ix, index_of) for ix in e.indices)
+                operands[e.tensor.name] = Operand(e.tensor.name, e.tensor.shape, e.tensor.dtype.bits // 8, dims)
+        producers = tuple(t.name for t in workload.computes if t is not anchor and _feeds(t, anchor))
+        others = tuple(t.name for t in workload.computes if t is not anchor)
+        return IterSpace(
+            anchor=anchor.name, axis_names=tuple(a.var.name for a in axes), extents=tuple(a.extent for a in axes),
+            num_spatial=len(op.axes), operands=tuple(operands.values()), output_bytes=anchor.dtype.bits // 8,
+            flops_per_point=2 if isinstance(op.body, Reduce) else 1, other_blocks=others, producers=producers,
+        )
+
+
+def _inline_spatial_reads(e: Expr, outputs: set[str]) -> Expr:
+    """`e` with reads of spatial intermediate stages (padding, transposes) replaced by their bodies,
+    as compute_inline will do: the operands are then the buffers the kernel really reads."""
+
+    def fn(x: Expr) -> Expr | None:
+        t = x.tensor if isinstance(x, TensorRead) else None
+        if t is None or t.op is None or getattr(t.op, "reduce_axes", None) or t.name in outputs:
+            return None
+        body = getattr(t.op, "body", None)
+        if body is None or isinstance(body, Reduce):
+            return None
+        inner = substitute(body, {a.var: ix for a, ix in zip(t.op.axes, x.indices)})
+        return _inline_spatial_reads(inner, outputs)
+
+    return rewrite(e, fn)
+
+
+def anchor_tensor(workload: Workload) -> Tensor:
+    """The compute that dominates the work: most FLOPs, ties going to the later (consumer) one."""
+    best: Tensor | None = None
+    best_work = -1
+    for t in workload.computes:
+        work = math.prod(t.shape) * math.prod(a.extent for a in t.op.reduce_axes) * (2 if t.op.reduce_axes else 1)
+        if work >= best_work:
+            best, best_work = t, work
+    assert best is not None
+    return best
+
+
+def _feeds(t: Tensor, consumer: Tensor) -> bool:
+    stack, seen = list(consumer.inputs), set()
+    while stack:
+        x = stack.pop()
+        if x is t:
+            return True
+        if id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(x.inputs)
+    return False
+
+
+def _affine_axes(e: Expr, index_of: dict[Var, int]) -> tuple[tuple[int, int], ...] | None:
+    """|coefficient| per axis of an affine index, or None if the index is not affine."""
+    coefs = _linear(e, index_of)
+    if coefs is None:
+        return None
+    return tuple(sorted((a, abs(c)) for a, c in coefs.items() if c != 0))
+
+
+def _linear(e: Expr, index_of: dict[Var, int]) -> dict[int, int] | None:
+    if isinstance(e, Const):
+        return {}
+    if isinstance(e, Var):
+        return {index_of[e]: 1} if e in index_of else None
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        a, b = _linear(e.a, index_of), _linear(e.b, index_of)
+        if a is None or b is None:
+            return None
+        sign = 1 if e.op == "add" else -1
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = out.get(k, 0) + sign * v
+        return out
+    if isinstance(e, BinOp) and e.op in ("max", "min"):
+        # clamps of padding stages: max(h - 1, 0) moves like h - 1 except at the borders
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, Const):
+                return _linear(x, index_of)
+        return None
+    if isinstance(e, BinOp) and e.op == "mul":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, Const) and isinstance(y.value, int):
+                inner = _linear(x, index_of)
+                return None if inner is None else {k: v * y.value for k, v in inner.items()}
+    return None
+
+
+# ----------------------------------------------------------------------------------------- the state
+
+
+@dataclass(frozen=True)
+class EtirState:
+    """One program of the construction graph. Sizes are in elements, one entry per axis.
+
+    Invariants (enforced by `canonical`): reg | l1 | l2 per spatial axis; every level covers at most
+    one rounded-up extent; reg[vec_axis] is a multiple of vec_width; 1 <= rstep <= extent.
+    """
+
+    reg: tuple[int, ...]
+    l1: tuple[int, ...]
+    l2: tuple[int, ...]
+    rstep: tuple[int, ...]
+    vec_axis: int
+    vec_width: int
+    unroll: int = 1
+    parallel: int = 1
+    pack: tuple[str, ...] = ()
+
+    @property
+    def interleave(self) -> int:
+        """Independent accumulator vectors along the vector axis (the CPU 'virtual thread' factor)."""
+        return self.reg[self.vec_axis] // self.vec_width if self.vec_axis >= 0 else 1
+
+    @property
+    def accumulators(self) -> int:
+        """Vector registers holding the micro-tile's accumulators."""
+        return max(1, math.prod(self.reg) // max(1, self.vec_width))
+
+    def level(self, name: str) -> tuple[int, ...]:
+        return {"reg": self.reg, "l1": self.l1, "l2": self.l2}[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reg": list(self.reg), "l1": list(self.l1), "l2": list(self.l2), "rstep": list(self.rstep),
+                "vec_axis": self.vec_axis, "vec_width": self.vec_width, "unroll": self.unroll,
+                "parallel": self.parallel, "pack": list(self.pack)}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> EtirState:
+        return EtirState(tuple(d["reg"]), tuple(d["l1"]), tuple(d["l2"]), tuple(d["rstep"]), int(d["vec_axis"]),
+                         int(d["vec_width"]), int(d.get("unroll", 1)), int(d.get("parallel", 1)), tuple(d.get("pack", ())))
+
+
+SPATIAL_LEVELS = ("reg", "l1", "l2")
+
+
+def round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def waste(extent: int, tile: int) -> float:
+    """Fraction of padded iterations when `extent` is covered by tiles of size `tile`."""
+    return round_up(extent, tile) / extent - 1.0
+
+
+def choose_vec_width(extent: int, lanes: int) -> int:
+    """The widest power-of-two vector (<= lanes) whose padding of `extent` stays within TAIL_WASTE."""
+    w = lanes
+    while w > 1 and (w > extent * (1 + TAIL_WASTE) or waste(extent, w) > TAIL_WASTE):
+        w //= 2
+    return w
+
+
+def canonical(space: IterSpace, s: EtirState) -> EtirState:
+    """The normal form of a state: levels nested by divisibility and capped at one covering tile."""
+    reg, l1, l2 = [], [], []
+    micro = space.kind == "reuse" and s.vec_axis >= 0
+    for a, e in enumerate(space.spatial):
+        step = s.vec_width if a == s.vec_axis else 1
+        r = min(round_up(max(s.reg[a], step), step), round_up(e, step))
+        # micro-kernel family: an L1 tile would only regroup register tiles, so it is the register tile
+        m1 = r if micro else min(round_up(max(s.l1[a], r), r), round_up(e, r))
+        m2 = min(round_up(max(s.l2[a], m1), m1), round_up(e, m1))
+        reg.append(r)
+        l1.append(m1)
+        l2.append(m2)
+    if micro:
+        rstep = space.reduce  # micro-kernel family: the whole reduction runs inside the register tile
+    else:
+        rstep = tuple(max(1, min(r, e)) for r, e in zip(s.rstep, space.reduce))
+    unroll = s.unroll if rstep and rstep[-1] % s.unroll == 0 and s.unroll <= rstep[-1] else 1
+    outer_axes = [a for a, e in enumerate(space.spatial) if -(-e // l2[a]) > 1]
+    parallel = max(0, min(s.parallel, len(outer_axes)))
+    out = replace(s, reg=tuple(reg), l1=tuple(l1), l2=tuple(l2), rstep=rstep, unroll=unroll, parallel=parallel)
+    return replace(out, pack=tuple(sorted(n for n in set(s.pack) if can_pack(space, out, n))))
+
+
+def packable_operands(space: IterSpace) -> tuple[str, ...]:
+    """Operands worth packing into panels: read along the vector axis contiguously, reused across
+    another spatial axis (the B of a GEMM, the weights of a conv)."""
+    v = space.vec_axis
+    if space.kind != "reuse" or v < 0:
+        return ()
+    out = []
+    for o in space.operands:
+        used = o.axes_used()
+        reused = any(e > 1 and a not in used for a, e in enumerate(space.spatial))
+        if o.contiguous_axis() == v and reused and any(a >= space.num_spatial for a in used):
+            out.append(o.name)
+    return tuple(out)
+
+
+def can_pack(space: IterSpace, s: EtirState, name: str) -> bool:
+    """Whether `name` may be copied per parallel task (cache_read + compute_at): a packable operand
+    and a register tile wider than one vector, so the copy is a panel the micro-kernel streams.
+    Compaction shrinks the copy to the task's region, so its rows are the task's panel width."""
+    return name in packable_operands(space) and s.vec_axis >= 0 and s.reg[s.vec_axis] > 1
+
+
+def minimal_state(space: IterSpace, lanes: int) -> EtirState:
+    """Every tile at its smallest aligned size (Roller's starting point), outermost loop parallel."""
+    vec_axis = space.vec_axis
+    width = choose_vec_width(space.spatial[vec_axis], lanes) if vec_axis >= 0 else 1
+    reg = tuple(width if a == vec_axis else 1 for a in range(space.num_spatial))
+    s = EtirState(reg, reg, reg, tuple(1 for _ in space.reduce), vec_axis, width, 1, 1, ())
+    return canonical(space, s)
+
+
+def parallel_tasks(space: IterSpace, s: EtirState) -> int:
+    """Iterations of the fused parallel loop (1 when nothing runs in parallel)."""
+    outer = [-(-e // s.l2[a]) for a, e in enumerate(space.spatial) if -(-e // s.l2[a]) > 1]
+    return math.prod(outer[: s.parallel]) if s.parallel else 1
+
+
+def footprint_bytes(op: Operand, tiles: tuple[int, ...]) -> int:
+    """Bytes of `op` touched by one tile (tile sizes for every axis, spatial then reduce)."""
+    n = 1
+    for d, dim in enumerate(op.dims):
+        if dim is None:
+            n *= op.shape[d]
+        else:
+            n *= min(op.shape[d], sum(c * (tiles[a] - 1) for a, c in dim) + 1)
+    return n * op.dtype_bytes
+
+
+__all__ = [
+    "EtirState", "IterSpace", "Operand", "SPATIAL_LEVELS", "TAIL_WASTE", "anchor_tensor", "canonical",
+    "choose_vec_width", "footprint_bytes", "minimal_state", "can_pack", "packable_operands", "parallel_tasks",
+    "round_up", "waste",
+]

@@ -1,0 +1,293 @@
+"""State -> Schedule: every ETIR state becomes a replayable program built from public primitives.
+
+    sch = state_to_schedule(wl, space, state)      # tg.Schedule; sch.trace.to_json() stores it
+
+Reuse-heavy anchors (matmul, batch_matmul, every conv as an implicit GEMM over output pixels x
+output channels) get the register micro-kernel. For matmul C[i, j] += A[i, k] * B[k, j] with
+reg=(4, 64), l1=(4, 64), l2=(64, 128), vec_width=16, parallel=2, pack=("B",):
+
+    for i, j, k: block C                      becomes
+    for i_0_j_0 in 16*8 parallel:                     # L2 blocks (fused outer loops)
+      B_global[...] = B[k, j-panel]                   # cache_read + compute_at: packed [N/NR, K, NR]
+      for i_1 in 16: for j_1 in 2:                    # register tiles (L1 tiles when l1 > reg)
+        C_local = 0                                   # cache_write: accumulators, kept in registers
+        for k in 1024:                                # (k split again by `unroll`, unrolled)
+          for i_3 in 4 unrolled: for j_3 in 4 unrolled: for j_4 in 16 vectorized:
+            C_local[...] += A[...] * B_global[...]
+        for ax0 in 4 unrolled: for ax1 in 4 unrolled: for ax1_i in 16 vectorized:
+          C[...] = C_local[...]                       # reverse_compute_at: once per register tile
+
+All reduce loops sit inside the register tile (the write-back may not follow a partial sum), so
+`rstep` does not block the reduction in this family. A single elementwise epilogue (bias + bn +
+relu) absorbs the write-back (compute_inline) and is computed on the register tile. Padding and
+transpose producers are compute_inline'd first.
+
+Other anchors (reductions, pooling, elementwise, softmax/norm stages) keep the blocked nest of the
+ETIR docstring (outer | l1 | r_outer | reg | r_inner | micro). Their remaining blocks get the plain
+policy: the final output's outer loops parallel, reduction stages computed at its row loop
+(compute_at) when legal, innermost contiguous loops vectorized.
+"""
+
+from __future__ import annotations
+
+from tilegraph.errors import ScheduleError
+from tilegraph.schedule.primitives.common import get_loop
+from tilegraph.schedule.schedule import Schedule
+from tilegraph.te.expr import Select
+from tilegraph.te.visit import walk
+from tilegraph.te.workload import Workload
+from tilegraph.tune.gensor.state import EtirState, IterSpace, can_pack
+
+# loop-nest position of each level, outermost first
+_BLOCKED_ORDER = ("outer", "l1", "r_outer", "reg", "r_inner", "r_unroll", "micro", "interleave", "vec")
+PARALLEL_TASKS = 64  # fuse outer loops of plain blocks until there are this many parallel chunks
+_MICRO_KERNEL_ORDER = ("outer", "l1", "reg", "r_outer", "r_inner", "r_unroll", "micro", "interleave", "vec")
+
+
+def state_to_schedule(workload: Workload, space: IterSpace, state: EtirState) -> Schedule:
+    """The schedule a state stands for; raises ScheduleError if a primitive refuses it."""
+    sch = Schedule(workload)
+    micro = uses_micro_kernel(space, state)
+    _inline_stages(sch, workload, space, micro)
+    if micro:
+        _micro_kernel(sch, workload, space, state)
+    else:
+        _tile_blocked(sch, space, state)
+    _schedule_other_blocks(sch, workload, space, state.vec_width or 1)
+    return sch
+
+
+def state_to_trace_json(workload: Workload, space: IterSpace, state: EtirState) -> str:
+    return state_to_schedule(workload, space, state).trace.to_json()
+
+
+def uses_micro_kernel(space: IterSpace, state: EtirState) -> bool:
+    """Whether the state is emitted as a register micro-kernel with local accumulators."""
+    return space.kind == "reuse" and state.vec_axis >= 0
+
+
+def _is_padding(t) -> bool:  # noqa: ANN001
+    return any(isinstance(e, Select) for e in walk(t.op.body))
+
+
+def _inline_stages(sch: Schedule, workload: Workload, space: IterSpace, micro: bool) -> None:
+    """compute_inline every spatial stage that is neither the anchor nor an output (padding,
+    transposes, elementwise producers); stages the primitive refuses keep their loop nests."""
+    outputs = {t.name for t in workload.outputs}
+    for t in reversed(workload.computes):
+        if t.name == space.anchor or t.name in outputs or t.op.reduce_axes:
+            continue
+        if micro and _is_padding(t):
+            continue  # a guard per broadcast would sit in the micro-kernel; a separate copy is cheaper
+        if t.name in sch.block_names():
+            _try(sch.compute_inline, t.name)
+
+
+def _try(fn, *args) -> bool:  # noqa: ANN001
+    try:
+        fn(*args)
+    except ScheduleError:
+        return False
+    return True
+
+
+def _axis_levels(space: IterSpace, state: EtirState, axis: int) -> list[tuple[str, int]]:
+    """(level, extent) of the loops an axis is split into, outermost first, extent-1 levels dropped."""
+    e = space.extents[axis]
+    if axis < space.num_spatial:
+        reg, l1, l2 = state.reg[axis], state.l1[axis], state.l2[axis]
+        levels = [("outer", -(-e // l2)), ("l1", l2 // l1), ("reg", l1 // reg)]
+        if axis == state.vec_axis and state.vec_width > 1:
+            levels += [("interleave", reg // state.vec_width), ("vec", state.vec_width)]
+        else:
+            levels += [("micro", reg)]
+    else:
+        r = axis - space.num_spatial
+        step = state.rstep[r]
+        unroll = state.unroll if r == len(state.rstep) - 1 else 1
+        levels = [("r_outer", -(-e // step)), ("r_inner", step // unroll), ("r_unroll", unroll)]
+    kept = [(lv, f) for lv, f in levels if f > 1]
+    return kept or [(levels[0][0], 1)]
+
+
+def _split_and_order(sch: Schedule, space: IterSpace, state: EtirState,
+                     order: tuple[str, ...]) -> list[tuple[int, int, str, str]]:
+    """Split every anchor loop into its levels and reorder; (rank, axis, level, loop) outermost first."""
+    loops = sch.loops(space.anchor)
+    if len(loops) != len(space.extents):
+        raise ScheduleError(f"gensor: block {space.anchor} has {len(loops)} loops, expected {len(space.extents)}")
+    placed: list[tuple[int, int, str, str]] = []
+    for axis, loop in enumerate(loops):
+        levels = _axis_levels(space, state, axis)
+        names = [loop] if len(levels) == 1 else list(sch.split(loop, [f for _, f in levels]))
+        for (level, _), name in zip(levels, names):
+            placed.append((order.index(level), axis, level, name))
+    placed.sort(key=lambda t: (t[0], t[1]))
+    names = [name for *_, name in placed]
+    if len(names) > 1:
+        sch.reorder(*names)
+    return placed
+
+
+def _parallelize(sch: Schedule, space: IterSpace, state: EtirState, placed: list[tuple[int, int, str, str]]) -> str | None:
+    """Fuse the first `parallel` outer loops and run them in parallel; the loop, or None."""
+    outer = [name for _, axis, level, name in placed if level == "outer" and axis < space.num_spatial
+             and get_loop(sch.func, name).extent > 1]
+    chosen = outer[: state.parallel]
+    if not chosen:
+        return None
+    fused = chosen[0] if len(chosen) == 1 else sch.fuse(*chosen)
+    sch.parallel(fused)
+    return fused
+
+
+def _annotate_micro(sch: Schedule, placed: list[tuple[int, int, str, str]]) -> None:
+    for _, _, level, name in placed:
+        if level == "vec":
+            sch.vectorize(name)
+        elif level in ("micro", "interleave", "r_unroll") and get_loop(sch.func, name).extent > 1:
+            sch.unroll(name)
+
+
+def _tile_blocked(sch: Schedule, space: IterSpace, state: EtirState) -> None:
+    placed = _split_and_order(sch, space, state, _BLOCKED_ORDER)
+    _parallelize(sch, space, state, placed)
+    _annotate_micro(sch, placed)
+
+
+# ----------------------------------------------------------------------------------------- micro-kernel
+
+
+def _micro_kernel(sch: Schedule, workload: Workload, space: IterSpace, state: EtirState) -> None:
+    placed = _split_and_order(sch, space, state, _MICRO_KERNEL_ORDER)
+    fused = _parallelize(sch, space, state, placed)
+    _annotate_micro(sch, placed)
+    spatial = [(level, name) for _, axis, level, name in placed if axis < space.num_spatial]
+    fused_list = [fused] if fused else []
+    tile_loop = _innermost_existing(sch, space.anchor, [*fused_list, *(n for lv, n in spatial if lv in ("outer", "l1", "reg"))])
+    task_loop = _innermost_existing(sch, space.anchor, [*fused_list, *(n for lv, n in spatial if lv == "outer")])
+
+    wb = sch.cache_write(space.anchor, "local")
+    epilogue = _absorb_epilogue(sch, workload, space, wb)
+    if tile_loop is not None:
+        sch.reverse_compute_at(epilogue, tile_loop)
+    _vectorize_tile_nest(sch, epilogue, state.vec_width)
+
+    for operand in state.pack:
+        if not can_pack(space, state, operand):
+            continue
+        copy = sch.cache_read(space.anchor, operand, "global")
+        if task_loop is not None:
+            sch.compute_at(copy, task_loop)
+        elif get_loop(sch.func, sch.loops(copy)[0]).extent > 1:
+            sch.parallel(sch.loops(copy)[0])
+        _vectorize_tile_nest(sch, copy, state.vec_width, unroll_outer=False)
+
+
+def _innermost_existing(sch: Schedule, block: str, candidates: list[str]) -> str | None:
+    above = set(sch.loops(block))
+    present = [name for name in candidates if name in above]
+    if not present:
+        return None
+    order = list(sch.loops(block))
+    return max(present, key=order.index)
+
+
+def _absorb_epilogue(sch: Schedule, workload: Workload, space: IterSpace, wb: str) -> str:
+    """When the anchor's only reader is one elementwise output stage, inline the write-back into it
+    so the epilogue reads the accumulators directly; returns the block that follows the tile."""
+    readers = [t for t in workload.computes if any(x.name == space.anchor for x in t.inputs)]
+    if len(readers) != 1 or readers[0].op.reduce_axes or readers[0].name not in sch.block_names():
+        return wb
+    if readers[0].shape != next(t.shape for t in workload.computes if t.name == space.anchor):
+        return wb
+    return readers[0].name if _try(sch.compute_inline, wb) else wb
+
+
+def _vectorize_tile_nest(sch: Schedule, block: str, vec_width: int, unroll_outer: bool = True) -> None:
+    """Own loops of a copy / write-back block that sits on a tile: innermost split by the vector
+    width and vectorized, the others unrolled (so local accumulators are full constant vectors)."""
+    own = _own_loops(sch, block)
+    if not own:
+        return
+    inner = own[-1]
+    extent = get_loop(sch.func, inner).extent
+    width = vec_width if vec_width > 1 and extent % vec_width == 0 else 0
+    rest = own[:-1]
+    if width and extent > width:
+        outer_part, inner = sch.split(inner, [None, width])
+        rest = [*rest, outer_part]
+    if width:
+        sch.vectorize(inner)
+    if unroll_outer:
+        for name in rest:
+            if get_loop(sch.func, name).extent > 1:
+                sch.unroll(name)
+    elif rest and width and get_loop(sch.func, rest[-1]).extent <= 8:
+        sch.unroll(rest[-1])
+
+
+def _own_loops(sch: Schedule, block: str) -> list[str]:
+    """The loops directly generated for `block` (those holding no other block)."""
+    from tilegraph.loop.visit import blocks
+
+    out = []
+    for name in sch.loops(block):
+        loop = get_loop(sch.func, name)
+        if [b.name for b in blocks(loop.body)] == [block]:
+            out.append(name)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- other blocks
+
+
+def _schedule_other_blocks(sch: Schedule, workload: Workload, space: IterSpace, vec_width: int) -> None:
+    remaining = [t for t in workload.computes if t.name != space.anchor and t.name in sch.block_names()]
+    for t in remaining:
+        if t.name not in sch.block_names() or _already_scheduled(sch, t.name):
+            continue
+        plain_block_policy(sch, t.name, len(t.op.axes), vec_width)
+
+
+def _already_scheduled(sch: Schedule, block: str) -> bool:
+    return any(get_loop(sch.func, name).kind != "serial" for name in sch.loops(block))
+
+
+def plain_block_policy(sch: Schedule, block: str, num_spatial: int, vec_width: int) -> None:
+    """Roller's plain policy for a block outside the search: parallel outer, vectorize inner spatial."""
+    loops = list(sch.loops(block))
+    if num_spatial == 0 or len(loops) < num_spatial:
+        return
+    spatial = loops[:num_spatial]
+    innermost = get_loop(sch.func, spatial[-1])
+    if len(loops) == num_spatial and vec_width > 1 and innermost.extent > 1:
+        last = spatial[-1]
+        if innermost.extent > vec_width:
+            outer_part, inner = sch.split(last, [None, vec_width])
+            spatial = [*spatial[:-1], outer_part]
+        else:
+            inner, spatial = last, spatial[:-1]
+        sch.vectorize(inner)
+    leading: list[str] = []
+    for name in spatial:
+        if get_loop(sch.func, name).kind != "serial":
+            break
+        leading.append(name)
+        if _product(sch, leading) >= PARALLEL_TASKS:
+            break
+    while leading and get_loop(sch.func, leading[-1]).extent == 1 and len(leading) > 1:
+        leading.pop()
+    if not leading or _product(sch, leading) == 1:
+        return
+    sch.parallel(sch.fuse(*leading) if len(leading) > 1 else leading[0])
+
+
+def _product(sch: Schedule, loops: list[str]) -> int:
+    n = 1
+    for name in loops:
+        n *= get_loop(sch.func, name).extent
+    return n
+
+
+__all__ = ["plain_block_policy", "state_to_schedule", "state_to_trace_json", "uses_micro_kernel"]

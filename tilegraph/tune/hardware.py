@@ -1,0 +1,348 @@
+"""Hardware model of the CPU target: the constants the micro-performance model reads.
+
+    hw = hardware_model(Target("cpu"))          # measured once per machine, then read from the cache
+    hw.peak_flops(cores=2), hw.bandwidth("l2"), hw.vector_registers, hw.cache_bytes("l1")
+
+Static facts (cores, SIMD lanes, FMA units, vector registers, cache sizes) come from the Target
+(or, when none is given, from /proc/cpuinfo and sysfs). Peak FLOP/s and the read bandwidth of each
+memory level are measured by small C micro-benchmarks (an FMA chain with 16 independent accumulators,
+on one thread and on all cores; streaming reads sized for L1, L2, L3 and DRAM), compiled with gcc
+and run through ctypes. Results are cached as JSON under the target fingerprint in the cache dir, so
+measurement (< 3 s) happens once per machine. Without a C compiler, or with measure=False, the
+model falls back to nominal numbers derived from the static facts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MEMORY_LEVELS = ("l1", "l2", "l3", "dram")
+HARDWARE_MODEL_VERSION = 2
+NOMINAL_GHZ = 2.5
+TYPICAL_GHZ = 3.5  # turbo clock assumed when turning a measured peak into FMA units per cycle
+
+
+@dataclass(frozen=True)
+class HardwareModel:
+    """What the performance model needs to know about one CPU. All rates are per second."""
+
+    isa: str
+    cores: int
+    simd_lanes_fp32: int
+    fma_units: int
+    fma_latency_cycles: int
+    vector_registers: int
+    l1d_bytes: int
+    l2_bytes: int
+    l3_bytes: int
+    peak_flops_1t: float
+    peak_flops_all: float
+    # read bandwidth, bytes/s: per core for l1 and l2, whole machine (all cores) for l3 and dram
+    bandwidth_bytes: dict[str, float] = field(default_factory=dict)
+    measured: bool = False
+    fingerprint: str = ""
+
+    @property
+    def cache_line_bytes(self) -> int:
+        return 64
+
+    @property
+    def min_accumulators(self) -> int:
+        """Independent FMA chains needed to hide FMA latency on all FMA ports."""
+        return self.fma_latency_cycles * self.fma_units
+
+    def cache_bytes(self, level: str) -> int:
+        return {"l1": self.l1d_bytes, "l2": self.l2_bytes, "l3": self.l3_bytes}[level]
+
+    def bandwidth(self, level: str, cores: int = 1) -> float:
+        """Read bandwidth of a level available to `cores` cores working together (bytes/s)."""
+        if level not in MEMORY_LEVELS:
+            raise ValueError(f"unknown memory level {level!r}; known: {MEMORY_LEVELS}")
+        bw = self.bandwidth_bytes[level]
+        return bw * max(1, cores) if level in ("l1", "l2") else bw
+
+    def peak_flops(self, cores: int = 1) -> float:
+        """fp32 peak FLOP/s of `cores` cores (all-core measurement scaled when fewer are used)."""
+        cores = max(1, min(cores, self.cores))
+        if cores == self.cores:
+            return self.peak_flops_all
+        return min(self.peak_flops_1t * cores, self.peak_flops_all * cores / self.cores * 1.15)
+
+    def to_json(self) -> str:
+        return json.dumps({"version": HARDWARE_MODEL_VERSION, **asdict(self)}, indent=1, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> HardwareModel:
+        d = json.loads(text)
+        if d.pop("version", None) != HARDWARE_MODEL_VERSION:
+            raise ValueError("hardware model cache has another version")
+        return HardwareModel(**d)
+
+
+# ----------------------------------------------------------------------------------------- facts
+
+
+@dataclass(frozen=True)
+class _StaticFacts:
+    isa: str
+    cores: int
+    vector_bits: int
+    l1d_bytes: int
+    l2_bytes: int
+    l3_bytes: int
+    fingerprint: str
+
+
+def _facts_from_target(target: Any) -> _StaticFacts:
+    if target is None or isinstance(target, str):
+        return _detect_facts()
+    get = lambda name, default: getattr(target, name, None) or default  # noqa: E731
+    local = _detect_facts()
+    return _StaticFacts(
+        isa=str(get("isa", local.isa)), cores=int(get("num_cores", local.cores)),
+        vector_bits=int(get("vector_bits", local.vector_bits)), l1d_bytes=int(get("l1d_bytes", local.l1d_bytes)),
+        l2_bytes=int(get("l2_bytes", local.l2_bytes)), l3_bytes=int(get("l3_bytes", local.l3_bytes)),
+        fingerprint=str(get("fingerprint", local.fingerprint)),
+    )
+
+
+def _detect_facts() -> _StaticFacts:
+    flags: set[str] = set()
+    model = platform.processor()
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        for line in text.splitlines():
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "generic"
+    vector_bits = {"avx512": 512, "avx2": 256}.get(isa, 128)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    sizes = {1: 32 * 1024, 2: 1024 * 1024, 3: 8 * 1024 * 1024}
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(base.glob("index*")) if base.exists() else []:
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction":
+            continue
+        mult = {"K": 1024, "M": 1024 * 1024}.get(size[-1:], 1)
+        sizes[level] = int(size.rstrip("KM")) * mult
+    fp = hashlib.sha256(f"{model}|{isa}|{cores}|{sizes}".encode()).hexdigest()[:16]
+    return _StaticFacts(isa, cores, vector_bits, sizes[1], sizes[2], sizes[3], fp)
+
+
+def _nominal(facts: _StaticFacts) -> HardwareModel:
+    lanes = max(1, facts.vector_bits // 32)
+    fma_units = 2 if facts.isa in ("avx512", "avx2") else 1
+    per_core = NOMINAL_GHZ * 1e9 * fma_units * lanes * 2
+    return HardwareModel(
+        isa=facts.isa, cores=facts.cores, simd_lanes_fp32=lanes, fma_units=fma_units, fma_latency_cycles=4,
+        vector_registers=32 if facts.isa == "avx512" else 16, l1d_bytes=facts.l1d_bytes, l2_bytes=facts.l2_bytes,
+        l3_bytes=facts.l3_bytes, peak_flops_1t=per_core, peak_flops_all=per_core * facts.cores,
+        bandwidth_bytes={"l1": 64 * NOMINAL_GHZ * 1e9, "l2": 32 * NOMINAL_GHZ * 1e9, "l3": 60e9, "dram": 20e9},
+        measured=False, fingerprint=facts.fingerprint,
+    )
+
+
+# ----------------------------------------------------------------------------------------- cache
+
+
+def _cache_dir() -> Path:
+    try:
+        from tilegraph.config import cache_dir  # type: ignore[import-not-found]
+
+        return Path(cache_dir())
+    except (ImportError, AttributeError):
+        env = os.environ.get("TILEGRAPH_CACHE_DIR")
+        if env:
+            return Path(env)
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("tilegraph"))
+
+
+def _cache_path(fingerprint: str) -> Path:
+    return _cache_dir() / "hardware" / f"{fingerprint}.json"
+
+
+def hardware_model(target: Any = None, measure: bool = True) -> HardwareModel:
+    """The hardware model of a CPU target (a tilegraph Target, "cpu" or None for this machine).
+
+    measure=True measures peak FLOP/s and bandwidths once (cached by the target fingerprint);
+    measure=False, or a machine without gcc, gives nominal numbers from the static facts.
+    """
+    facts = _facts_from_target(target)
+    nominal = _nominal(facts)
+    if not measure:
+        return nominal
+    path = _cache_path(facts.fingerprint)
+    if path.exists():
+        try:
+            return HardwareModel.from_json(path.read_text())
+        except (ValueError, TypeError, KeyError):
+            pass
+    measured = _measure(nominal)
+    if measured is None:
+        return nominal
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(measured.to_json())
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return measured
+
+
+# ----------------------------------------------------------------------------------------- measurement
+
+_BENCH_C = r"""
+#include <time.h>
+#include <stddef.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+typedef float vf __attribute__((vector_size(VBYTES)));
+#define LANES (VBYTES / 4)
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+
+/* 16 independent FMA chains kept in registers; returns their sum (so nothing is dead code). */
+static float fma_chain(long iters, float seed) {
+  vf m, c, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15;
+  for (int j = 0; j < LANES; j++) { m[j] = 0.999999f; c[j] = 1e-7f * seed; }
+  a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = c * seed;
+  a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = c * (seed + 1);
+  for (long it = 0; it < iters; it++) {
+    a0 = a0 * m + c; a1 = a1 * m + c; a2 = a2 * m + c; a3 = a3 * m + c;
+    a4 = a4 * m + c; a5 = a5 * m + c; a6 = a6 * m + c; a7 = a7 * m + c;
+    a8 = a8 * m + c; a9 = a9 * m + c; a10 = a10 * m + c; a11 = a11 * m + c;
+    a12 = a12 * m + c; a13 = a13 * m + c; a14 = a14 * m + c; a15 = a15 * m + c;
+    __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7));
+    __asm__ volatile("" : "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11), "+x"(a12), "+x"(a13), "+x"(a14), "+x"(a15));
+  }
+  vf s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
+  float r = 0; for (int j = 0; j < LANES; j++) r += s[j];
+  return r;
+}
+
+double bench_fma(long iters, int threads, float* sink) {
+  double t0 = now();
+  float total = 0;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+:total)
+  total += fma_chain(iters, 1.0f + omp_get_thread_num());
+#else
+  total = fma_chain(iters, 1.0f);
+#endif
+  double t = now() - t0;
+  *sink = total;
+  return (double)iters * 16 * LANES * 2 * threads / t;
+}
+
+/* Streaming read of n floats, repeated reps times on every thread; returns bytes/s (all threads). */
+double bench_read(const float* data, long n, long reps, int threads, float* sink) {
+  double t0 = now();
+  float total = 0;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+:total)
+#endif
+  {
+    vf acc[8];
+    for (int i = 0; i < 8; i++) for (int j = 0; j < LANES; j++) acc[i][j] = 0;
+    const vf* v = (const vf*)data;
+    long nv = n / LANES;
+    for (long r = 0; r < reps; r++) {
+      for (long i = 0; i + 8 <= nv; i += 8) {
+#pragma GCC unroll 8
+        for (int u = 0; u < 8; u++) acc[u] += v[i + u];
+      }
+      __asm__ volatile("" : "+x"(acc[0]));
+    }
+    vf s = acc[0]; for (int i = 1; i < 8; i++) s += acc[i];
+    for (int j = 0; j < LANES; j++) total += s[j];
+  }
+  double t = now() - t0;
+  *sink = total;
+  return (double)n * 4 * reps * threads / t;
+}
+"""
+
+
+def _compile_bench(vector_bytes: int, workdir: str) -> ctypes.CDLL | None:
+    src = Path(workdir) / "tg_hw_bench.c"
+    lib = Path(workdir) / "tg_hw_bench.so"
+    src.write_text(_BENCH_C)
+    flags = ["-O2", "-march=native", "-fPIC", "-shared", "-fopenmp", f"-DVBYTES={vector_bytes}"]
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        return None
+    try:
+        subprocess.run([gcc, *flags, str(src), "-o", str(lib)], check=True, capture_output=True, timeout=30)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    dll = ctypes.CDLL(str(lib))
+    dll.bench_fma.restype = ctypes.c_double
+    dll.bench_fma.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+    dll.bench_read.restype = ctypes.c_double
+    dll.bench_read.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+    return dll
+
+
+def _measure(nominal: HardwareModel) -> HardwareModel | None:
+    """Run the micro-benchmarks; None when they cannot be compiled."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(prefix="tg_hw_") as workdir:
+        dll = _compile_bench(nominal.simd_lanes_fp32 * 4, workdir)
+        if dll is None:
+            return None
+        sink = ctypes.c_float()
+        dll.bench_fma(200_000, nominal.cores, ctypes.byref(sink))  # warm-up: clock ramp, thread pool start
+        # best of several short runs: the machine may be shared, and the best run is the least disturbed
+        peak_1t = max(dll.bench_fma(400_000, 1, ctypes.byref(sink)) for _ in range(4))
+        peak_all = max(dll.bench_fma(400_000, nominal.cores, ctypes.byref(sink)) for _ in range(4))
+        bandwidth: dict[str, float] = {}
+        sizes = {
+            "l1": nominal.l1d_bytes // 2, "l2": nominal.l2_bytes // 2,
+            "l3": min(nominal.l3_bytes // 2, 8 << 20), "dram": max(4 * nominal.l3_bytes, 64 << 20),
+        }
+        for level, nbytes in sizes.items():
+            threads = 1 if level in ("l1", "l2") else nominal.cores
+            n = max(1024, nbytes // 4 // 1024 * 1024)
+            data = np.ones(n, dtype=np.float32)
+            reps = max(1, int(80e6 // (n * 4)))
+            dll.bench_read(data.ctypes.data, n, 1, threads, ctypes.byref(sink))
+            bandwidth[level] = max(dll.bench_read(data.ctypes.data, n, reps, threads, ctypes.byref(sink))
+                                   for _ in range(3))
+    return HardwareModel(
+        **{**asdict(nominal), "peak_flops_1t": peak_1t, "peak_flops_all": max(peak_all, peak_1t),
+           "bandwidth_bytes": bandwidth, "measured": True, "fma_units": effective_fma_units(peak_1t, nominal)},
+    )
+
+
+def effective_fma_units(peak_1t: float, nominal: HardwareModel) -> int:
+    """Full-width FMAs retired per cycle, from the measured peak at a typical clock: cores that split
+    wide vectors into halves (AMD Zen 4 with AVX-512) measure like one unit, not two."""
+    per_unit = nominal.simd_lanes_fp32 * 2 * TYPICAL_GHZ * 1e9
+    return max(1, min(nominal.fma_units, round(peak_1t / per_unit)))
+
+
+__all__ = ["HardwareModel", "MEMORY_LEVELS", "hardware_model"]

@@ -1,0 +1,219 @@
+"""Measurement policy and the shared pieces of measuring one candidate.
+
+    policy = MeasurePolicy(min_time_s=0.2)          # recorded with every result
+    inp = MeasureInput(workload, trace_json)          # what to build and run
+    samples = time_runs(run_once, policy)             # warmup, then repeat until min_time and min_repeats
+    verdict = compare_outputs(outputs, references)    # (ok, max_error, message)
+
+A candidate is timed only after its outputs (poisoned with NaN before the call) matched a float64
+reference on fresh random inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+import types
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tilegraph.te.workload import Workload
+
+TEST_HOOKS_ENV = "TILEGRAPH_TEST_HOOKS"
+
+
+@dataclass(frozen=True)
+class MeasurePolicy:
+    """How a candidate is checked and timed; stored as JSON with each record."""
+
+    warmup: int = 2
+    min_time_s: float = 0.2
+    min_repeats: int = 5
+    max_repeats: int = 10_000
+    flush_cache: bool = False
+    num_threads: int | None = None
+    rtol: float = 1e-3
+    atol_scale: float = 1e-4
+    timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
+            raise ValueError("MeasurePolicy: need warmup >= 0 and 1 <= min_repeats <= max_repeats")
+        if self.min_time_s < 0 or self.timeout_s <= 0:
+            raise ValueError("MeasurePolicy: min_time_s must be >= 0 and timeout_s > 0")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ValueError(f"MeasurePolicy: num_threads must be a positive integer, got {self.num_threads}")
+
+    def resolved(self) -> MeasurePolicy:
+        """The same policy with num_threads fixed to a number, so the record says what was used."""
+        if self.num_threads is not None:
+            return self
+        return MeasurePolicy(**{**asdict(self), "num_threads": os.cpu_count() or 1})
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class MeasureInput:
+    workload: Workload
+    trace_json: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def trace_hash(self) -> str:
+        return trace_hash(self.trace_json)
+
+
+def canonical_trace_json(trace_json: str) -> str:
+    """The same trace with sorted keys and no whitespace, so equal traces hash equally."""
+    try:
+        return json.dumps(json.loads(trace_json), sort_keys=True, separators=(",", ":"))
+    except (TypeError, json.JSONDecodeError):
+        return trace_json
+
+
+def trace_hash(trace_json: str) -> str:
+    return hashlib.sha256(canonical_trace_json(trace_json).encode()).hexdigest()[:32]
+
+
+def test_hooks_enabled() -> bool:
+    """Test-only hooks (e.g. Candidate.meta['source_override']) are honoured only with this env var set."""
+    return os.environ.get(TEST_HOOKS_ENV) == "1"
+
+
+# ---------------------------------------------------------------------------- target
+def resolve_target(target: Any) -> Any:
+    """A Target from "cpu", "cpu -cores=2", None or a Target; its `.fingerprint` keys the database."""
+    from tilegraph.target import as_target
+
+    return as_target(target)
+
+
+def target_fingerprint(target: Any) -> str:
+    return str(resolve_target(target).fingerprint)
+
+
+# ---------------------------------------------------------------------------- inputs and references
+def random_inputs(workload: Workload, seed: int) -> list[np.ndarray]:
+    try:
+        from tilegraph.testing import random_inputs as library_inputs
+    except ImportError:
+        library_inputs = None
+    if library_inputs is not None:
+        return [np.ascontiguousarray(a) for a in library_inputs(workload, seed)]
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for t in workload.inputs:
+        np_dtype = np.dtype(t.dtype.numpy)
+        if np_dtype.kind == "f":
+            arrays.append(rng.standard_normal(t.shape).astype(np_dtype))
+        elif np_dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, t.shape).astype(np_dtype))
+        else:
+            arrays.append(rng.integers(-4, 5, t.shape).astype(np_dtype))
+    return arrays
+
+
+def library_reference(workload: Workload, inputs: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+    """tilegraph.testing's float64 reference, or None where it has none for this workload."""
+    try:
+        from tilegraph.testing import reference_outputs
+    except ImportError:
+        return None
+    try:
+        return [np.asarray(r, dtype=np.float64) for r in reference_outputs(workload, list(inputs))]
+    except LookupError:
+        return None
+
+
+def compare_outputs(outputs: Sequence[np.ndarray], references: Sequence[np.ndarray],
+                    rtol: float = 1e-3, atol_scale: float = 1e-4) -> tuple[bool, float, str]:
+    """allclose with atol scaled to the reference's magnitude; NaN anywhere (poison left) fails."""
+    if len(outputs) != len(references):
+        return False, float("inf"), f"kernel produced {len(outputs)} outputs, the reference {len(references)}"
+    worst = 0.0
+    for n, (out, ref) in enumerate(zip(outputs, references)):
+        out64 = np.asarray(out, dtype=np.float64)
+        ref64 = np.asarray(ref, dtype=np.float64)
+        if out64.shape != ref64.shape:
+            return False, float("inf"), f"output {n} has shape {out64.shape}, the reference {ref64.shape}"
+        if not np.all(np.isfinite(out64)):
+            bad = int(np.count_nonzero(~np.isfinite(out64)))
+            return False, float("inf"), f"output {n} has {bad} non-finite values (elements never written?)"
+        scale = float(np.max(np.abs(ref64))) if ref64.size else 0.0
+        err = np.abs(out64 - ref64)
+        max_err = float(np.max(err)) if err.size else 0.0
+        worst = max(worst, max_err)
+        if not np.all(err <= atol_scale * max(scale, 1e-30) + rtol * np.abs(ref64)):
+            return False, worst, f"output {n} differs from the reference: max abs error {max_err:.3g} (max |ref| {scale:.3g})"
+    return True, worst, ""
+
+
+# ---------------------------------------------------------------------------- timing
+def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy, flush: Callable[[], Any] | None = None) -> list[float]:
+    """Warm up, then time single runs until both min_time_s and min_repeats are reached."""
+    for _ in range(policy.warmup):
+        run_once()
+    samples: list[float] = []
+    total = 0.0
+    while len(samples) < policy.max_repeats and (len(samples) < policy.min_repeats or total < policy.min_time_s):
+        if flush is not None:
+            flush()
+        t0 = time.perf_counter()
+        run_once()
+        dt = time.perf_counter() - t0
+        samples.append(dt)
+        total += dt
+    return samples
+
+
+def cache_flusher(size_bytes: int = 64 << 20) -> Callable[[], None]:
+    """Touches a buffer larger than the last-level cache, so every timed run starts cold."""
+    buf = np.ones(size_bytes // 8)
+
+    def flush() -> None:
+        buf[::8] += 1.0
+
+    return flush
+
+
+@contextlib.contextmanager
+def spawn_without_main() -> Iterator[None]:
+    """Start "spawn" workers without re-running the user's script in them.
+
+    spawn normally re-imports __main__ in every worker, which re-runs a script that calls tg.tune at
+    top level (no `if __name__ == "__main__"` guard) and recurses. Our workers only need tilegraph.
+    """
+    main = sys.modules.get("__main__")
+    stand_in = types.ModuleType("__main__")
+    sys.modules["__main__"] = stand_in
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+def die_with_parent() -> None:
+    """In a worker: ask Linux to kill us when the tuning process dies (even by SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)

@@ -1,0 +1,98 @@
+"""Plain result values that cross process boundaries during measurement (all picklable).
+
+    BuildResult   builder -> runner: the compiled .so, its entry and argument specs, or a build failure
+    RunResult     runner -> tuner: the check verdict and timing statistics of one candidate
+    TuneResult    tg.tune -> user: the best kernel found and a summary of the search
+
+A result kind is one of RESULT_KINDS; only "ok" results may ever be returned as a best kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RESULT_KINDS = ("ok", "wrong_answer", "crash", "timeout", "run_error", "build_error", "build_timeout")
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One kernel argument, in call order: inputs first, then outputs."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    is_output: bool
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    ok: bool
+    error_kind: str | None = None
+    message: str = ""
+    lib_path: str | None = None
+    entry: str | None = None
+    source: str | None = None
+    args: tuple[ArgSpec, ...] = ()
+    loader: str = "runtime"  # "runtime": tilegraph.runtime Kernel; "raw": pointers in ArgSpec order (test hook)
+    input_buffers: tuple[Any, ...] = ()  # the Kernel's loop.ir.Buffer parameters, to load it in the runner
+    output_buffers: tuple[Any, ...] = ()
+    kernel_target: Any = None
+    build_time_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    kind: str
+    message: str = ""
+    samples: tuple[float, ...] = ()
+    max_error: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+    @property
+    def median(self) -> float | None:
+        if not self.samples:
+            return None
+        s = sorted(self.samples)
+        mid = len(s) // 2
+        return s[mid] if len(s) % 2 else 0.5 * (s[mid - 1] + s[mid])
+
+    @property
+    def min(self) -> float | None:
+        return min(self.samples) if self.samples else None
+
+    @property
+    def max(self) -> float | None:
+        return max(self.samples) if self.samples else None
+
+    @property
+    def spread(self) -> float | None:
+        """(max - min) / median: the relative noise of the samples."""
+        med = self.median
+        if not med:
+            return None
+        return (max(self.samples) - min(self.samples)) / med
+
+
+@dataclass
+class TuneResult:
+    kernel: Any
+    trace: Any
+    latency_s: float
+    gflops: float
+    measured: int
+    failed: int
+    tuning_time_s: float
+    strategy: str
+    workload_key: str
+    failures: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "workload_key": self.workload_key, "strategy": self.strategy, "latency_s": self.latency_s,
+            "gflops": self.gflops, "tuning_time_s": self.tuning_time_s, "measured": self.measured,
+            "failed": self.failed,
+        }

@@ -1,0 +1,265 @@
+"""Runner: check and time built candidates in one isolated, persistent worker process.
+
+    with Runner(MeasurePolicy(min_time_s=0.2)) as runner:
+        result = runner.run(workload, build_result, seed=7)     # RunResult(kind="ok", samples=...)
+
+For every candidate the parent draws fresh random inputs (a new seed per check) and the float64
+reference; the worker poisons the outputs with NaN, runs the kernel once, compares, and only then
+times it. A worker that dies (segfault) gives kind "crash", one that runs past policy.timeout_s is
+killed and gives "timeout"; either way a fresh worker takes over and tuning goes on. An exclusive
+lock file (fcntl.flock) in the cache folder keeps two tuning processes from timing at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tilegraph.config import cache_dir
+from tilegraph.errors import TilegraphError
+from tilegraph.te.workload import Workload
+from tilegraph.tune.measure import (
+    MeasurePolicy,
+    cache_flusher,
+    compare_outputs,
+    die_with_parent,
+    library_reference,
+    random_inputs,
+    spawn_without_main,
+    time_runs,
+)
+from tilegraph.tune.result import BuildResult, RunResult
+
+ReferenceFn = Callable[[Workload, Sequence[np.ndarray]], Sequence[np.ndarray]]
+
+_STARTUP_TIMEOUT_S = 120.0
+
+
+class MeasureLockTimeout(TilegraphError):
+    """Another process held the measurement lock for longer than we were willing to wait."""
+
+
+# ---------------------------------------------------------------------------- worker process side
+def _poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return np.full(shape, np.nan, dtype=dt)
+    if dt.kind == "b":
+        return np.ones(shape, dtype=dt)
+    return np.full(shape, np.iinfo(dt).min, dtype=dt)
+
+
+def _load(build: BuildResult, num_threads: int | None) -> Callable[[list[np.ndarray]], None]:
+    """A callable taking every argument array (inputs, then outputs) and running the kernel."""
+    if build.loader == "runtime":
+        from tilegraph.runtime.kernel import Kernel
+
+        kernel = Kernel(build.lib_path, build.entry, build.input_buffers, build.output_buffers, build.source or "",
+                        build.kernel_target)
+        n_in = len(build.input_buffers)
+        return lambda arrays: kernel(*arrays[:n_in], out=tuple(arrays[n_in:]), num_threads=num_threads)
+    lib = ctypes.CDLL(str(build.lib_path))
+    fn = getattr(lib, str(build.entry))
+    fn.restype = None
+    fn.argtypes = [ctypes.c_void_p] * len(build.args)
+    return lambda arrays: fn(*[a.ctypes.data for a in arrays])
+
+
+def _measure_in_worker(build: BuildResult, inputs: list[np.ndarray], references: list[np.ndarray],
+                       policy: MeasurePolicy) -> RunResult:
+    call = _load(build, policy.num_threads)
+    outputs = [_poisoned(a.shape, a.dtype) for a in build.args if a.is_output]
+    arrays = [np.ascontiguousarray(x) for x in inputs] + outputs
+    call(arrays)
+    ok, max_error, message = compare_outputs(outputs, references, policy.rtol, policy.atol_scale)
+    if not ok:
+        return RunResult("wrong_answer", message, max_error=max_error)
+    flush = cache_flusher() if policy.flush_cache else None
+    samples = time_runs(lambda: call(arrays), policy, flush)
+    return RunResult("ok", "", tuple(samples), max_error=max_error)
+
+
+def _worker_main(conn: Any, num_threads: int | None) -> None:
+    die_with_parent()
+    if num_threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(num_threads)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):  # the tuner went away: so do we
+            return
+        if msg[0] == "stop":
+            return
+        _, build, inputs, references, policy = msg
+        try:
+            result = _measure_in_worker(build, inputs, references, policy)
+        except Exception as e:
+            result = RunResult("run_error", f"{type(e).__name__}: {str(e).strip()[:500]}")
+        conn.send(("result", result))
+
+
+# ---------------------------------------------------------------------------- tuner side
+class MeasureLock:
+    """Exclusive flock on a file; waits up to timeout_s, then raises MeasureLockTimeout."""
+
+    def __init__(self, path: str | Path | None = None, timeout_s: float = 600.0):
+        self.path = Path(path) if path is not None else cache_dir() / "measure.lock"
+        self.timeout_s = timeout_s
+        self._fd: int | None = None
+
+    def __enter__(self) -> MeasureLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise MeasureLockTimeout(
+                        f"another tilegraph process is timing kernels (lock {self.path}); waited {self.timeout_s:g} s"
+                    ) from None
+                time.sleep(0.02)
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+class Runner:
+    def __init__(self, policy: MeasurePolicy | None = None, reference: ReferenceFn | None = None,
+                 lock_path: str | Path | None = None, lock_timeout_s: float = 600.0, target: Any = "cpu"):
+        self.policy = (policy or MeasurePolicy()).resolved()
+        self.reference = reference
+        self.lock = MeasureLock(lock_path, lock_timeout_s)
+        self.target = target
+        self._proc: Any = None
+        self._conn: Any = None
+        self._fallback_kernels: dict[str, Any] = {}
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ worker lifecycle
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker_main, args=(child, self.policy.num_threads), daemon=True)
+        with spawn_without_main():
+            proc.start()
+        child.close()
+        if not parent.poll(_STARTUP_TIMEOUT_S):
+            proc.kill()
+            raise TilegraphError(f"the measurement worker did not start within {_STARTUP_TIMEOUT_S:g} s")
+        parent.recv()
+        self._proc, self._conn = proc, parent
+
+    def _stop_worker(self, kill: bool) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc = self._conn = None
+        if proc is None:
+            return
+        if kill:
+            proc.kill()
+        else:
+            try:
+                conn.send(("stop",))
+            except OSError:
+                proc.kill()
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5)
+        conn.close()
+
+    def close(self) -> None:
+        self._stop_worker(kill=False)
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self._stop_worker(kill=True)
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------------ references
+    def references(self, workload: Workload, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if self.reference is not None:
+            return [np.asarray(r, dtype=np.float64) for r in self.reference(workload, inputs)]
+        refs = library_reference(workload, inputs)
+        if refs is not None:
+            return refs
+        return self._default_schedule_outputs(workload, inputs)
+
+    def _default_schedule_outputs(self, workload: Workload, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """No numpy reference for this workload: the default-schedule kernel's output stands in."""
+        kernel = self._fallback_kernels.get(workload.key)
+        if kernel is None:
+            try:
+                from tilegraph.driver import build
+            except ImportError:
+                raise TilegraphError(f"no reference is available to check {workload.op_name} "
+                                     "(tilegraph.testing has none and tilegraph.driver is missing)") from None
+            kernel = build(workload, target=self.target)
+            self._fallback_kernels[workload.key] = kernel
+        outs = kernel(*inputs)
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        return [np.asarray(o, dtype=np.float64) for o in outs]
+
+    # ------------------------------------------------------------------ measuring
+    def run(self, workload: Workload, build: BuildResult, seed: int) -> RunResult:
+        """Check then time one candidate; never raises for a bad candidate."""
+        if not build.ok:
+            return RunResult(build.error_kind or "build_error", build.message)
+        inputs = random_inputs(workload, seed)
+        refs = self.references(workload, inputs)
+        with self.lock:
+            return self._run_locked(build, inputs, refs)
+
+    def _run_locked(self, build: BuildResult, inputs: list[np.ndarray], refs: list[np.ndarray]) -> RunResult:
+        if self._proc is None or not self._proc.is_alive():
+            if self._proc is not None:
+                self._stop_worker(kill=True)
+            self._start()
+        conn, proc = self._conn, self._proc
+        try:
+            conn.send(("measure", build, inputs, refs, self.policy))
+            if conn.poll(self.policy.timeout_s):
+                return conn.recv()[1]
+        except (EOFError, OSError):
+            return self._crashed(proc)
+        self._stop_worker(kill=True)
+        self.restarts += 1
+        return RunResult("timeout", f"no result within {self.policy.timeout_s:g} s; the worker was killed")
+
+    def _crashed(self, proc: Any) -> RunResult:
+        proc.join(5)
+        code = proc.exitcode
+        self._stop_worker(kill=True)
+        self.restarts += 1
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return RunResult("crash", f"the kernel killed its worker process ({name})")
+        return RunResult("crash", f"the worker process exited unexpectedly (exit code {code})")

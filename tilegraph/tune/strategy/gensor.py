@@ -1,0 +1,129 @@
+"""gensor: graph-based Markov construction (Gensor, IPDPS 2025, as reconstructed in docs/gensor.md).
+
+    tg.tune(wl, strategy="gensor")
+
+One search per workload: build the construction graph of ETIR states (tune/gensor/), seed walkers
+with the minimal state and Roller's picks, run model-weighted random walks (about 1-2 s), rank every
+visited state by the micro-performance model (ties: more visits first) and propose the top k
+(default 8) as candidates. notify() logs predicted vs measured time and their Spearman correlation.
+Deterministic for a given ctx.seed as long as the walk budget, not the time budget, ends the search.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+
+from tilegraph.errors import ScheduleError
+from tilegraph.tune.gensor.markov import MarkovConfig, WalkResult, random_walks
+from tilegraph.tune.gensor.policy import SearchSetup, roller_construct
+from tilegraph.tune.gensor.state import EtirState
+from tilegraph.tune.gensor.to_trace import state_to_trace_json
+from tilegraph.tune.hardware import HardwareModel, hardware_model
+from tilegraph.tune.result import RunResult
+from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
+
+log = logging.getLogger(__name__)
+ROLLER_SEEDS = 8
+
+
+def candidates_from_states(setup: SearchSetup, states: Sequence[EtirState], k: int, strategy: str,
+                           visits: dict[EtirState, int] | None = None) -> list[Candidate]:
+    """The k best states (by model) that build into a schedule, as Candidates; duplicates dropped."""
+    visits = visits or {}
+    ranked = sorted(set(states), key=lambda s: (setup.model.predict(s), -visits.get(s, 0), repr(s)))
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for s in ranked:
+        if len(out) >= k:
+            break
+        try:
+            trace_json = state_to_trace_json(setup.workload, setup.space, s)
+        except ScheduleError as err:
+            log.debug("%s: state %s does not build: %s", strategy, s, err)
+            continue
+        if trace_json in seen:
+            continue
+        seen.add(trace_json)
+        meta = {"state": s.to_dict(), "strategy": strategy, "visits": visits.get(s, 0)}
+        out.append(Candidate(trace_json, setup.model.predict(s), meta))
+    return out
+
+
+class ModelGuidedStrategy(SearchStrategy):
+    """Shared part of gensor and roller: search once, propose the ranked list, log model quality."""
+
+    name = "model-guided"
+
+    def __init__(self, top_k: int = 8, config: MarkovConfig | None = None, hw: HardwareModel | None = None,
+                 measure_hardware: bool = True):
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        self.top_k = top_k
+        self.config = config
+        self.hw = hw
+        self.measure_hardware = measure_hardware
+        self.setup: SearchSetup | None = None
+        self._queue: list[Candidate] | None = None
+        self.history: list[tuple[float, float]] = []  # (predicted, measured median) of ok results
+        self.spearman: float | None = None
+
+    def _search(self, ctx: TuneContext) -> list[Candidate]:
+        raise NotImplementedError
+
+    def _prepare(self, ctx: TuneContext) -> SearchSetup:
+        hw = self.hw or hardware_model(ctx.target, measure=self.measure_hardware)
+        config = replace(self.config or MarkovConfig(), seed=int(ctx.seed or 0))
+        self.setup = SearchSetup.create(ctx.workload, hw, config)
+        return self.setup
+
+    def propose(self, ctx: TuneContext, n: int) -> list[Candidate]:
+        if self._queue is None:
+            self._queue = self._search(ctx)
+        batch, self._queue = self._queue[:n], self._queue[n:]
+        return batch
+
+    def notify(self, ctx: TuneContext, candidates: Sequence[Candidate], results: Sequence[RunResult]) -> None:
+        for cand, res in zip(candidates, results):
+            if res.ok and res.median is not None and cand.predicted is not None:
+                self.history.append((cand.predicted, res.median))
+                log.info("%s: predicted %.3g s, measured %.3g s, state %s", self.name, cand.predicted, res.median,
+                         cand.meta.get("state"))
+        if len(self.history) >= 3:
+            from scipy.stats import spearmanr
+
+            pred, meas = zip(*self.history)
+            rho = spearmanr(pred, meas).statistic
+            self.spearman = None if rho != rho else float(rho)
+            log.info("%s: Spearman(predicted, measured) = %s over %d kernels", self.name, self.spearman,
+                     len(self.history))
+
+    def done(self) -> bool:
+        return self._queue is not None and not self._queue
+
+
+class GensorStrategy(ModelGuidedStrategy):
+    name = "gensor"
+
+    def __init__(self, top_k: int = 8, config: MarkovConfig | None = None, hw: HardwareModel | None = None,
+                 measure_hardware: bool = True):
+        super().__init__(top_k, config, hw, measure_hardware)
+        self.walk: WalkResult | None = None
+
+    def _search(self, ctx: TuneContext) -> list[Candidate]:
+        if getattr(ctx.target, "kind", ctx.target) in ("cuda", "opencl"):
+            from tilegraph.tune.gensor.gpu_state import gpu_candidates
+
+            return [Candidate(trace, predicted, {"state": state, "strategy": self.name})
+                    for trace, predicted, state in gpu_candidates(ctx.workload, ctx.target, self.top_k, int(ctx.seed or 0))]
+        setup = self._prepare(ctx)
+        seeds = list(dict.fromkeys([setup.minimal, *roller_construct(setup, ROLLER_SEEDS)]))
+        self.walk = random_walks(setup.graph, seeds)
+        log.info("gensor: %d walks, %d steps, %d states in %.2f s (%s)", self.walk.walks, self.walk.steps,
+                 len(self.walk.visits), self.walk.seconds, self.walk.stop_reason)
+        states = [*self.walk.visits, *seeds]
+        return candidates_from_states(setup, states, self.top_k, self.name, dict(self.walk.visits))
+
+
+__all__ = ["GensorStrategy", "ModelGuidedStrategy", "candidates_from_states"]

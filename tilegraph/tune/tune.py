@@ -1,0 +1,273 @@
+"""tg.tune: search schedules for a workload, measure them safely, keep every result.
+
+    result = tg.tune(wl, time_budget=60)          # or trials=200, strategy="random", db="my.db"
+    result.kernel(*inputs); result.latency_s; result.gflops; result.trace
+
+Loop: propose -> skip traces already recorded for this workload and target (resume) -> build the
+batch in worker processes -> check and time each in the isolated runner -> commit each result in
+its own transaction -> notify the strategy. Stops at the trial or time budget or when the strategy
+is done. The best "ok" record (earlier runs included) is rebuilt here and checked once more.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tilegraph.errors import TilegraphError
+from tilegraph.te.workload import Workload
+from tilegraph.tune.builder import Builder
+from tilegraph.tune.database import Database, Record, open_database
+from tilegraph.tune.measure import (
+    MeasureInput,
+    MeasurePolicy,
+    compare_outputs,
+    random_inputs,
+    resolve_target,
+    test_hooks_enabled,
+    trace_hash,
+)
+from tilegraph.tune.result import BuildResult, RunResult, TuneResult
+from tilegraph.tune.runner import ReferenceFn, Runner
+from tilegraph.tune.strategy import SearchStrategy, get_strategy
+from tilegraph.tune.strategy.base import Candidate, TuneContext
+
+log = logging.getLogger("tilegraph.tune")
+
+DEFAULT_TRIALS = 200
+DEFAULT_BATCH = 8
+_EMPTY_ROUNDS_LIMIT = 3
+
+
+def resolve_workload(workload: Workload | str, batch: int = 1) -> Workload:
+    """A Workload from itself, a suite id ("GMM-4") or an "op:shape" spec ("matmul:512,256,384")."""
+    if isinstance(workload, Workload):
+        return workload
+    if not isinstance(workload, str):
+        raise TypeError(f"workload must be a tg.Workload or a string id/spec, got {type(workload).__name__}")
+    from tilegraph import workloads
+
+    if ":" in workload:
+        return workloads.from_spec(workload)
+    return workloads.get(workload, batch=batch)
+
+
+def tune(workload: Workload | str, target: Any = "cpu", strategy: str | SearchStrategy = "gensor",
+         time_budget: float | None = None, trials: int | None = None, db: Database | str | None = None,
+         seed: int = 0, progress: bool = True, num_threads: int | None = None, *,
+         batch_size: int = DEFAULT_BATCH, policy: MeasurePolicy | None = None, reference: ReferenceFn | None = None,
+         build_workers: int | None = None, build_timeout_s: float = 120.0) -> TuneResult:
+    """Tune `workload` and return the best kernel found (see module docstring)."""
+    if time_budget is not None and not time_budget > 0:
+        raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget}")
+    if trials is not None and (not isinstance(trials, int) or trials < 0):
+        raise ValueError(f"trials must be a non-negative integer, got {trials!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if time_budget is None and trials is None:
+        trials = DEFAULT_TRIALS
+    wl = resolve_workload(workload)
+    tgt = resolve_target(target)
+    fp = str(tgt.fingerprint)
+    search = strategy if isinstance(strategy, SearchStrategy) else get_strategy(strategy)
+    database = open_database(db)
+    database.commit_workload(wl)
+    policy = policy or MeasurePolicy(num_threads=num_threads)
+    if num_threads is not None and policy.num_threads != num_threads:
+        raise ValueError(f"num_threads={num_threads} conflicts with policy.num_threads={policy.num_threads}")
+
+    start = time.monotonic()
+    ctx = TuneContext(wl, tgt, seed, database, database.measured_hashes(wl.key, fp), trials,
+                      None if time_budget is None else start + time_budget, num_threads)
+    counts: Counter[str] = Counter()
+    bar = _Progress(progress, wl, trials, time_budget)
+    build_target = target if isinstance(target, str) else tgt
+    builder = Builder(build_workers, build_timeout_s, build_target)
+    runner = Runner(policy, reference, target=build_target)
+    try:
+        _search(search, ctx, builder, runner, database, policy, batch_size, counts, bar, start)
+    finally:
+        bar.close()
+        builder.close()
+        runner.close()
+    kernel, best = _best_kernel(wl, tgt, database, runner, build_target)
+    elapsed = time.monotonic() - start
+    measured = sum(counts.values())
+    failures = {k: v for k, v in counts.items() if k != "ok"}
+    return TuneResult(kernel, _trace_of(best), best.latency_s, wl.flops() / best.latency_s / 1e9, measured,
+                      sum(failures.values()), elapsed, search.name, wl.key, failures)
+
+
+def _search(search: SearchStrategy, ctx: TuneContext, builder: Builder, runner: Runner, db: Database,
+            policy: MeasurePolicy, batch_size: int, counts: Counter[str], bar: _Progress, start: float) -> None:
+    wl, fp = ctx.workload, ctx.target_fingerprint
+    empty_rounds = 0
+    measured_here = 0
+    hooks = test_hooks_enabled()
+
+    def out_of_budget() -> bool:
+        if ctx.trials_left is not None and ctx.trials_left <= 0:
+            return True
+        return ctx.deadline is not None and time.monotonic() >= ctx.deadline and measured_here > 0
+
+    while not out_of_budget() and not search.done():
+        n = batch_size if ctx.trials_left is None else min(batch_size, ctx.trials_left)
+        proposed = search.propose(ctx, n)
+        fresh: list[Candidate] = []
+        seen: set[str] = set()
+        known: list[Candidate] = []
+        for cand in proposed:
+            h = trace_hash(cand.trace_json)
+            if h in ctx.measured:
+                known.append(cand)
+            elif h not in seen:
+                seen.add(h)
+                fresh.append(cand)
+        if known:  # resumed: the strategy still learns what earlier runs measured
+            search.notify(ctx, known, [_recorded_result(db, wl.key, fp, c.trace_json) for c in known])
+        if not fresh:
+            empty_rounds += 1
+            if empty_rounds >= _EMPTY_ROUNDS_LIMIT:
+                break
+            continue
+        empty_rounds = 0
+        builds = builder.build([MeasureInput(wl, c.trace_json, c.meta) for c in fresh])
+        done_cands: list[Candidate] = []
+        results: list[RunResult] = []
+        for n_cand, (cand, build) in enumerate(zip(fresh, builds)):
+            if out_of_budget():
+                break
+            run = runner.run(wl, build, seed=_check_seed(ctx.seed, len(ctx.measured) + n_cand))
+            meta = {k: v for k, v in cand.meta.items() if k != "source_override" or hooks}
+            if cand.predicted is not None:
+                meta["predicted"] = cand.predicted
+            db.commit_record(Record.from_run(wl.key, fp, cand.trace_json, run, policy=runner.policy, meta=meta))
+            ctx.measured.add(trace_hash(cand.trace_json))
+            counts[run.kind] += 1
+            measured_here += 1
+            if ctx.trials_left is not None:
+                ctx.trials_left -= 1
+            done_cands.append(cand)
+            results.append(run)
+            bar.update(run, time.monotonic() - start)
+        if done_cands:
+            search.notify(ctx, done_cands, results)
+
+
+def _check_seed(seed: int, n: int) -> int:
+    """A new input seed for every check, reproducible from the tuning seed."""
+    return (seed * 1_000_003 + n * 7919 + 1) % (2**32)
+
+
+def _recorded_result(db: Database, workload_key: str, fp: str, trace_json: str) -> RunResult:
+    h = trace_hash(trace_json)
+    rec = next((r for r in db.records(workload_key, fp) if r.trace_hash == h), None)
+    if rec is None:
+        return RunResult("run_error", "recorded result not found")
+    return RunResult(rec.kind, rec.message, tuple(rec.samples))
+
+
+def _trace_of(record: Record) -> Any:
+    from tilegraph.schedule import Trace
+
+    return Trace.from_json(record.trace_json)
+
+
+# ---------------------------------------------------------------------------- the final kernel
+def _best_kernel(wl: Workload, tgt: Any, db: Database, runner: Runner, build_target: Any) -> tuple[Any, Record]:
+    """The fastest recorded kernel that passes one more check here; earlier runs' records count."""
+    fp = str(tgt.fingerprint)
+    candidates = db.top_k(wl.key, fp, 5)
+    if not candidates:
+        counts = Counter(r.kind for r in db.records(wl.key, fp))
+        summary = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "nothing measured"
+        raise TilegraphError(f"no candidate for {wl.op_name} passed its correctness check ({summary})")
+    for rec in candidates:
+        kernel = load_record_kernel(wl, rec, build_target)
+        inputs = random_inputs(wl, seed=int(rec.created) % 9973 + 17)
+        refs = runner.references(wl, inputs)
+        outs = kernel(*inputs)
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        ok, _, message = compare_outputs(outs, refs, runner.policy.rtol, runner.policy.atol_scale)
+        if ok:
+            return kernel, rec
+        log.warning("best record %s failed its re-check (%s); trying the next", rec.trace_hash, message)
+    raise TilegraphError(f"no recorded kernel for {wl.op_name} passed its re-check on this machine")
+
+
+def load_record_kernel(wl: Workload, record: Record, target: Any) -> Any:
+    """Rebuild a recorded schedule in this process (the build cache makes this cheap)."""
+    if test_hooks_enabled() and "source_override" in record.meta:
+        from tilegraph.tune.builder import build_candidate
+
+        build = build_candidate(wl, record.trace_json, target, {k: record.meta[k] for k in ("source_override", "entry")
+                                                               if k in record.meta}, 60.0)
+        if not build.ok:
+            raise TilegraphError(f"could not rebuild the test kernel: {build.message}")
+        return RawKernel(build)
+    from tilegraph.driver import build as build_kernel
+    from tilegraph.schedule import Schedule
+
+    return build_kernel(Schedule.replay(wl, record.trace_json), target=target)
+
+
+class RawKernel:
+    """Test hook only: calls a hand-written C kernel with pointers (inputs, then outputs)."""
+
+    def __init__(self, build: BuildResult):
+        self.build = build
+        self.lib_path, self.entry, self.source = build.lib_path, build.entry, build.source
+        self._fn = getattr(ctypes.CDLL(str(build.lib_path)), str(build.entry))
+        self._fn.restype = None
+
+    def __call__(self, *inputs: np.ndarray, out: Sequence[np.ndarray] | None = None) -> Any:
+        specs = self.build.args
+        outs = list(out) if out is not None else [np.empty(a.shape, a.dtype) for a in specs if a.is_output]
+        arrays = [np.ascontiguousarray(x, dtype=a.dtype) for x, a in zip(inputs, specs)] + outs
+        self._fn(*[ctypes.c_void_p(a.ctypes.data) for a in arrays])
+        return outs[0] if len(outs) == 1 else outs
+
+
+# ---------------------------------------------------------------------------- progress display
+class _Progress:
+    """A rich progress bar with ETA on a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool, wl: Workload, trials: int | None, time_budget: float | None):
+        self._bar: Any = None
+        self.best: float | None = None
+        if not enabled or not sys.stderr.isatty():
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self._by_time = trials is None
+        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
+                             TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+        self._bar.start()
+        self._task = self._bar.add_task(f"tuning {wl.op_name}", total=float(time_budget if self._by_time else trials),
+                                        status="")
+        self._n = 0
+        self._failed = 0
+
+    def update(self, run: RunResult, elapsed_s: float) -> None:
+        if self._bar is None:
+            return
+        self._n += 1
+        self._failed += not run.ok
+        if run.ok and run.median is not None and (self.best is None or run.median < self.best):
+            self.best = run.median
+        best = "-" if self.best is None else f"{self.best * 1e6:.1f} us"
+        status = f"{self._n} measured, {self._failed} failed, best {best}"
+        self._bar.update(self._task, completed=elapsed_s if self._by_time else self._n, status=status)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
