@@ -43,6 +43,7 @@ class RaceConfig:
     seed: int = 0
     peaks: dict[int, float] = field(default_factory=dict)  # threads -> FLOP/s
     tvm_venv: str | None = None
+    workloads: Sequence[str] = ()  # keep only these case names (empty: the whole suite)
 
 
 def _error(exc: BaseException) -> str:
@@ -192,6 +193,8 @@ def _race_tvm(case: suites.BenchCase, flops: int, config: RaceConfig, tvm: Any, 
 
 def race_suite(suite: str, config: RaceConfig, log: Callable[[str], None] = lambda msg: None) -> tuple[list[Row], list[str]]:
     cases, notes = suites.build_suite(suite, config.batch, config.short)
+    if config.workloads:
+        cases = [c for c in cases if c.name in config.workloads]
     peers = []
     for name in config.peers:
         if name == "tvm":

@@ -47,6 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=0.02, help="pause before each sample, seconds")
     parser.add_argument("--short", action="store_true", help="one small workload per suite, tiny budgets")
     parser.add_argument("--out", default=None, help="output directory (default benchmarks/results/<date>-<machine>)")
+    parser.add_argument("--workloads", default="", help="comma list of workload names to keep (default: the whole suite)")
     parser.add_argument("--tvm-venv", default=None, help="TVM venv (default .venv-tvm or $TILEGRAPH_TVM_VENV)")
     args = parser.parse_args(argv)
     suites = list(SUITES) if args.suites == ["all"] else args.suites
@@ -73,6 +74,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if p not in ALL_PEERS:
             parser.error(f"argument --peers: unknown peer {p!r}; known: {', '.join(ALL_PEERS)}")
     args.strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
     return args
 
 
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     peaks, peak_note = hardware_peaks(args.threads)
     config = RaceConfig(budget_s=args.budget, peers=args.peers, strategies=args.strategies, threads=args.threads,
                         rounds=args.rounds, min_sample_s=args.min_sample, settle_s=args.settle, batch=args.batch,
-                        short=args.short, peaks=peaks, tvm_venv=args.tvm_venv)
+                        short=args.short, peaks=peaks, tvm_venv=args.tvm_venv, workloads=args.workloads)
     rows, notes = [], [peak_note] if peak_note else []
     start = time.perf_counter()
     for suite in args.suites:
