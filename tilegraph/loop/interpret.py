@@ -19,23 +19,20 @@ Speed comes from lanes: a loop whose iterations are independent becomes a numpy 
           C[i, j] += A[i, k] * B[k, j]          (one vectorised statement per k)
 
 Values are 0-d scalars or arrays right-aligned to (*lane_shape, vector_lanes): the last axis
-holds Ramp/Broadcast lanes (size 1 for scalars). A loop is a lane loop when its variable feeds
-no reduce variable and every buffer it writes is either written at indices that determine the
-loop variable (and read under it only where it is written), Allocate'd inside it, or an
-intermediate used only inside it (then every lane gets a private copy). Guards (block
-predicates, ifs, select branches) become lane masks.
+holds Ramp/Broadcast lanes (size 1 for scalars). Which loops may be lane loops, and which
+intermediates get one private copy per lane, is decided statically by tilegraph.loop.lanes.
+Guards (block predicates, ifs, select branches) become lane masks.
 Each output element sees the same operations in the same order as in serial execution.
 
 GPU thread loops (threadIdx.*, vthread): with thread_order="lockstep" a thread loop containing
 barriers is always a lane loop, so a statement finishes in every thread before the next starts
 (shared buffers per block, local ones per thread); without barriers it is an ordinary loop. With
 "serial", "reversed" or "random", the threads of a block run one after another from barrier to
-barrier, so a missing barrier gives wrong results.
+barrier (tilegraph.loop.interpret_gpu), so a missing barrier gives wrong results.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,29 +41,19 @@ import numpy as np
 import scipy.special
 
 from tilegraph.errors import LoweringError
+from tilegraph.loop.interpret_gpu import run_threads
 from tilegraph.loop.ir import Allocate, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.lanes import LoopPlan, determines, plan_loops
 from tilegraph.loop.verify import THREAD_KINDS, verify
-from tilegraph.loop.visit import stmt_children, walk_stmts
-from tilegraph.schedule.primitives.common import reduce_loop_of
-from tilegraph.te.expr import (
-    BinOp,
-    Broadcast,
-    BufferLoad,
-    Call,
-    Cast,
-    Cmp,
-    Const,
-    Expr,
-    Not,
-    Ramp,
-    Select,
-    Var,
-)
-from tilegraph.te.visit import substitute, walk
+from tilegraph.loop.visit import walk_stmts
+from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
 
 THREAD_ORDERS = ("lockstep", "serial", "reversed", "random")
 # Lane loops are taken while lanes x private-buffer elements stay under this; else Python iterates.
 MAX_LANE_WORK = 1 << 22
+# The lane analysis under its names from before it moved to tilegraph.loop.lanes (tests use them).
+_plan = plan_loops
+_determines = determines
 
 
 # ============================================================================ public entry points
@@ -104,7 +91,7 @@ def run_func(func: Func, buffers: dict[str, np.ndarray], thread_order: str = "lo
     if thread_order not in THREAD_ORDERS:
         raise ValueError(f"thread_order must be one of {THREAD_ORDERS}, got {thread_order!r}")
     verify(func)
-    stores: dict[str, _Store] = {}
+    stores: dict[str, Store] = {}
     for b in func.buffers:
         arr = buffers.get(b.name)
         if b.dtype.name == "bfloat16":
@@ -117,9 +104,9 @@ def run_func(func: Func, buffers: dict[str, np.ndarray], thread_order: str = "lo
             raise ValueError(f"buffers[{b.name!r}]: expected an array of shape {b.shape}, got {np.shape(arr)}")
         elif arr.dtype != b.dtype.numpy:
             raise TypeError(f"buffers[{b.name!r}]: expected dtype {b.dtype}, got {arr.dtype}")
-        stores[b.name] = _Store(arr, (), b.scope)
+        stores[b.name] = Store(arr, (), b.scope)
     observable = {b.name for b in func.params} | set(buffers)
-    machine = _Machine(func, stores, thread_order, seed, observable)
+    machine = Machine(func, stores, thread_order, seed, observable)
     with np.errstate(all="ignore"):
         machine.exec(func.body, {}, None)
 
@@ -185,226 +172,13 @@ def _poisoned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return np.full(shape, info.min if dtype.kind == "i" else info.max, dtype)
 
 
-# ============================================================================ static plan
-
-
-@dataclass(frozen=True)
-class _LoopPlan:
-    lane: bool                  # iterations independent: may become a lane axis
-    forced: bool                # GPU threads with barriers in lockstep mode: always lanes
-    private: tuple[str, ...]    # buffers that get one copy per lane of this loop
-    work_factor: int            # lanes forced below it (thread loops) x largest private buffer
-
-
-@dataclass
-class _Access:
-    buffer: Buffer
-    is_store: bool
-    loops: tuple[For, ...]      # enclosing loops, outermost first
-    indices: tuple[Expr, ...]   # in loop variables (block variables substituted)
-
-
-def _plan(func: Func, lockstep: bool, observable: set[str]) -> dict[int, _LoopPlan]:
-    """Which loops may become lane axes. Buffers in `observable` (params and caller-supplied
-    arrays) are never privatised: their final contents must be those of serial execution."""
-    accesses: list[_Access] = []
-    allocated_under: dict[int, dict[str, Buffer]] = {}
-    extents: dict[str, int] = {}
-    _collect(func.body, (), {}, accesses, allocated_under, extents)
-    total: dict[str, int] = {}
-    for a in accesses:
-        total[a.buffer.name] = total.get(a.buffer.name, 0) + 1
-    plans: dict[int, _LoopPlan] = {}
-    for lp in (s for s in walk_stmts(func.body) if isinstance(s, For)):
-        under = [a for a in accesses if any(x is lp for x in a.loops)]
-        count: dict[str, int] = {}
-        for a in under:
-            count[a.buffer.name] = count.get(a.buffer.name, 0) + 1
-        allocated = allocated_under.get(id(lp), {})
-        forced = lockstep and lp.kind in THREAD_KINDS
-        lane = forced or not reduce_loop_of(lp)
-        private: dict[str, Buffer] = {}
-        for name in {a.buffer.name for a in under if a.is_store and a.buffer.name not in allocated}:
-            if _writes_own_places(lp, [a for a in under if a.buffer.name == name], extents):
-                continue
-            buf = next(a.buffer for a in under if a.buffer.name == name)
-            if forced:  # threads of a block in lockstep: local is per thread, shared per block
-                if buf.scope == "local":
-                    private[name] = buf
-            elif name not in observable and count[name] == total[name]:
-                private[name] = buf
-            else:
-                lane = False
-        biggest = max([1, *(b.size for b in (*private.values(), *allocated.values()))])
-        below = _thread_lanes_below(lp.body) if lockstep else 1
-        plans[id(lp)] = _LoopPlan(lane, forced, tuple(sorted(private)), biggest * below)
-    return plans
-
-
-def _writes_own_places(lp: For, accesses: list[_Access], extents: dict[str, int]) -> bool:
-    """Each iteration of `lp` writes places no other iteration writes, and reads the buffer
-    only at places it writes itself (like an accumulator): no lane sees another lane's data."""
-    stores = [a for a in accesses if a.is_store]
-    for a in stores:
-        inner = {x.var.name for x in a.loops[[id(x) for x in a.loops].index(id(lp)):]}
-        if not _determines(a.indices, lp.var.name, inner, extents):
-            return False
-    written = {a.indices for a in stores}
-    return all(a.indices in written for a in accesses if not a.is_store)
-
-
-def _collect(s: Stmt, loops: tuple[For, ...], binds: dict[Var, Expr], out: list[_Access],
-             allocated_under: dict[int, dict[str, Buffer]], extents: dict[str, int]) -> None:
-    def loads(e: Expr) -> None:
-        for x in walk(e):
-            if isinstance(x, BufferLoad):
-                out.append(_Access(x.buffer, False, loops, tuple(substitute(i, binds) for i in x.indices)))
-
-    if isinstance(s, Seq):
-        for x in s.stmts:
-            _collect(x, loops, binds, out, allocated_under, extents)
-    elif isinstance(s, For):
-        extents[s.var.name] = s.extent
-        _collect(s.body, (*loops, s), binds, out, allocated_under, extents)
-    elif isinstance(s, Block):
-        for b in s.bindings:
-            loads(b)
-        inner = dict(binds)
-        inner.update({iv.var: substitute(b, binds) for iv, b in zip(s.iter_vars, s.bindings)})
-        for iv in s.iter_vars:
-            extents.setdefault(iv.var.name, iv.extent)
-        loads(s.predicate)
-        for x in (s.init, s.body):
-            if x is not None:
-                _collect(x, loops, inner, out, allocated_under, extents)
-    elif isinstance(s, BufferStore):
-        for i in s.indices:
-            loads(i)
-        loads(s.value)
-        out.append(_Access(s.buffer, True, loops, tuple(substitute(i, binds) for i in s.indices)))
-    elif isinstance(s, IfThenElse):
-        loads(s.cond)
-        for x in (s.then_body, s.else_body):
-            if x is not None:
-                _collect(x, loops, binds, out, allocated_under, extents)
-    elif isinstance(s, Allocate):
-        for lp in loops:
-            allocated_under.setdefault(id(lp), {})[s.buffer.name] = s.buffer
-        _collect(s.body, loops, binds, out, allocated_under, extents)
-
-
-def _thread_lanes_below(s: Stmt) -> int:
-    own = s.extent if isinstance(s, For) and s.kind in THREAD_KINDS else 1
-    return own * max([1, *(_thread_lanes_below(k) for k in stmt_children(s))])
-
-
-# ---------------------------------------------------------------------------- injectivity
-# Do the store indices determine `var` when loops outside it are fixed but loops inside it
-# (and `var`) vary? Known expressions are peeled: a linear form whose terms' coefficients are
-# mixed-radix (each larger than the spread of the smaller ones) reveals every term; a // c and
-# a % c together reveal a. Anything not understood answers "no" (the loop then runs serially).
-
-
-def _determines(indices: Sequence[Expr], var: str, inner: set[str], extents: dict[str, int]) -> bool:
-    def is_known(e: Expr, known: set[Expr]) -> bool:
-        return e in known or not any(isinstance(x, Var) and x.name in inner for x in walk(e))
-
-    known: set[Expr] = set()
-    pending = list(indices)
-    forms: list[dict[Expr, int]] = []
-    for _ in range(64):
-        while pending:
-            forms.append(_linear(pending.pop()))
-        progress = False
-        for form in forms:
-            terms = sorted(((abs(c), t) for t, c in form.items() if t is not None and c != 0 and not is_known(t, known)),
-                           key=lambda ct: -ct[0])
-            for n, (coef, atom) in enumerate(terms):
-                spread = 0
-                for c2, t2 in terms[n + 1:]:
-                    lo, hi = _bounds(t2, extents)
-                    if lo is None or hi is None:
-                        spread = math.inf
-                        break
-                    spread += c2 * (hi - lo)
-                if spread >= coef:
-                    break
-                known.add(atom)
-                progress = True
-                if isinstance(atom, Var) and atom.name == var:
-                    return True
-                pending.extend(_revealed_by(atom, known, extents))
-        if not progress and not pending:
-            return False
-    return False
-
-
-def _revealed_by(atom: Expr, known: set[Expr], extents: dict[str, int]) -> list[Expr]:
-    if not (isinstance(atom, BinOp) and atom.op in ("floordiv", "floormod") and isinstance(atom.b, Const)
-            and atom.b.value > 0):
-        return []
-    partner = BinOp("floormod" if atom.op == "floordiv" else "floordiv", atom.a, atom.b)
-    if partner in known:
-        return [atom.a]
-    lo, hi = _bounds(atom.a, extents)
-    c = atom.b.value
-    if lo is not None and hi is not None and lo // c == hi // c and atom.op == "floormod":
-        return [atom.a]  # a % c == a - const when a stays in one window of width c
-    return []
-
-
-def _linear(e: Expr) -> dict[Expr, int]:
-    """e as {atom: coefficient}; the key None holds the constant."""
-    if isinstance(e, Const) and not isinstance(e.value, float):
-        return {None: int(e.value)}  # type: ignore[dict-item]
-    if isinstance(e, BinOp) and e.op in ("add", "sub"):
-        out = dict(_linear(e.a))
-        sign = 1 if e.op == "add" else -1
-        for t, c in _linear(e.b).items():
-            out[t] = out.get(t, 0) + sign * c
-        return out
-    if isinstance(e, BinOp) and e.op == "mul":
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(y, Const) and not isinstance(y.value, float):
-                return {t: c * int(y.value) for t, c in _linear(x).items()}
-    return {e: 1}
-
-
-def _bounds(e: Expr, extents: dict[str, int]) -> tuple[int | None, int | None]:
-    if isinstance(e, Var):
-        n = extents.get(e.name)
-        return (0, n - 1) if n is not None else (None, None)
-    if isinstance(e, Const) and not isinstance(e.value, float):
-        return int(e.value), int(e.value)
-    if not isinstance(e, BinOp):
-        return None, None
-    (alo, ahi), (blo, bhi) = _bounds(e.a, extents), _bounds(e.b, extents)
-    if None in (alo, ahi, blo, bhi):
-        return None, None
-    if e.op == "add":
-        return alo + blo, ahi + bhi
-    if e.op == "sub":
-        return alo - bhi, ahi - blo
-    if e.op == "mul":
-        corners = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
-        return min(corners), max(corners)
-    if e.op in ("max", "min"):
-        f = max if e.op == "max" else min
-        return f(alo, blo), f(ahi, bhi)
-    if e.op in ("floordiv", "floormod") and blo == bhi and blo > 0:
-        if e.op == "floordiv":
-            return alo // blo, ahi // blo
-        if alo // blo == ahi // blo:
-            return alo % blo, ahi % blo
-        return 0, blo - 1
-    return None, None
-
-
 # ============================================================================ execution
 
 
 @dataclass
-class _Store:
+class Store:
+    """A buffer's storage while the Func runs: one copy per private lane axis in front."""
+
     array: np.ndarray           # (*private lane dims, *storage_shape)
     private_axes: tuple[int, ...]
     scope: str
@@ -418,16 +192,9 @@ def _and_mask(mask: np.ndarray | None, cond: np.ndarray) -> np.ndarray:
     return cond if mask is None else mask & cond
 
 
-_BINARY = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "floordiv": lambda a, b: a // b,
-    "floormod": lambda a, b: a % b,
-    "max": np.maximum,
-    "min": np.minimum,
-    "pow": np.power,
-}
+_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+           "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b, "max": np.maximum,
+           "min": np.minimum, "pow": np.power}
 _COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
             "ge": np.greater_equal}
 
@@ -447,16 +214,18 @@ _INTRINSICS = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "
                "floor": np.floor, "ceil": np.ceil}
 
 
-class _Machine:
-    def __init__(self, func: Func, stores: dict[str, _Store], thread_order: str, seed: int, observable: set[str]):
+class Machine:
+    """Executes statements on numpy lanes; one per run_func call."""
+
+    def __init__(self, func: Func, stores: dict[str, Store], thread_order: str, seed: int, observable: set[str]):
         self.stores = stores
         self.thread_order = thread_order
         self.rng = np.random.default_rng(seed)
-        self.plans = _plan(func, thread_order == "lockstep", observable)
+        self.plans = plan_loops(func, thread_order == "lockstep", observable)
         self.lane_shape: list[int] = []
         self.lane_kinds: list[str] = []
         self.consts: dict[int, object] = {}
-        self.barrier_cache: dict[int, bool] = {}
+        self.barrier_cache: dict[int, bool] = {}  # id(stmt) -> contains a Barrier (interpret_gpu)
 
     # ------------------------------------------------------------------ lanes
     def _iota(self, axis: int) -> np.ndarray:
@@ -500,7 +269,7 @@ class _Machine:
 
     def _for(self, s: For, env: dict[str, object], mask: np.ndarray | None) -> None:
         if s.kind in THREAD_KINDS and self.thread_order != "lockstep":
-            self._threads(s, env, mask)
+            run_threads(self, s, env, mask)
             return
         plan = self.plans[id(s)]
         work = math.prod(self.lane_shape) * s.extent * plan.work_factor
@@ -513,7 +282,7 @@ class _Machine:
             inner[name] = v
             self.exec(s.body, inner, mask)
 
-    def _lane_loop(self, s: For, plan: _LoopPlan, env: dict[str, object], mask: np.ndarray | None) -> None:
+    def _lane_loop(self, s: For, plan: LoopPlan, env: dict[str, object], mask: np.ndarray | None) -> None:
         axis = len(self.lane_shape)
         inner = {k: self._widen(v) for k, v in env.items()}
         self.lane_shape.append(s.extent)
@@ -524,7 +293,7 @@ class _Machine:
             st = saved[name] = self.stores[name]
             k = len(st.private_axes)
             copies = np.repeat(np.expand_dims(st.array, k), s.extent, axis=k)
-            self.stores[name] = _Store(copies, (*st.private_axes, axis), st.scope)
+            self.stores[name] = Store(copies, (*st.private_axes, axis), st.scope)
         try:
             self.exec(s.body, inner, self._widen(mask))  # type: ignore[arg-type]
         finally:
@@ -560,15 +329,15 @@ class _Machine:
         self.exec(s.body, inner, mask)
 
     def _allocate(self, s: Allocate, env: dict[str, object], mask: np.ndarray | None) -> None:
-        self._with_storage(s.buffer, lambda: self.exec(s.body, env, mask))
+        self.with_storage(s.buffer, lambda: self.exec(s.body, env, mask))
 
-    def _with_storage(self, b: Buffer, run: Callable[[], None]) -> None:
+    def with_storage(self, b: Buffer, run: Callable[[], None]) -> None:
         """Run `run` with fresh poisoned storage for `b`: one copy per lane (shared: per block)."""
         axes = tuple(a for a, kind in enumerate(self.lane_kinds)
                      if not (b.scope == "shared" and kind in THREAD_KINDS))
         shape = (*(self.lane_shape[a] for a in axes), *b.storage_shape)
         saved = self.stores.get(b.name)
-        self.stores[b.name] = _Store(_poisoned(shape, b.dtype.numpy), axes, b.scope)
+        self.stores[b.name] = Store(_poisoned(shape, b.dtype.numpy), axes, b.scope)
         try:
             run()
         finally:
@@ -578,7 +347,7 @@ class _Machine:
                 self.stores[b.name] = saved
 
     # ------------------------------------------------------------------ memory
-    def _indices(self, buf: Buffer, st: _Store, idx: list, mask: np.ndarray | None, what: str) -> tuple:
+    def _indices(self, buf: Buffer, st: Store, idx: list, mask: np.ndarray | None, what: str) -> tuple:
         for d, (v, n) in enumerate(zip(idx, buf.shape)):
             if _is_lanes(v):
                 bad = (v < 0) | (v >= n)
@@ -597,7 +366,7 @@ class _Machine:
                     idx[d] = 0
         return (*(self._iota(a) for a in st.private_axes), *idx)
 
-    def _store_of(self, buf: Buffer) -> _Store:
+    def _store_of(self, buf: Buffer) -> Store:
         try:
             return self.stores[buf.name]
         except KeyError:
@@ -682,102 +451,6 @@ class _Machine:
         t = self.eval(e.true_value, env, _and_mask(mask, cond))
         f = self.eval(e.false_value, env, _and_mask(mask, ~cond))
         return np.where(cond, t, f)
-
-    # ------------------------------------------------------------------ GPU threads, one at a time
-    def _threads(self, s: For, env: dict[str, object], mask: np.ndarray | None) -> None:
-        chain = [s]
-        while isinstance(chain[-1].body, For) and chain[-1].body.kind in THREAD_KINDS:
-            chain.append(chain[-1].body)
-        combos = itertools.product(*(range(lp.extent) for lp in chain))
-        envs = [dict(env, **{lp.var.name: v for lp, v in zip(chain, c)}) for c in combos]
-        block = _ThreadBlock(self, envs, mask)
-        block.walk(chain[-1].body, {})
-        block.flush()
-
-    def has_barrier(self, s: Stmt) -> bool:
-        hit = self.barrier_cache.get(id(s))
-        if hit is None:
-            hit = self.barrier_cache[id(s)] = any(isinstance(x, Barrier) for x in walk_stmts(s))
-        return hit
-
-
-class _ThreadBlock:
-    """The threads of one GPU block, run one after another between barriers.
-
-    Statements without a barrier are queued (with the values of the loops around them that
-    contain barriers); a barrier runs the queue in every thread in turn, thread by thread. A
-    loop containing barriers is unrolled, so the phase after its last barrier continues into
-    the next iteration, as on a GPU. Local buffers Allocate'd around barriers get one copy per
-    thread (an Allocate between barriers runs inside each thread anyway).
-    """
-
-    def __init__(self, machine: _Machine, envs: list[dict[str, object]], mask: np.ndarray | None):
-        self.m = machine
-        self.envs = envs
-        self.mask = mask
-        self.own: list[dict[str, _Store]] = [{} for _ in envs]
-        self.per_thread: set[str] = set()  # local buffers Allocate'd around barriers
-        self.queue: list[tuple[Stmt, dict[str, object]]] = []
-
-    def walk(self, s: Stmt, binds: dict[str, object]) -> None:
-        if not self.m.has_barrier(s):
-            self.queue.append((s, binds))
-        elif isinstance(s, Barrier):
-            self.flush()
-        elif isinstance(s, Seq):
-            for x in s.stmts:
-                self.walk(x, binds)
-        elif isinstance(s, For) and s.kind not in THREAD_KINDS:
-            for v in range(s.extent):
-                self.walk(s.body, {**binds, s.var.name: v})
-        elif isinstance(s, IfThenElse):
-            self.flush()
-            taken = {bool(np.all(self.m.eval(s.cond, {**e, **binds}, self.mask))) for e in self.envs}
-            if len(taken) != 1:
-                raise LoweringError("interpret: a barrier is under a condition that differs between threads")
-            branch = s.then_body if taken.pop() else s.else_body
-            if branch is not None:
-                self.walk(branch, binds)
-        elif isinstance(s, Allocate):
-            name = s.buffer.name
-            if s.buffer.scope == "local":
-                self.per_thread.add(name)
-
-            def run() -> None:
-                self.walk(s.body, binds)
-                self.flush()
-
-            self.m._with_storage(s.buffer, run)
-            self.per_thread.discard(name)
-            for o in self.own:
-                o.pop(name, None)
-        else:
-            raise LoweringError(f"interpret: a barrier inside a {type(s).__name__} cannot be run thread by thread")
-
-    def flush(self) -> None:
-        if not self.queue:
-            return
-        n = len(self.envs)
-        order = self.m.rng.permutation(n).tolist() if self.m.thread_order == "random" else list(range(n))
-        if self.m.thread_order == "reversed":
-            order.reverse()
-        stores = self.m.stores
-        local = sorted(self.per_thread)
-        for t in order:
-            saved = {}
-            for name in local:
-                mine = self.own[t].get(name)
-                if mine is None:
-                    st = stores[name]
-                    mine = self.own[t][name] = _Store(st.array.copy(), st.private_axes, st.scope)
-                saved[name] = stores[name]
-                stores[name] = mine
-            try:
-                for stmt, binds in self.queue:
-                    self.m.exec(stmt, {**self.envs[t], **binds}, self.mask)
-            finally:
-                stores.update(saved)
-        self.queue = []
 
 
 __all__ = ["interpret", "run_func", "THREAD_ORDERS"]
