@@ -8,7 +8,7 @@ reg=(4, 64), l1=(4, 64), l2=(64, 128), vec_width=16, parallel=2, pack=("B",):
 
     for i, j, k: block C                      becomes
     for i_0_j_0 in 16*8 parallel:                     # L2 blocks (fused outer loops)
-      B_global[...] = B[k, j-panel]                   # cache_read + compute_at: packed [N/NR, K, NR]
+      B_global[k, jj] = B[k, j-panel]                 # cache_read + compute_at: contiguous [K, l2_N]
       for i_1 in 16: for j_1 in 2:                    # register tiles (L1 tiles when l1 > reg)
         C_local = 0                                   # cache_write: accumulators, kept in registers
         for k in 1024:                                # (k split again by `unroll`, unrolled)
@@ -31,6 +31,7 @@ policy: the final output's outer loops parallel, reduction stages computed at it
 from __future__ import annotations
 
 from tilegraph.errors import ScheduleError
+from tilegraph.loop.ir import For
 from tilegraph.schedule.primitives.common import get_loop
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.te.expr import Select
@@ -53,6 +54,7 @@ def state_to_schedule(workload: Workload, space: IterSpace, state: EtirState) ->
         _micro_kernel(sch, workload, space, state)
     else:
         _tile_blocked(sch, space, state)
+        _stages_at_rows(sch, workload)
     _schedule_other_blocks(sch, workload, space, state.vec_width or 1)
     return sch
 
@@ -242,9 +244,25 @@ def _own_loops(sch: Schedule, block: str) -> list[str]:
 # ----------------------------------------------------------------------------------------- other blocks
 
 
+def _stages_at_rows(sch: Schedule, workload: Workload) -> None:
+    """Multi-stage row operators (softmax, normalisations): compute every reduction stage at the
+    output's row loop, so one parallel loop over rows runs all stages while the row is in cache."""
+    outputs = [t for t in workload.outputs if not t.op.reduce_axes]
+    stages = [t for t in workload.computes if t.op.reduce_axes and t not in workload.outputs]
+    if len(outputs) != 1 or not stages or outputs[0].name not in sch.block_names():
+        return
+    loops = sch.loops(outputs[0].name)
+    if len(loops) < 2:
+        return
+    row = loops[-2]
+    for t in reversed(stages):
+        if t.name in sch.block_names():
+            _try(sch.compute_at, t.name, row)
+
+
 def _schedule_other_blocks(sch: Schedule, workload: Workload, space: IterSpace, vec_width: int) -> None:
     remaining = [t for t in workload.computes if t.name != space.anchor and t.name in sch.block_names()]
-    for t in remaining:
+    for t in reversed(remaining):  # consumers first: stages computed at their loops follow them
         if t.name not in sch.block_names() or _already_scheduled(sch, t.name):
             continue
         plain_block_policy(sch, t.name, len(t.op.axes), vec_width)
@@ -273,6 +291,8 @@ def plain_block_policy(sch: Schedule, block: str, num_spatial: int, vec_width: i
     for name in spatial:
         if get_loop(sch.func, name).kind != "serial":
             break
+        if leading and not _directly_nested(sch, leading[-1], name):
+            break  # other stages sit between the loops (computed at the row loop): fuse stops here
         leading.append(name)
         if _product(sch, leading) >= PARALLEL_TASKS:
             break
@@ -281,6 +301,11 @@ def plain_block_policy(sch: Schedule, block: str, num_spatial: int, vec_width: i
     if not leading or _product(sch, leading) == 1:
         return
     sch.parallel(sch.fuse(*leading) if len(leading) > 1 else leading[0])
+
+
+def _directly_nested(sch: Schedule, outer: str, inner: str) -> bool:
+    body = get_loop(sch.func, outer).body
+    return isinstance(body, For) and body.var.name == inner
 
 
 def _product(sch: Schedule, loops: list[str]) -> int:
