@@ -1,7 +1,8 @@
 """The `tilegraph` console script.
 
-    tilegraph tune GMM-4 matmul:512,256,384 --time 60 [--strategy gensor] [--trials N] [--db PATH] [--json]
-    tilegraph bench GMM-4 --vs numpy,torch [--db PATH] [--json]
+    tilegraph tune GMM-4 matmul:512,256,384 --time 60 [--strategy gensor] [--trials N] [--target opencl]
+                    [--db PATH] [--json]
+    tilegraph bench GMM-4 --vs numpy,torch [--target cpu] [--db PATH] [--json]
     tilegraph db list | best | distill | export FILE | import FILE | merge OTHER.db   [--db PATH]
     tilegraph info [--json]
 
@@ -56,14 +57,28 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _target_spec(text: str) -> str:
+    """A target string ("cpu", "opencl", "cpu -cores=2") that Target.from_string accepts."""
+    from tilegraph.target import Target
+
+    try:
+        Target.from_string(text)
+    except (ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(str(e).strip().splitlines()[0]) from None
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tilegraph", description="tilegraph: build and tune tensor kernels")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     db_opt = _Parser(add_help=False)
     db_opt.add_argument("--db", default=None, help="tuning database file (default: the user data folder's tuning.db)")
+    target_opt = _Parser(add_help=False)
+    target_opt.add_argument("--target", type=_target_spec, default="cpu",
+                            help="what the kernels run on: cpu (default), opencl, cuda, or e.g. 'cpu -cores=2'")
 
-    tune = sub.add_parser("tune", parents=[db_opt], help="tune workloads and store every measurement")
+    tune = sub.add_parser("tune", parents=[db_opt, target_opt], help="tune workloads and store every measurement")
     tune.add_argument("workloads", nargs="+", metavar="WORKLOAD", help="suite id (GMM-4) or op:shape spec")
     tune.add_argument("--batch", type=_int_at_least(1), default=1, help="batch size for suite workloads")
     tune.add_argument("--strategy", default="gensor", help="search strategy name")
@@ -73,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--json", action="store_true", help="one JSON object per workload on stdout")
 
-    bench = sub.add_parser("bench", parents=[db_opt], help="time the best known kernel against numpy/torch")
+    bench = sub.add_parser("bench", parents=[db_opt, target_opt], help="time the best known kernel against numpy/torch")
     bench.add_argument("workloads", nargs="+", metavar="WORKLOAD")
     bench.add_argument("--vs", default="numpy", help="comma-separated peers: numpy,torch")
     bench.add_argument("--batch", type=_int_at_least(1), default=1)
@@ -124,12 +139,12 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
     get_strategy(args.strategy)  # fail on a bad name before any work
     workloads = [resolve_workload(spec, batch=args.batch) for spec in args.workloads]
-    _require_compiler()
+    _require_toolchain(args.target)
     db = open_database(args.db)
     rows = []
     for spec, wl in zip(args.workloads, workloads):
-        result = tune(wl, strategy=args.strategy, time_budget=args.time, trials=args.trials, db=db, seed=args.seed,
-                      progress=not args.json, num_threads=args.threads)
+        result = tune(wl, target=args.target, strategy=args.strategy, time_budget=args.time, trials=args.trials,
+                      db=db, seed=args.seed, progress=not args.json, num_threads=args.threads)
         row = {"workload": spec, **{k: v for k, v in result.summary().items()}}
         rows.append(row)
         if args.json:
@@ -152,8 +167,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     unknown = [p for p in peers if p not in PEERS]
     if unknown:
         raise ValueError(f"unknown peer(s) {', '.join(unknown)} for --vs; known peers: {', '.join(PEERS)}")
+    if args.target.strip() != "cpu":
+        raise ValueError(f"bench --target {args.target!r}: only the default cpu target can be benchmarked so far")
     workloads = [resolve_workload(spec, batch=args.batch) for spec in args.workloads]
-    _require_compiler()
+    _require_toolchain(args.target)
     db = open_database(args.db)
     rows = []
     for spec, wl in zip(args.workloads, workloads):
@@ -243,13 +260,22 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 # ---------------------------------------------------------------------------- helpers
-def _require_compiler() -> None:
-    from tilegraph.target import Target
-
-    cc = Target().cc
+def _require_toolchain(target: str) -> None:
+    """Fail before any work when the target's compiler or device is missing."""
     import shutil
 
-    if not cc or shutil.which(cc) is None:
+    from tilegraph.target import Target
+
+    tgt = Target.from_string(target)
+    if tgt.kind == "opencl":
+        from tilegraph.runtime.opencl import available
+
+        if not available():
+            raise TilegraphError("no OpenCL device found (install pyopencl and an OpenCL driver such as PoCL)")
+    elif tgt.kind == "cuda":
+        if not tgt.cc or shutil.which(tgt.cc) is None:
+            raise TilegraphError("nvcc not found (install the CUDA toolkit or pass --target 'cuda -cc=PATH')")
+    elif not tgt.cc or shutil.which(tgt.cc) is None:
         raise TilegraphError("no C compiler found (install gcc or set CC)")
 
 

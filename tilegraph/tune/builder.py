@@ -6,6 +6,7 @@
 A ScheduleError, a lowering or compiler error, a worker that dies, or a build that runs past its
 timeout becomes BuildResult(ok=False, error_kind="build_error" | "build_timeout", message): a bad
 candidate never stops tuning. A worker stuck past its timeout is killed and the pool replaced.
+What a built kernel ships to the runner, per target, is tune/kernel_loader.py's describe_kernel.
 """
 
 from __future__ import annotations
@@ -87,13 +88,12 @@ def build_candidate(workload: Workload, trace_json: str, target: Any, meta: dict
                                args=workload_args(workload), loader="raw", build_time_s=time.perf_counter() - start)
         from tilegraph.driver import build
         from tilegraph.schedule import Schedule
+        from tilegraph.tune.kernel_loader import describe_kernel
 
         sch = Schedule.replay(workload, trace_json)
-        kernel = build(sch, target=resolve_target(target))
-        return BuildResult(True, lib_path=str(kernel.lib_path), entry=str(kernel.entry), source=kernel.source,
-                           args=workload_args(workload), loader="runtime", build_time_s=time.perf_counter() - start,
-                           input_buffers=tuple(kernel.inputs), output_buffers=tuple(kernel.outputs),
-                           kernel_target=kernel.target)
+        tgt = resolve_target(target)
+        kernel = build(sch, target=tgt)
+        return describe_kernel(kernel, tgt, workload_args(workload), time.perf_counter() - start)
     except _BuildTimeout:
         return BuildResult(False, "build_timeout", f"build took longer than {timeout_s:g} s",
                            build_time_s=time.perf_counter() - start)

@@ -1,6 +1,6 @@
 """Plain result values that cross process boundaries during measurement (all picklable).
 
-    BuildResult   builder -> runner: the compiled .so, its entry and argument specs, or a build failure
+    BuildResult   builder -> runner: the compiled kernel (.so or GPU source), its argument specs, or a failure
     RunResult     runner -> tuner: the check verdict and timing statistics of one candidate
     TuneResult    tg.tune -> user: the best kernel found and a summary of the search
 
@@ -34,11 +34,14 @@ class BuildResult:
     entry: str | None = None
     source: str | None = None
     args: tuple[ArgSpec, ...] = ()
-    loader: str = "runtime"  # "runtime": tilegraph.runtime Kernel; "raw": pointers in ArgSpec order (test hook)
+    # how the runner rebuilds the kernel (tune/kernel_loader.py): "runtime" (CPU Kernel), "raw" (pointers in
+    # ArgSpec order, test hook), "opencl", "cuda"
+    loader: str = "runtime"
     input_buffers: tuple[Any, ...] = ()  # the Kernel's loop.ir.Buffer parameters, to load it in the runner
     output_buffers: tuple[Any, ...] = ()
     kernel_target: Any = None
     build_time_s: float = 0.0
+    payload: Any = None  # what a GPU loader needs to rebuild the kernel (kernel_loader.GpuKernelSpec)
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,19 @@
-"""Runner: check and time built candidates in one isolated, persistent worker process.
+"""Runner: check and time built candidates (any target) in one isolated, persistent worker process.
 
     with Runner(MeasurePolicy(min_time_s=0.2)) as runner:
         result = runner.run(workload, build_result, seed=7)     # RunResult(kind="ok", samples=...)
 
 For every candidate the parent draws fresh random inputs (a new seed per check) and the float64
-reference; the worker poisons the outputs with NaN, runs the kernel once, compares, and only then
-times it. A worker that dies (segfault) gives kind "crash", one that runs past policy.timeout_s is
-killed and gives "timeout"; either way a fresh worker takes over and tuning goes on. An exclusive
-lock file (fcntl.flock) in the cache folder keeps two tuning processes from timing at once.
+reference; the worker rebuilds the kernel for its target (tune/kernel_loader.py: a CPU .so, an
+OpenCL program from its source, a CUDA .so), poisons the outputs with NaN, runs the kernel once,
+compares, and only then times it. A worker that dies (segfault) gives kind "crash", one that runs
+past policy.timeout_s is killed and gives "timeout"; either way a fresh worker takes over and
+tuning goes on. An exclusive lock file (fcntl.flock) in the cache folder keeps two tuning
+processes from timing at once.
 """
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import multiprocessing
 import os
@@ -27,6 +28,7 @@ import numpy as np
 from tilegraph.config import cache_dir
 from tilegraph.errors import TilegraphError
 from tilegraph.te.workload import Workload
+from tilegraph.tune.kernel_loader import load_kernel
 from tilegraph.tune.measure import (
     MeasurePolicy,
     cache_flusher,
@@ -58,33 +60,17 @@ def _poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return np.full(shape, np.iinfo(dt).min, dtype=dt)
 
 
-def _load(build: BuildResult, num_threads: int | None) -> Callable[[list[np.ndarray]], None]:
-    """A callable taking every argument array (inputs, then outputs) and running the kernel."""
-    if build.loader == "runtime":
-        from tilegraph.runtime.kernel import Kernel
-
-        kernel = Kernel(build.lib_path, build.entry, build.input_buffers, build.output_buffers, build.source or "",
-                        build.kernel_target)
-        n_in = len(build.input_buffers)
-        return lambda arrays: kernel(*arrays[:n_in], out=tuple(arrays[n_in:]), num_threads=num_threads)
-    lib = ctypes.CDLL(str(build.lib_path))
-    fn = getattr(lib, str(build.entry))
-    fn.restype = None
-    fn.argtypes = [ctypes.c_void_p] * len(build.args)
-    return lambda arrays: fn(*[a.ctypes.data for a in arrays])
-
-
 def _measure_in_worker(build: BuildResult, inputs: list[np.ndarray], references: list[np.ndarray],
                        policy: MeasurePolicy) -> RunResult:
-    call = _load(build, policy.num_threads)
+    kernel = load_kernel(build, policy.num_threads)
     outputs = [_poisoned(a.shape, a.dtype) for a in build.args if a.is_output]
-    arrays = [np.ascontiguousarray(x) for x in inputs] + outputs
-    call(arrays)
-    ok, max_error, message = compare_outputs(outputs, references, policy.rtol, policy.atol_scale)
+    launch = kernel.bind([np.ascontiguousarray(x) for x in inputs], outputs)
+    launch.run()
+    ok, max_error, message = compare_outputs(launch.outputs(), references, policy.rtol, policy.atol_scale)
     if not ok:
         return RunResult("wrong_answer", message, max_error=max_error)
     flush = cache_flusher() if policy.flush_cache else None
-    samples = time_runs(lambda: call(arrays), policy, flush)
+    samples = time_runs(launch.run, policy, flush)
     return RunResult("ok", "", tuple(samples), max_error=max_error)
 
 

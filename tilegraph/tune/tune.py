@@ -1,6 +1,7 @@
 """tg.tune: search schedules for a workload, measure them safely, keep every result.
 
     result = tg.tune(wl, time_budget=60)          # or trials=200, strategy="random", db="my.db"
+    result = tg.tune(wl, target="opencl")         # GPU targets: the runner rebuilds each kernel per target
     result.kernel(*inputs); result.latency_s; result.gflops; result.trace
 
 Loop: propose -> skip traces already recorded for this workload and target (resume) -> build the
