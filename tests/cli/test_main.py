@@ -88,3 +88,5 @@ def test_info_json(dirs, capsys):
     assert main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["fingerprint"].startswith("cpu-") and info["cores"] >= 1 and info["database"].endswith("tuning.db")
+    assert info["peak_gflops_1_thread"] > 0 and info["peaks_source"] in ("measured", "nominal (no compiler to measure with)")
+    assert any(key.startswith("bandwidth_") for key in info)

@@ -4,7 +4,7 @@
                     [--db PATH] [--json]
     tilegraph bench GMM-4 --vs numpy,torch [--target cpu] [--db PATH] [--json]
     tilegraph db list | best | distill | export FILE | import FILE | merge OTHER.db   [--db PATH]
-    tilegraph info [--json]
+    tilegraph info [--json] [--remeasure]
 
 Bad input (unknown workload, malformed shape, negative budget, unusable database, missing
 compiler) prints one line `tilegraph: error: ...` on stderr and exits with code 2.
@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", parents=[db_opt], help="target fingerprint, ISA, cores, caches, compiler, paths")
     info.add_argument("--json", action="store_true")
+    info.add_argument("--remeasure", action="store_true",
+                      help="measure the peaks again instead of using the cached measurement (do it on a quiet machine)")
     return parser
 
 
@@ -235,6 +237,22 @@ def _cmd_db(args: argparse.Namespace) -> int:
     return 0
 
 
+def _measured_peaks(target: Any, remeasure: bool = False) -> dict[str, Any]:
+    """The hardware model's peaks (measured once by micro-benchmarks, cached under the fingerprint)."""
+    from tilegraph.tune.hardware import hardware_model
+
+    hw = hardware_model(target, remeasure=remeasure)
+    source = "measured" if hw.measured else "nominal (no compiler to measure with)"
+    peaks: dict[str, Any] = {
+        "peak_gflops_1_thread": round(hw.peak_flops_1t / 1e9, 1),
+        f"peak_gflops_{hw.cores}_threads": round(hw.peak_flops_all / 1e9, 1),
+    }
+    for level, bw in hw.bandwidth_bytes.items():
+        peaks[f"bandwidth_{level}_gb_s"] = round(bw / 1e9, 1)
+    peaks["peaks_source"] = source
+    return peaks
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from tilegraph.config import cache_dir
     from tilegraph.target import Target
@@ -247,6 +265,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         "l3_bytes": t.l3_bytes, "compiler": t.cc, "compiler_version": t.cc_version,
         "cflags": " ".join(t.cflags or ()), "cache_dir": str(cache_dir()), "database": str(args.db or default_path()),
     }
+    info.update(_measured_peaks(t, args.remeasure))
     if args.json:
         print(json.dumps(info))
     else:

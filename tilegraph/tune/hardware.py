@@ -182,10 +182,11 @@ def _cache_path(fingerprint: str) -> Path:
     return _cache_dir() / "hardware" / f"{fingerprint}.json"
 
 
-def hardware_model(target: Any = None, measure: bool = True) -> HardwareModel:
+def hardware_model(target: Any = None, measure: bool = True, remeasure: bool = False) -> HardwareModel:
     """The hardware model of a CPU target (a tilegraph Target, "cpu" or None for this machine).
 
     measure=True measures peak FLOP/s and bandwidths once (cached by the target fingerprint);
+    remeasure=True ignores that cache (measure on a quiet machine: neighbours lower the peaks);
     measure=False, or a machine without gcc, gives nominal numbers from the static facts.
     """
     facts = _facts_from_target(target)
@@ -193,7 +194,7 @@ def hardware_model(target: Any = None, measure: bool = True) -> HardwareModel:
     if not measure:
         return nominal
     path = _cache_path(facts.fingerprint)
-    if path.exists():
+    if path.exists() and not remeasure:
         try:
             return HardwareModel.from_json(path.read_text())
         except (ValueError, TypeError, KeyError):
