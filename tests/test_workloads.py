@@ -78,9 +78,10 @@ def test_reduced_keeps_the_op_and_kernel_and_shrinks_extents():
     assert workloads.get("GRP-1", reduced=True).inputs[1].shape == (3, 3, 2, 8)
 
 
+@pytest.mark.parametrize("batch", [1, 16])
 @pytest.mark.parametrize("wid", workloads.list())
-def test_every_reduced_suite_entry_interprets_to_its_reference(wid):
-    wl = workloads.get(wid, batch=2 if wid.startswith(("GMM", "NRM")) else 1, reduced=True)
+def test_every_reduced_suite_entry_interprets_to_its_reference(wid, batch):
+    wl = workloads.get(wid, batch=batch, reduced=True)
     arrays = random_inputs(wl, seed=1)
     expected = reference_outputs(wl, arrays)[0]
     got = tg.interpret(wl, *arrays)
