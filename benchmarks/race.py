@@ -11,6 +11,7 @@ Any system that is missing, cannot express the op or fails becomes a row with a 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ class RaceConfig:
     peaks: dict[int, float] = field(default_factory=dict)  # threads -> FLOP/s
     tvm_venv: str | None = None
     workloads: Sequence[str] = ()  # keep only these case names (empty: the whole suite)
+    db_dir: str | None = None  # one fresh tuning database per strategy here (None: tilegraph's default database)
 
 
 def _error(exc: BaseException) -> str:
@@ -207,7 +209,8 @@ def race_suite(suite: str, config: RaceConfig, log: Callable[[str], None] = lamb
             peers.append(peer)
     tg_systems = []
     for strategy in config.strategies:
-        system = TilegraphSystem(strategy, config.budget_s, seed=config.seed)
+        db = None if config.db_dir is None else os.path.join(config.db_dir, f"tuning-{strategy}.db")
+        system = TilegraphSystem(strategy, config.budget_s, seed=config.seed, db=db)
         why = system.unavailable()
         if why:
             notes.append(f"{suite}: {system.name} skipped: {why}")
