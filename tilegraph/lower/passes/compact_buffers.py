@@ -17,10 +17,14 @@ ranged, the scope loop and those around it fixed) has a constant extent smaller 
 buffer's, the dimension shrinks to that extent and every index becomes `index - region_start`;
 otherwise it is kept whole. The dimension order (layout) and storage padding are unchanged.
 Index expressions inside blocks may then mention loop variables of the scope (region starts).
+
+`compact(func, widen)` lets a target range some loops *around* the scope as well: the GPU pipeline
+ranges the thread loops for shared buffers, so one block-wide tile serves every thread.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from tilegraph.loop.ir import Allocate, Block, Buffer, BufferStore, For, Func, IfThenElse, Stmt
@@ -31,21 +35,31 @@ from tilegraph.te.expr import BufferLoad, Const, Expr
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import uses_var, walk
 
+# (buffer, statements from the root down to the scope loop) -> enclosing loops whose range the region spans too.
+Widen = Callable[[Buffer, list[Stmt]], list[For]]
+
 
 def run(func: Func, target: object = None) -> Func:
+    return compact(func)
+
+
+def compact(func: Func, widen: Widen | None = None) -> Func:
+    """Allocate and shrink every alloc of `func` (see the module docstring)."""
     for buf in func.allocs:
-        func = _compact(func, buf)
+        func = _compact(func, buf, widen)
     return func
 
 
-def _compact(func: Func, buf: Buffer) -> Func:
+def _compact(func: Func, buf: Buffer, widen: Widen | None) -> Func:
     allocs = tuple(b for b in func.allocs if b.name != buf.name)
     paths = _access_paths(func.body, buf.name)
     if not paths:
         return replace(func, allocs=allocs)
-    scope = _scope_loop(func, buf.name, _common_prefix(paths))
+    prefix = _common_prefix(paths)
+    scope = _scope_loop(func, buf.name, prefix)
     body = scope.body if scope is not None else func.body
-    region = _region(body, buf)
+    above = prefix[: prefix.index(scope) + 1] if scope is not None else []
+    region = _region(body, buf, widen(buf, above) if widen is not None else [])
     starts: list[Expr | None] = []
     shape: list[int] = []
     for n, iv in zip(buf.shape, region):
@@ -117,12 +131,12 @@ def _scope_loop(func: Func, name: str, prefix: list[Stmt]) -> For | None:
     return loops[-1] if loops else None
 
 
-def _region(body: Stmt, buf: Buffer) -> list[Interval | None]:
+def _region(body: Stmt, buf: Buffer, extra: list[For]) -> list[Interval | None]:
     items = accesses(body, buf.name)
     out: list[Interval | None] = []
     for d in range(buf.ndim):
         try:
-            per = [interval(a.indices[d], {lp.var: lp.extent for lp in a.loops}) for a in items]
+            per = [interval(a.indices[d], {lp.var: lp.extent for lp in (*extra, *a.loops)}) for a in items]
             iv = union(per, f"dimension {d} of {buf.name}")
         except RegionError:
             out.append(None)
