@@ -5,6 +5,6 @@ is taken by the lowering pipeline, so anything a printer meets it can print.
 """
 
 # Bumped whenever generated code changes for the same lowered IR; part of Target.fingerprint.
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 
 __all__ = ["CODEGEN_VERSION"]

@@ -72,3 +72,65 @@ def test_split_tail_guard_becomes_vector_chunk_or_scalar_loop():
     assert not any(isinstance(s, For) and s.kind == "vectorized" for s in walk_stmts(out.body))
     a = np.random.default_rng(0).standard_normal(67).astype(np.float32)
     np.testing.assert_allclose(tg.interpret(out, a), a * 2.0, rtol=1e-6)
+
+
+def _calls(out, name):
+    from tilegraph.te.expr import Call
+    from tilegraph.te.visit import walk
+
+    stores = [s for s in walk_stmts(out.body) if isinstance(s, BufferStore)]
+    return [(c, s) for s in stores for c in walk(s.value) if isinstance(c, Call) and c.name == name]
+
+
+def test_math_calls_become_vector_calls():
+    out = _vectorized(lambda x, i, j: te.exp(x[i, j]) + te.erf(x[i, 0]), n=16)
+    assert not any(isinstance(s, For) and s.kind == "vectorized" for s in walk_stmts(out.body))
+    exp_calls = _calls(out, "exp")
+    assert exp_calls and all(isinstance(c.args[0].indices[0], Ramp) for c, _ in exp_calls)
+    (erf_call, _), *_ = _calls(out, "erf")
+    assert not isinstance(erf_call.args[0].indices[0], Ramp)  # invariant in j: one scalar call, broadcast
+
+
+def test_select_on_loaded_values_becomes_a_lane_mask():
+    from tilegraph.te.expr import Cmp, Select
+
+    out = _vectorized(lambda x, i, j: te.select(x[i, j].gt(0.0), x[i, j], te.exp(x[i, j]) - 1.0), n=16)
+    (store,) = [s for s in walk_stmts(out.body) if isinstance(s, BufferStore)]
+    assert isinstance(store.value, Select) and isinstance(store.value.cond, Cmp)
+    assert isinstance(store.value.cond.b, Broadcast)
+    a = np.random.default_rng(0).standard_normal((2, 16)).astype(np.float32)
+    got = np.asarray(tg.interpret(out, a)).reshape(2, 16)
+    np.testing.assert_allclose(got, np.where(a > 0, a, np.expm1(a.astype(np.float64))), rtol=1e-6)
+
+
+def test_load_under_a_lane_select_is_blended_when_provably_in_bounds():
+    # X[i, j + 1] reaches flat index 33 of 34: every lane may read it, so the select is a blend
+    x = te.placeholder((2, 17), name="X")
+    y = te.compute((2, 16), lambda i, j: te.select(x[i, j].gt(0.0), x[i, j + 1], 0.0), name="Y")
+    sch = tg.Schedule(te.Workload([x], [y]))
+    sch.vectorize(sch.loops(y)[1])
+    out = lower(sch.func, AVX512)
+    assert not any(isinstance(s, For) and s.kind == "vectorized" for s in walk_stmts(out.body))
+    a = np.random.default_rng(0).standard_normal((2, 17)).astype(np.float32)
+    got = np.asarray(tg.interpret(out, a)).reshape(2, 16)
+    np.testing.assert_array_equal(got, np.where(a[:, :16] > 0, a[:, 1:], 0.0))
+
+
+def test_load_that_may_leave_its_buffer_keeps_the_scalar_loop():
+    # X[i, j - 1] is flat index -1 at i = j = 0: a blend would read it on every lane
+    x = te.placeholder((2, 16), name="X")
+    y = te.compute((2, 16), lambda i, j: te.select(x[i, j].gt(0.0), x[i, j - 1], 0.0), name="Y")
+    sch = tg.Schedule(te.Workload([x], [y]))
+    sch.vectorize(sch.loops(y)[1])
+    loops = [s for s in walk_stmts(lower(sch.func, AVX512).body) if isinstance(s, For) and s.kind == "vectorized"]
+    assert [lp.extent for lp in loops] == [16]
+
+
+def test_casts_between_float_and_int_are_vector_conversions():
+    from tilegraph.te.expr import Cast
+
+    out = _vectorized(lambda x, i, j: (x[i, j] * 10.0).astype("int32").astype("float32"), n=8, target=AVX2)
+    (store,) = [s for s in walk_stmts(out.body) if isinstance(s, BufferStore)]
+    assert isinstance(store.value, Cast) and isinstance(store.value.value, Cast)
+    a = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(tg.interpret(out, a)).reshape(2, 8), np.trunc(a * np.float32(10)))

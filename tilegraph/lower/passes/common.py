@@ -32,6 +32,22 @@ def map_exprs(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
     return rewrite_stmt(s, on_stmt)
 
 
+def map_exprs_with_ranges(s: Stmt, fn: Callable[[Expr, dict[str, Bounds]], Expr]) -> Stmt:
+    """Like `map_exprs`, where `fn` also receives the ranges of the loop variables enclosing the
+    expression (name -> inclusive bounds)."""
+
+    def on_stmt(x: Stmt, ranges: dict[str, Bounds]) -> Stmt | None:
+        if isinstance(x, BufferStore):
+            return BufferStore(x.buffer, tuple(fn(i, ranges) for i in x.indices), fn(x.value, ranges))
+        if isinstance(x, IfThenElse):
+            return replace(x, cond=fn(x.cond, ranges))
+        if isinstance(x, Block):
+            return replace(x, bindings=tuple(fn(b, ranges) for b in x.bindings), predicate=fn(x.predicate, ranges))
+        return None
+
+    return transform_with_ranges(s, on_stmt)
+
+
 def substitute_stmt(s: Stmt, mapping: Mapping[Var, Expr]) -> Stmt:
     """Replace variables in every expression under `s`, simplifying the results."""
     if not mapping:

@@ -10,27 +10,47 @@ is one vector statement per store, the leftover (< 4 iterations) a scalar loop:
 Stores must be stride 1 in the loop variable; stride-1 loads become vector loads, invariant
 expressions broadcasts, other affine strides gathers (`ramp` with that stride). A guard that is
 an interval in the variable (the tail of a non-dividing split) is tested at both ends of each
-chunk: `if (all lanes pass) vector statement else scalar loop over the chunk`. Anything else
-(other conditions or selects depending on the variable, math calls, casts, non-affine indices, types
-other than float32/int32) keeps a scalar loop marked `vectorized`, which the printer emits with
-`#pragma GCC ivdep` for the C compiler to vectorise.
+chunk: `if (all lanes pass) vector statement else scalar loop over the chunk`.
+
+Math calls (exp, log, tanh, ...) become vector calls (the printer emits SIMD helpers for them),
+float32/int32 casts vector conversions, and a select whose condition depends on the variable a
+lane mask and a blend:
+
+    Y[i*16 + j] = select(X[i*16 + j] > 0, X[i*16 + j], exp(X[i*16 + j]))
+    ==>  Y[ramp(i*16, 1, 16)] = select(X[ramp(i*16, 1, 16)] > broadcast(0, 16), X[ramp(..)], exp(X[ramp(..)]))
+
+A blend evaluates both branches on every lane, so a load under such a select is allowed only
+where its index is provably inside its buffer for every lane (a guarded load of padding is not).
+Anything else (other conditions on the variable, the variable used as a value, non-affine
+indices, types other than float32/int32) keeps a scalar loop marked `vectorized`, which the
+printer emits with `#pragma GCC ivdep` for the C compiler to vectorise.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from tilegraph import dtype as dt
 from tilegraph.loop.ir import BufferStore, For, Func, IfThenElse, Seq, Stmt, seq
 from tilegraph.loop.names import fresh_name
-from tilegraph.loop.visit import rewrite_stmt
-from tilegraph.lower.passes.common import all_loop_names, lanes_of, linear_in, substitute_stmt, uses
-from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Cmp, Const, Expr, Ramp, Select, Var
+from tilegraph.lower.passes.common import (
+    Bounds,
+    all_loop_names,
+    bounds,
+    lanes_of,
+    linear_in,
+    substitute_stmt,
+    transform_with_ranges,
+    uses,
+)
+from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
 from tilegraph.te.simplify import simplify
-from tilegraph.te.visit import substitute
+from tilegraph.te.visit import substitute, walk
 
 VECTOR_WIDTHS = (16, 8, 4)
 VECTOR_TYPES = (dt.float32, dt.int32)
+VECTOR_CALLS = ("exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "abs", "floor", "ceil")
 _VECTOR_OPS = {"add", "sub", "mul", "div", "max", "min"}
 
 
@@ -38,16 +58,26 @@ class _Fallback(Exception):
     """The loop body cannot be expressed with vector statements."""
 
 
+@dataclass(frozen=True)
+class _Chunk:
+    """The lanes start..start+lanes-1 of the loop variable `var`, inside loops with `ranges`."""
+
+    var: Var
+    start: int
+    lanes: int
+    ranges: Mapping[str, Bounds]
+
+
 def run(func: Func, target: object) -> Func:
     taken = all_loop_names(func.body)
     max_lanes = _max_lanes(target)
 
-    def on_stmt(s: Stmt) -> Stmt | None:
+    def on_stmt(s: Stmt, ranges: dict[str, Bounds]) -> Stmt | None:
         if isinstance(s, For) and s.kind == "vectorized":
-            return vectorize_loop(s, max_lanes, taken)
+            return vectorize_loop(s, max_lanes, taken, ranges)
         return None
 
-    return replace(func, body=rewrite_stmt(func.body, on_stmt))
+    return replace(func, body=transform_with_ranges(func.body, on_stmt))
 
 
 def _max_lanes(target: object) -> int:
@@ -67,7 +97,10 @@ def chunk_widths(extent: int, max_lanes: int) -> list[int]:
     return widths
 
 
-def vectorize_loop(loop: For, max_lanes: int, taken: set[str]) -> Stmt:
+def vectorize_loop(loop: For, max_lanes: int, taken: set[str], ranges: Mapping[str, Bounds] | None = None) -> Stmt:
+    """`loop` as vector chunks plus a scalar tail, or unchanged when its body cannot be vectorised.
+    `ranges` (of the enclosing loop variables) lets loads under lane-dependent selects be proven
+    in bounds; without it such selects fall back."""
     widths = chunk_widths(loop.extent, max_lanes)
     if not widths:
         return loop
@@ -75,7 +108,7 @@ def vectorize_loop(loop: For, max_lanes: int, taken: set[str]) -> Stmt:
         chunks: list[Stmt] = []
         start = 0
         for w in widths:
-            chunks.append(_vector_stmt(loop.body, loop.var, start, w, taken))
+            chunks.append(_vector_stmt(loop.body, _Chunk(loop.var, start, w, ranges or {}), taken))
             start += w
     except _Fallback:
         return loop
@@ -88,14 +121,15 @@ def vectorize_loop(loop: For, max_lanes: int, taken: set[str]) -> Stmt:
     return seq(*chunks)
 
 
-def _vector_stmt(s: Stmt, v: Var, start: int, lanes: int, taken: set[str]) -> Stmt:
+def _vector_stmt(s: Stmt, c: _Chunk, taken: set[str]) -> Stmt:
+    v = c.var
     if isinstance(s, Seq):
-        return Seq(tuple(_vector_stmt(x, v, start, lanes, taken) for x in s.stmts))
+        return Seq(tuple(_vector_stmt(x, c, taken) for x in s.stmts))
     if isinstance(s, IfThenElse):
         if uses(s.cond, v):
-            return _guarded_chunk(s, v, start, lanes, taken)
-        other = None if s.else_body is None else _vector_stmt(s.else_body, v, start, lanes, taken)
-        return IfThenElse(s.cond, _vector_stmt(s.then_body, v, start, lanes, taken), other)
+            return _guarded_chunk(s, c, taken)
+        other = None if s.else_body is None else _vector_stmt(s.else_body, c, taken)
+        return IfThenElse(s.cond, _vector_stmt(s.then_body, c, taken), other)
     if not isinstance(s, BufferStore):
         raise _Fallback
     if s.buffer.dtype not in VECTOR_TYPES or len(s.indices) != 1:
@@ -103,23 +137,24 @@ def _vector_stmt(s: Stmt, v: Var, start: int, lanes: int, taken: set[str]) -> St
     form = linear_in(s.indices[0], v)
     if form is None or form[0] != 1:
         raise _Fallback
-    base = simplify(form[1] + Const(start))
-    value = _widen(_vector_expr(s.value, v, start, lanes), lanes)
-    return BufferStore(s.buffer, (Ramp(base, 1, lanes),), value)
+    base = simplify(form[1] + Const(c.start))
+    value = _widen(_vector_expr(s.value, c), c.lanes)
+    return BufferStore(s.buffer, (Ramp(base, 1, c.lanes),), value)
 
 
-def _guarded_chunk(s: IfThenElse, v: Var, start: int, lanes: int, taken: set[str]) -> Stmt:
+def _guarded_chunk(s: IfThenElse, c: _Chunk, taken: set[str]) -> Stmt:
     """A guard on the lane (the tail of a non-dividing split): where it holds at both ends of the
     chunk it holds on every lane (it is an interval in `v`), so the chunk is one vector statement;
     otherwise a scalar loop over the chunk keeps the guard."""
+    v = c.var
     if s.else_body is not None or not _is_interval_in(s.cond, v):
         raise _Fallback
-    vector = _vector_stmt(s.then_body, v, start, lanes, taken)
-    ends = [simplify(substitute(s.cond, {v: Const(start + k, v.dtype)})) for k in (0, lanes - 1)]
+    vector = _vector_stmt(s.then_body, c, taken)
+    ends = [simplify(substitute(s.cond, {v: Const(c.start + k, v.dtype)})) for k in (0, c.lanes - 1)]
     name = fresh_name(f"{v.name}_lane", taken)
     taken.add(name)
     lane = Var(name, v.dtype)
-    scalar = For(lane, lanes, "serial", substitute_stmt(s, {v: lane + start}))
+    scalar = For(lane, c.lanes, "serial", substitute_stmt(s, {v: lane + c.start}))
     return IfThenElse(simplify(BinOp("and", ends[0], ends[1])), vector, scalar)
 
 
@@ -132,34 +167,81 @@ def _is_interval_in(cond: Expr, v: Var) -> bool:
     return not uses(cond, v)
 
 
-def _vector_expr(e: Expr, v: Var, start: int, lanes: int) -> Expr:
-    """`e` over the lanes start..start+lanes-1 of `v`: a scalar when invariant, else a vector."""
-    if not uses(e, v):
+def _vector_expr(e: Expr, c: _Chunk) -> Expr:
+    """`e` over the lanes of the chunk: a scalar when invariant, else a vector (a lane mask for
+    conditions)."""
+    if not uses(e, c.var):
         return e
+    if e.dtype.kind == "bool":
+        return _vector_mask(e, c)
     if e.dtype not in VECTOR_TYPES:
         raise _Fallback
     if isinstance(e, BufferLoad):
-        if len(e.indices) != 1:
-            raise _Fallback
-        form = linear_in(e.indices[0], v)
-        if form is None:
-            raise _Fallback
-        coefficient, rest = form
-        base = simplify(rest + Const(coefficient * start))
-        if coefficient == 0:
-            return BufferLoad(e.buffer, (base,))
-        return BufferLoad(e.buffer, (Ramp(base, coefficient, lanes),))
+        return _vector_load(e, c)
     if isinstance(e, BinOp) and e.op in _VECTOR_OPS:
         if e.op == "div" and not e.dtype.is_float:
             raise _Fallback
-        a = _vector_expr(e.a, v, start, lanes)
-        b = _vector_expr(e.b, v, start, lanes)
-        return BinOp(e.op, _widen(a, lanes), _widen(b, lanes))
-    if isinstance(e, Select) and not uses(e.cond, v):
-        t = _vector_expr(e.true_value, v, start, lanes)
-        f = _vector_expr(e.false_value, v, start, lanes)
-        return Select(e.cond, _widen(t, lanes), _widen(f, lanes))
+        return BinOp(e.op, _vector_operand(e.a, c), _vector_operand(e.b, c))
+    if isinstance(e, Select):
+        t, f = _vector_operand(e.true_value, c), _vector_operand(e.false_value, c)
+        if not uses(e.cond, c.var):
+            return Select(e.cond, t, f)
+        if not all(_load_in_bounds(x, c) for branch in (e.true_value, e.false_value) for x in walk(branch)
+                   if isinstance(x, BufferLoad)):
+            raise _Fallback
+        return Select(_vector_mask(e.cond, c), t, f)
+    if isinstance(e, Call) and e.name in VECTOR_CALLS and len(e.args) == 1:
+        if not e.dtype.is_float and e.name != "abs":
+            raise _Fallback
+        return Call(e.name, (_vector_operand(e.args[0], c),), e.dtype)
+    if isinstance(e, Cast) and e.value.dtype in VECTOR_TYPES:
+        return Cast(e.dtype, _vector_operand(e.value, c))
     raise _Fallback
+
+
+def _vector_operand(e: Expr, c: _Chunk) -> Expr:
+    return _widen(_vector_expr(e, c), c.lanes)
+
+
+def _vector_mask(e: Expr, c: _Chunk) -> Expr:
+    """A condition over the lanes as a lane mask: vector comparisons joined by and/or/not. An
+    invariant condition inside a lane-dependent one becomes the mask `broadcast(int(cond)) != 0`
+    (masks are int32 vectors in C, never broadcast bools)."""
+    if not uses(e, c.var):
+        as_int = Broadcast(Cast(dt.int32, e), c.lanes)
+        return Cmp("ne", as_int, Broadcast(Const(0, dt.int32), c.lanes))
+    if isinstance(e, Cmp):
+        if e.a.dtype not in VECTOR_TYPES:
+            raise _Fallback
+        return Cmp(e.op, _vector_operand(e.a, c), _vector_operand(e.b, c))
+    if isinstance(e, BinOp) and e.op in ("and", "or"):
+        return BinOp(e.op, _vector_mask(e.a, c), _vector_mask(e.b, c))
+    if isinstance(e, Not):
+        return Not(_vector_mask(e.a, c))
+    raise _Fallback
+
+
+def _vector_load(e: BufferLoad, c: _Chunk) -> Expr:
+    if len(e.indices) != 1:
+        raise _Fallback
+    form = linear_in(e.indices[0], c.var)
+    if form is None:
+        raise _Fallback
+    coefficient, rest = form
+    base = simplify(rest + Const(coefficient * c.start))
+    if coefficient == 0:
+        return BufferLoad(e.buffer, (base,))
+    return BufferLoad(e.buffer, (Ramp(base, coefficient, c.lanes),))
+
+
+def _load_in_bounds(e: BufferLoad, c: _Chunk) -> bool:
+    """Every lane of the chunk reads inside the buffer (so a blend may read it unconditionally)."""
+    if len(e.indices) != 1:
+        return False
+    ranges = dict(c.ranges)
+    ranges[c.var.name] = (c.start, c.start + c.lanes - 1)
+    span = bounds(e.indices[0], ranges)
+    return span is not None and span[0] >= 0 and span[1] < e.buffer.size
 
 
 def _widen(e: Expr, lanes: int) -> Expr:

@@ -5,7 +5,9 @@
     if (i < 16): S   (i in [0, 8))     ==>    S
     if (i < 0): S                      ==>    (nothing)
 
-Integer index arithmetic is regrouped into c1*x1 + ... + c0 (`(j*32 + 5) - j*32` -> 5).
+Integer index arithmetic is regrouped into c1*x1 + ... + c0 (`(j*32 + 5) - j*32` -> 5), and
+floordiv/floormod of affine indices fold within the enclosing loop ranges
+(`(j_0*64 + j_1*16 + j_2) // 64` -> j_0 when j_1 < 4 and j_2 < 16).
 Conditions are decided by interval arithmetic over the enclosing loop ranges.
 """
 
@@ -19,18 +21,19 @@ from tilegraph.lower.passes.common import (
     Bounds,
     canonical_index,
     is_nop,
-    map_exprs,
+    map_exprs_with_ranges,
     prove,
     substitute_stmt,
     transform_with_ranges,
 )
 from tilegraph.te.expr import Const
-from tilegraph.te.simplify import simplify
+from tilegraph.te.simplify import simplify_bounded
 
 
 def run(func: Func, target: object) -> Func:
     body = _drop_unit_loops(func.body)
-    body = map_exprs(body, lambda e: simplify(canonical_index(simplify(e))))
+    body = map_exprs_with_ranges(
+        body, lambda e, ranges: simplify_bounded(canonical_index(simplify_bounded(e, ranges)), ranges))
     body = transform_with_ranges(body, _decide)
     return replace(func, body=body)
 
