@@ -144,6 +144,11 @@ class Schedule:
         """Split `block`'s init into a new block placed before `loop`; returns the init block."""
         return BlockRV(self._apply("decompose_reduction", block=_name(block), loop=str(loop))[0])
 
+    def rfactor(self, block: str | Tensor, loop: str, scope: str = "global") -> BlockRV:
+        """Partial results of `block` along reduction loop `loop` go to a new buffer (in `scope`)
+        and block `<out>_rf` where `loop` is spatial; `block` then reduces them. Returns the rf block."""
+        return BlockRV(self._apply("rfactor", block=_name(block), loop=str(loop), scope=scope)[0])
+
     # ------------------------------------------------------------------ generic entry
     def apply(self, kind: str, **inputs: Any) -> tuple[str, ...]:
         """Apply any registered primitive by name (used by primitives added without a method)."""

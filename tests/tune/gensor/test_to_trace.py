@@ -119,3 +119,63 @@ def test_non_dividing_micro_kernel_compiles_and_matches():
     out = np.full((37, 45), np.nan, dtype=np.float32)
     kernel(*args, out=(out,), num_threads=2)
     np.testing.assert_allclose(out, reference_outputs(wl, args)[0], rtol=1e-4, atol=1e-4)
+
+
+def _odd_reduction_workload(kind):
+    if kind == "softmax":
+        x = te.placeholder((3, 5, 333), name="x")
+        return tg.Workload([x], [ops.softmax(x)])
+    if kind == "layer_norm":
+        x, g, b = te.placeholder((9, 203), name="x"), te.placeholder((203,), name="g"), te.placeholder((203,), name="b")
+        return tg.Workload([x, g, b], [ops.layer_norm(x, g, b)])
+    if kind == "norm_bmn":
+        x = te.placeholder((1, 37, 301), name="x")
+        return tg.Workload([x], [ops.norm_bmn(x)])
+    if kind == "norm_bmn_batched":
+        x = te.placeholder((70, 3, 29), name="x")
+        return tg.Workload([x], [ops.norm_bmn(x)])
+    if kind == "vector_sum":
+        x = te.placeholder((5003,), name="x")
+        return tg.Workload([x], [ops.sum(x, axis=0)])
+    x = te.placeholder((6, 77), name="x")
+    return tg.Workload([x], [getattr(ops, kind)(x, axis=-1)])
+
+
+def _gensor_schedules(wl, k=2):
+    cands = GensorStrategy(top_k=k, config=QUICK, hw=HW).propose(TuneContext(wl, "cpu", 0, None), k)
+    assert cands
+    return [tg.Schedule.replay(wl, c.trace_json) for c in cands]
+
+
+ODD_REDUCTIONS = ["softmax", "layer_norm", "norm_bmn", "norm_bmn_batched", "vector_sum", "sum", "mean", "max", "min"]
+
+
+@pytest.mark.parametrize("kind", ODD_REDUCTIONS)
+def test_contiguous_reductions_are_rfactored_into_vector_partial_results(kind):
+    wl = _odd_reduction_workload(kind)
+    for sch in _gensor_schedules(wl):
+        kinds = _kinds(sch)
+        assert "rfactor" in kinds and "vectorize" in kinds
+        assert any(b.endswith("_rf") for b in sch.block_names())
+        _check(wl, sch, rtol=1e-4)
+
+
+def test_full_reduction_runs_its_chunks_in_parallel():
+    wl = _odd_reduction_workload("norm_bmn")
+    sch = _gensor_schedules(wl, 1)[0]
+    assert _kinds(sch).count("rfactor") == 2 and "parallel" in _kinds(sch)
+    assert "norm_bmn_sumsq_rf_rf" in sch.block_names()
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("kind", ODD_REDUCTIONS)
+def test_rfactored_reductions_compile_and_match(kind):
+    wl = _odd_reduction_workload(kind)
+    args = random_inputs(wl, seed=4)
+    refs = reference_outputs(wl, args)
+    for sch in _gensor_schedules(wl):
+        kernel = tg.build(sch, target="cpu")
+        outs = tuple(np.full(t.shape, np.nan, dtype=np.float32) for t in wl.outputs)
+        kernel(*args, out=outs, num_threads=2)
+        for got, ref in zip(outs, refs):
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

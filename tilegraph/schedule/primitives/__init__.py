@@ -13,6 +13,7 @@ from tilegraph.schedule.primitives.decompose_reduction import decompose_reductio
 from tilegraph.schedule.primitives.fuse import fuse
 from tilegraph.schedule.primitives.reorder import reorder
 from tilegraph.schedule.primitives.reverse_compute_at import reverse_compute_at
+from tilegraph.schedule.primitives.rfactor import rfactor
 from tilegraph.schedule.primitives.split import split
 from tilegraph.schedule.primitives.storage_pad import storage_pad
 
@@ -31,4 +32,5 @@ PRIMITIVES = {
     "compute_inline": compute_inline,
     "storage_pad": storage_pad,
     "decompose_reduction": decompose_reduction,
+    "rfactor": rfactor,
 }

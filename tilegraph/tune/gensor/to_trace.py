@@ -22,7 +22,20 @@ All reduce loops sit inside the register tile (the write-back may not follow a p
 relu) absorbs the write-back (compute_inline) and is computed on the register tile. Padding and
 transpose producers are compute_inline'd first.
 
-Other anchors (reductions, pooling, elementwise, softmax/norm stages) keep the blocked nest of the
+Plain anchors that reduce along a contiguous last dimension (softmax and layer_norm stages, reduce
+ops, norm_bmn) become vector partial results: every such stage is computed at the output's row
+loop when there is one, then split k -> (ko, ki = 8..64 lanes, wider as the state's `unroll` grows),
+rfactor(ki) into a local `<stage>_rf` and vectorize ki; the stage itself sums the lanes per row:
+
+    for row in rows parallel:                        # the output's row loop (or the stage's own rows)
+      for ko: for ki vectorized: max_rf[ki] = max(max_rf[ki], x[row, ko*16 + ki])
+      for ki_rf: max[row] = max(max[row], max_rf[ki_rf])
+      ... expsum the same way ...; softmax[row, :] vectorized
+
+A full reduction with too few rows for the cores (norm_bmn) also splits its outermost reduction
+loop in REDUCTION_TASKS chunks and rfactors it, so the chunks run in parallel.
+
+Other anchors (pooling, elementwise, other reductions) keep the blocked nest of the
 ETIR docstring (outer | l1 | r_outer | reg | r_inner | micro). Their remaining blocks get the plain
 policy: the final output's outer loops parallel, reduction stages computed at its row loop
 (compute_at) when legal, innermost contiguous loops vectorized.
@@ -31,17 +44,24 @@ policy: the final output's outer loops parallel, reduction stages computed at it
 from __future__ import annotations
 
 from tilegraph.errors import ScheduleError
-from tilegraph.loop.ir import For
-from tilegraph.schedule.primitives.common import get_loop
+from tilegraph.loop.ir import BufferStore, For
+from tilegraph.loop.region import linear_terms
+from tilegraph.loop.visit import walk_stmts
+from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
-from tilegraph.te.expr import Select
-from tilegraph.te.visit import walk
+from tilegraph.te.expr import BufferLoad, Select
+from tilegraph.te.visit import uses_var, walk
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.state import EtirState, IterSpace, can_pack
 
 # loop-nest position of each level, outermost first
 _BLOCKED_ORDER = ("outer", "l1", "r_outer", "reg", "r_inner", "r_unroll", "micro", "interleave", "vec")
 PARALLEL_TASKS = 64  # fuse outer loops of plain blocks until there are this many parallel chunks
+RF_LANES = 16  # partial results per vector of a rfactor'ed reduction (one AVX-512 vector, two AVX2 ones)
+RF_MIN_LANES = 8
+RF_MIN_STEPS = 16  # vector steps per row before a wider partial result pays for its final sum
+RF_MAX_VECTORS = 4  # independent partial-result vectors per row (chosen by the state's unroll)
+REDUCTION_TASKS = 16  # parallel chunks of a full reduction (too few rows to spread over the cores)
 _MICRO_KERNEL_ORDER = ("outer", "l1", "reg", "r_outer", "r_inner", "r_unroll", "micro", "interleave", "vec")
 
 
@@ -52,6 +72,10 @@ def state_to_schedule(workload: Workload, space: IterSpace, state: EtirState) ->
     _inline_stages(sch, workload, space, micro)
     if micro:
         _micro_kernel(sch, workload, space, state)
+    elif _is_row_reduction(sch, space):
+        _stages_at_rows(sch, workload)
+        for name in _row_reduction_blocks(sch, workload):
+            _rfactor_reduction(sch, name, state)
     else:
         _tile_blocked(sch, space, state)
         _stages_at_rows(sch, workload)
@@ -239,6 +263,93 @@ def _own_loops(sch: Schedule, block: str) -> list[str]:
         if [b.name for b in blocks(loop.body)] == [block]:
             out.append(name)
     return out
+
+
+# ----------------------------------------------------------------------------------------- reductions
+
+
+def _is_row_reduction(sch: Schedule, space: IterSpace) -> bool:
+    """A plain anchor that reduces along the contiguous last dimension of what it reads (softmax
+    and normalisation stages, reduce ops, norms): it gets rfactor'ed vector partial results."""
+    return space.kind == "plain" and space.has_reduce and _contiguous_inner_reduction(sch, space.anchor)
+
+
+def _row_reduction_blocks(sch: Schedule, workload: Workload) -> list[str]:
+    return [t.name for t in workload.computes
+            if t.op.reduce_axes and t.name in sch.block_names() and _contiguous_inner_reduction(sch, t.name)]
+
+
+def _contiguous_inner_reduction(sch: Schedule, block: str) -> bool:
+    """The block's innermost loop drives a reduce variable that indexes some buffer's last
+    dimension with stride 1."""
+    loops = sch.loops(block)
+    if not loops:
+        return False
+    blk = get_block(sch.func, block)
+    innermost = get_loop(sch.func, loops[-1]).var
+    driven = [iv.var for iv, b in zip(blk.iter_vars, blk.bindings) if iv.kind == "reduce" and b == innermost]
+    if len(driven) != 1:
+        return False
+    loads = [e for st in walk_stmts(blk.body) if isinstance(st, BufferStore) for e in walk(st.value)
+             if isinstance(e, BufferLoad) and e.indices]
+    return any(linear_terms(e.indices[-1])[0].get(driven[0]) == 1 for e in loads)
+
+
+def _rfactor_width(state: EtirState, inner_extent: int, work: int) -> int:
+    """Partial results per row (`work` elements reduced into them): whole vectors, more of them
+    (independent accumulation chains) as the state's `unroll` grows; 0 when the loop is too short."""
+    width = RF_LANES * max(1, min(state.unroll, RF_MAX_VECTORS))
+    while width > RF_MIN_LANES and (width > inner_extent or width * RF_MIN_STEPS > work):
+        width //= 2  # the final sum of the partial results is a serial chain: keep it short
+    return width if width <= inner_extent else 0
+
+
+def _rfactor_reduction(sch: Schedule, block: str, state: EtirState) -> None:
+    """split k -> (ko, ki = lanes) + rfactor(ki) + vectorize(ki): the reduction runs as vector partial
+    results, the original block sums them per row. A block with its own nest runs its rows in
+    parallel; with too few rows for the cores (a full reduction) the outermost reduction loop is
+    split in REDUCTION_TASKS chunks and rfactor'ed as well, so the chunks run in parallel."""
+    blk = get_block(sch.func, block)
+    reduce_binds = [b for iv, b in zip(blk.iter_vars, blk.bindings) if iv.kind == "reduce"]
+    own = _own_loops(sch, block)
+    standalone = len(own) == len(sch.loops(block))
+    red_loops = [n for n in own if any(uses_var(b, get_loop(sch.func, n).var) for b in reduce_binds)]
+    spatial = [n for n in own if n not in red_loops]
+    inner_extent = get_loop(sch.func, red_loops[-1]).extent
+    rows = _product(sch, spatial)
+    work = _product(sch, red_loops)
+    split_chunks = standalone and rows < PARALLEL_TASKS // 4 and work >= REDUCTION_TASKS * RF_LANES * RF_MIN_STEPS
+    width = _rfactor_width(state, inner_extent, work // REDUCTION_TASKS if split_chunks else work)
+    if not width:
+        return
+    if split_chunks:
+        if len(red_loops) == 1:
+            chunk, _, lanes = sch.split(red_loops[0], [REDUCTION_TASKS, None, width])
+        else:
+            chunk, _ = sch.split(red_loops[0], [REDUCTION_TASKS, None])
+            _, lanes = sch.split(red_loops[-1], [None, width])
+        partial = sch.rfactor(block, chunk)
+        sch.rfactor(partial, lanes, "local")
+        sch.vectorize(lanes)
+        sch.parallel(chunk)
+        return
+    if standalone:
+        _parallel_leading(sch, spatial)
+    _, lanes = sch.split(red_loops[-1], [None, width])
+    sch.rfactor(block, lanes, "local")
+    sch.vectorize(lanes)
+
+
+def _parallel_leading(sch: Schedule, loops: list[str]) -> None:
+    leading: list[str] = []
+    for name in loops:
+        if leading and not _directly_nested(sch, leading[-1], name):
+            break
+        leading.append(name)
+        if _product(sch, leading) >= PARALLEL_TASKS:
+            break
+    if leading and _product(sch, leading) > 1:
+        sch.parallel(sch.fuse(*leading) if len(leading) > 1 else leading[0])
 
 
 # ----------------------------------------------------------------------------------------- other blocks
