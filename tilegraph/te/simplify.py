@@ -1,17 +1,33 @@
 """Arithmetic simplification of integer index expressions and constant folding.
 
+    simplify(e)                         # rules below
+    simplify(e, {j_1: 4, j_2: 16})      # also uses 0 <= j_1 < 4, 0 <= j_2 < 16
+
 Rules (applied bottom-up until nothing changes at a node):
     c1 op c2 -> c                x + 0, 0 + x, x - 0, x * 1, 1 * x -> x     x * 0 -> 0
     (x + c1) + c2 -> x + (c1+c2)  (x * c1) * c2 -> x * (c1*c2)
     x // 1 -> x                  x % 1 -> 0
     (x * c) // c -> x            (x * c) % c -> 0          (for c > 0)
-Integer division and modulo are floor division / floor modulo (Python semantics).
+    (M + R) // c -> M/c + R // c,  (M + R) % c -> R % c    (M: the terms whose coefficients c divides)
+    R // c -> k, R % c -> R - k*c        when every value of R lies in [k*c, (k+1)*c) (needs ranges)
+
+For example, with j_1 in [0, 4) and j_2 in [0, 16):
+    (j_0*64 + j_1*16 + j_2) // 64  ->  j_0          (j_0*64 + j_1*16 + j_2) % 64  ->  j_1*16 + j_2
+
+Integer division and modulo are floor division / floor modulo (Python semantics), so both
+decompositions hold for negative values too. Bounds of sub-expressions come from interval
+arithmetic over the variable ranges; a variable without a range has no bounds.
 """
 
 from __future__ import annotations
 
-from tilegraph.te.expr import BinOp, Cmp, Const, Expr, Select
+from collections.abc import Mapping
+
+from tilegraph.dtype import DType
+from tilegraph.te.expr import BinOp, Cmp, Const, Expr, Select, Var
 from tilegraph.te.visit import rewrite
+
+Bounds = tuple[int, int]  # inclusive
 
 _FOLD = {
     "add": lambda a, b: a + b,
@@ -25,13 +41,14 @@ _CMP_FOLD = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
     "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
 }
+_NO_BOUNDS: Mapping[str, Bounds] = {}
 
 
 def _is(e: Expr, value: object) -> bool:
     return isinstance(e, Const) and e.value == value and not isinstance(e.value, bool)
 
 
-def _step(e: Expr) -> Expr | None:
+def _step(e: Expr, known: Mapping[str, Bounds]) -> Expr | None:
     if isinstance(e, Cmp) and isinstance(e.a, Const) and isinstance(e.b, Const):
         return Const(bool(_CMP_FOLD[e.op](e.a.value, e.b.value)), e.dtype)
     if isinstance(e, Select) and isinstance(e.cond, Const):
@@ -70,14 +87,14 @@ def _step(e: Expr) -> Expr | None:
         if isinstance(a, Const):
             return BinOp("add", b, a)
         if isinstance(b, Const) and isinstance(a, BinOp) and a.op == "add" and isinstance(a.b, Const):
-            return _simp(BinOp("add", a.a, Const(a.b.value + b.value, e.dtype)))
+            return _simp(BinOp("add", a.a, Const(a.b.value + b.value, e.dtype)), known)
     if op == "sub":
         if _is(b, 0):
             return a
         if a == b:
             return Const(0, e.dtype)
         if isinstance(b, Const):
-            return _simp(BinOp("add", a, Const(-b.value, e.dtype)))
+            return _simp(BinOp("add", a, Const(-b.value, e.dtype)), known)
     if op == "mul":
         if _is(a, 1):
             return b
@@ -93,24 +110,141 @@ def _step(e: Expr) -> Expr | None:
         if b.value == 1:
             return a
         if isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const) and a.b.value % b.value == 0:
-            return _simp(BinOp("mul", a.a, Const(a.b.value // b.value, e.dtype)))
+            return _simp(BinOp("mul", a.a, Const(a.b.value // b.value, e.dtype)), known)
+        return _fold_div_mod(e, known)
     if op == "floormod" and isinstance(b, Const) and b.value > 0:
         if b.value == 1:
             return Const(0, e.dtype)
         if isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const) and a.b.value % b.value == 0:
             return Const(0, e.dtype)
+        return _fold_div_mod(e, known)
     return None
 
 
-def _simp(e: Expr) -> Expr:
+def _fold_div_mod(e: BinOp, known: Mapping[str, Bounds]) -> Expr | None:
+    """`a // c` or `a % c` for an affine `a` = M + R (M: terms that c divides, constant included
+    as far as c divides it). Returns None when no rule applies."""
+    if e.dtype.lanes != 1 or not isinstance(e.b, Const):
+        return None
+    c = e.b.value
+    terms: dict[Expr, int] = {}
+    constant = _affine_terms(e.a, 1, terms)
+    multiple = {x: k // c for x, k in terms.items() if k % c == 0 and k != 0}
+    rest = {x: k for x, k in terms.items() if k % c != 0}
+    q, r = divmod(constant, c)
+    rest_bounds = _affine_bounds(rest, r, known)
+    if rest_bounds is not None and rest_bounds[0] // c == rest_bounds[1] // c:
+        k = rest_bounds[0] // c
+        if e.op == "floordiv":
+            return _affine_expr(multiple, q + k, e.dtype, known)
+        if not multiple and q == 0 and k == 0:
+            return e.a
+        return _affine_expr(rest, r - k * c, e.dtype, known)
+    if not multiple and q == 0:
+        return None
+    remainder = _affine_expr(rest, r, e.dtype, known)
+    if e.op == "floormod":
+        return _simp(BinOp("floormod", remainder, e.b), known)
+    quotient = _simp(BinOp("floordiv", remainder, e.b), known)
+    return _simp(BinOp("add", _affine_expr(multiple, q, e.dtype, known), quotient), known)
+
+
+def _affine_terms(e: Expr, scale: int, terms: dict[Expr, int]) -> int:
+    """Add scale*e into `terms` (atom -> coefficient, in order of first use); returns the constant."""
+    if isinstance(e, Const) and e.dtype.is_int and not isinstance(e.value, bool):
+        return scale * e.value
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        left = _affine_terms(e.a, scale, terms)
+        return left + _affine_terms(e.b, scale if e.op == "add" else -scale, terms)
+    if isinstance(e, BinOp) and e.op == "mul" and isinstance(e.b, Const) and not isinstance(e.b.value, bool):
+        return _affine_terms(e.a, scale * e.b.value, terms)
+    if isinstance(e, BinOp) and e.op == "mul" and isinstance(e.a, Const) and not isinstance(e.a.value, bool):
+        return _affine_terms(e.b, scale * e.a.value, terms)
+    terms[e] = terms.get(e, 0) + scale
+    return 0
+
+
+def _affine_bounds(terms: Mapping[Expr, int], constant: int, known: Mapping[str, Bounds]) -> Bounds | None:
+    lo = hi = constant
+    for atom, k in terms.items():
+        b = value_bounds(atom, known)
+        if b is None:
+            return None
+        lo += min(k * b[0], k * b[1])
+        hi += max(k * b[0], k * b[1])
+    return (lo, hi)
+
+
+def _affine_expr(terms: Mapping[Expr, int], constant: int, dtype: DType, known: Mapping[str, Bounds]) -> Expr:
+    out: Expr | None = None
+    for atom, k in terms.items():
+        if k == 0:
+            continue
+        term = atom if abs(k) == 1 else BinOp("mul", atom, Const(abs(k), dtype))
+        if out is None:
+            out = term if k > 0 else BinOp("sub", Const(0, dtype), term)
+        else:
+            out = _simp(BinOp("add" if k > 0 else "sub", out, term), known)
+    if out is None:
+        return Const(constant, dtype)
+    return _simp(BinOp("add", out, Const(constant, dtype)), known)
+
+
+def value_bounds(e: Expr, known: Mapping[str, Bounds]) -> Bounds | None:
+    """Inclusive bounds of an integer scalar expression from the bounds of its variables (by
+    name), or None when some variable has none or an operation is not covered."""
+    if isinstance(e, Const):
+        return (e.value, e.value) if e.dtype.is_int and not isinstance(e.value, bool) else None
+    if isinstance(e, Var):
+        return known.get(e.name)
+    if not isinstance(e, BinOp) or not e.dtype.is_int or e.dtype.lanes != 1:
+        return None
+    a, b = value_bounds(e.a, known), value_bounds(e.b, known)
+    if a is None or b is None:
+        return None
+    if e.op == "add":
+        return (a[0] + b[0], a[1] + b[1])
+    if e.op == "sub":
+        return (a[0] - b[1], a[1] - b[0])
+    if e.op == "mul":
+        products = [x * y for x in a for y in b]
+        return (min(products), max(products))
+    if e.op == "max":
+        return (max(a[0], b[0]), max(a[1], b[1]))
+    if e.op == "min":
+        return (min(a[0], b[0]), min(a[1], b[1]))
+    if e.op in ("floordiv", "floormod") and b[0] == b[1] and b[0] > 0:
+        c = b[0]
+        if e.op == "floordiv":
+            return (a[0] // c, a[1] // c)
+        return (a[0] % c, a[1] % c) if a[0] // c == a[1] // c else (0, c - 1)
+    return None
+
+
+def _simp(e: Expr, known: Mapping[str, Bounds]) -> Expr:
     for _ in range(8):
-        out = _step(e)
+        out = _step(e, known)
         if out is None or out == e:
             return e
         e = out
     return e
 
 
-def simplify(e: Expr) -> Expr:
-    """Constant-fold and apply the algebraic rules above, bottom-up."""
-    return rewrite(e, _simp)
+def simplify(e: Expr, ranges: Mapping[Var, int] | None = None) -> Expr:
+    """Constant-fold and apply the algebraic rules above, bottom-up. `ranges` gives an extent per
+    variable (the variable lies in [0, extent)); it lets floordiv/floormod of affine indices fold."""
+    if not ranges:
+        return rewrite(e, lambda x: _simp(x, _NO_BOUNDS))
+    known: dict[str, Bounds] = {}
+    for var, extent in ranges.items():
+        if not isinstance(var, Var):
+            raise TypeError(f"simplify: ranges keys must be Var, got {type(var).__name__}")
+        if not isinstance(extent, int) or isinstance(extent, bool) or extent < 1:
+            raise ValueError(f"simplify: ranges[{var.name}] must be a positive int extent, got {extent!r}")
+        known[var.name] = (0, extent - 1)
+    return simplify_bounded(e, known)
+
+
+def simplify_bounded(e: Expr, known: Mapping[str, Bounds]) -> Expr:
+    """`simplify` with inclusive bounds per variable name (the form lowering passes keep)."""
+    return rewrite(e, lambda x: _simp(x, known))

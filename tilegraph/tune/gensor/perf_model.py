@@ -9,6 +9,7 @@ Terms (all per run; C = cores used = min(cores, parallel tasks)):
     executed     = flops_per_point * Π_spatial ceil(E/l2)*l2 * Π_reduce ceil(R/rstep)*rstep    (tails are paid)
     micro-kernel, per reduction step: acc = accumulator vectors, loads = vector loads + broadcasts
         cycles   = max(acc / fma_units, loads / 2 load ports, fma_latency) + loop overhead / unroll
+                   + 4 x broadcasts indexed through a floormod of a fused parallel loop
         eff      = (acc / fma_units) / cycles
     T_comp       = executed / (peak_per_core * C * eff * vec_width / lanes)
     traffic      L1->reg: register tiles x operand footprint over the whole reduction
@@ -19,6 +20,13 @@ Terms (all per run; C = cores used = min(cores, parallel tasks)):
     T_mem        = max over levels of traffic / bandwidth (L1, L2 per core x C; L3, DRAM shared)
     T̂            = imbalance * max(T_comp, T_mem) + 0.1 * min(T_comp, T_mem) + overheads
     imbalance    = ceil(tasks / cores) / (tasks / cores)   when tasks >= cores
+
+Register micro-kernel family (`_evaluate_micro`): each register tile streams its operands' panels
+over the whole reduction, from L1, L2 or memory (packed panels stream 2x faster than the measured L3
+bandwidth). Unpacked panels whose rows are >= 4 KiB apart are latency-bound: T_mem includes
+25 cycles per panel row touched. Non-dividing L2 blocks guard the kernel: T_comp x 1.5, x 4 when the
+vector axis is ragged, and x 2 more behind a fused parallel loop. Calibrated with
+benchmarks/model_quality.py (GMM-4 and C2D-2, 1 thread, Zen 4).
 """
 
 from __future__ import annotations
@@ -34,10 +42,24 @@ PARALLEL_OVERHEAD_S = 3e-6
 TILE_OVERHEAD_CYCLES = 12
 KSTEP_OVERHEAD_CYCLES = 1.0
 NOMINAL_HZ = 3.0e9
-GUARDED_KERNEL_PENALTY = 1.3  # a tile that does not divide its axis puts a guard inside the micro-kernel
-GUARDED_FUSED_PENALTY = 8.0
-STRIDED_ROW_BYTES = 4096  # unpacked panels with rows this far apart miss the TLB / prefetcher
-STRIDED_PENALTY = 2.0
+# A tile that does not divide its axis puts a guard inside the micro-kernel. On the vector axis
+# the guard splits every vector FMA into a checked vector / scalar pair; behind a fused parallel
+# loop gcc no longer hoists the guards (measured on GMM-4, 1 thread: ~1.5x, ~4x, and ~2x more).
+GUARDED_KERNEL_PENALTY = 1.5
+GUARDED_VECTOR_PENALTY = 4.0
+GUARDED_FUSED_PENALTY = 2.0
+# Unpacked panels with rows this far apart touch a new page per row: the hardware prefetcher
+# stops at page boundaries and the row's first line costs about an L2 round trip plus a TLB
+# miss, which the micro-kernel cannot hide (measured ~9 ns per row on GMM-4, 1 thread).
+STRIDED_ROW_BYTES = 4096
+STRIDED_ROW_CYCLES = 25.0
+# Contiguous (packed) panels stream with the prefetcher ahead of the micro-kernel: a panel that
+# overflows L2 is still served faster than the all-core L3 bandwidth we measure.
+PACKED_STREAM_SPEEDUP = 2.0
+# A fused parallel loop is split back with floordiv/floormod inside the micro-kernel, and gcc does
+# not hoist the floormod out of the reduction loop: a few cycles per broadcast that needs it
+# (measured ~5x on C2D-2 with 14 such broadcasts per step; packed copies are indexed from the task).
+FUSED_INDEX_CYCLES = 4.0
 L1_REUSE_FRACTION = 0.5
 
 
@@ -94,9 +116,22 @@ class PerfModel:
             loads += acc  # elementwise: every output vector is stored once per "step"
         cycles = max(acc / hw.fma_units, loads / 2.0, float(hw.fma_latency_cycles if sp.has_reduce else 1))
         cycles += KSTEP_OVERHEAD_CYCLES / max(1, state.unroll)
+        cycles += FUSED_INDEX_CYCLES * self._fused_index_loads(state, unit)
         spill = max(0.0, acc + state.interleave + 1 - hw.vector_registers)
         cycles += 2.0 * spill
         return (acc / hw.fma_units) / cycles, cycles
+
+    def _fused_index_loads(self, state: EtirState, unit: tuple[int, ...]) -> float:
+        """Broadcasts per reduction step whose index takes a floormod of the fused parallel loop:
+        unpacked operands not indexed by the vector axis but by a fused axis other than the first
+        (0 unless loops are fused). Vector loads hide it (measured on GMM-4's B)."""
+        sp = self.space
+        outer = [a for a, e in enumerate(sp.spatial) if -(-e // state.l2[a]) > 1]
+        inner_fused = set(outer[1: state.parallel])
+        if not inner_fused:
+            return 0.0
+        return sum(footprint_bytes(o, unit) / o.dtype_bytes for o in sp.operands
+                   if o.axes_used() & inner_fused and state.vec_axis not in o.axes_used() and o.name not in state.pack)
 
     def _evaluate(self, state: EtirState) -> Breakdown:
         if self.space.kind == "reuse" and state.vec_axis >= 0:
@@ -159,9 +194,7 @@ class PerfModel:
         vec_eff = max(1, state.vec_width) / hw.simd_lanes_fp32
         peak_core = hw.peak_flops(cores) / cores
         t_comp = sp.flops_per_point * padded / (peak_core * cores * eff * vec_eff)
-        if any(e % t for e, t in zip(sp.spatial, state.l2)):
-            # guards inside the micro-kernel; behind a fused parallel loop gcc can no longer hoist them
-            t_comp *= GUARDED_FUSED_PENALTY if state.parallel >= 2 else GUARDED_KERNEL_PENALTY
+        t_comp *= self._guard_penalty(state)
 
         n_reg = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.reg))
         n_l2 = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.l2))
@@ -171,30 +204,33 @@ class PerfModel:
         block_tiles = self._tiles(state.l2, None)
         f_reg = {o.name: float(footprint_bytes(o, reg_tiles)) for o in sp.operands}
         q_l1 = q_l2 = q_mem = 0.0
-        copy_s = 0.0
+        copy_s = strided_rows = 0.0
         for o in sp.operands:
             streamed = n_reg * f_reg[o.name]
             f_block = float(footprint_bytes(o, block_tiles))
             others = sum(v for k, v in f_reg.items() if k != o.name)
-            penalty = 1.0
-            if o.name in self.packable:
-                # rows of the panel the micro-kernel walks down: the task's panel once packed, else the operand's
-                row = state.l2[state.vec_axis] if o.name in state.pack else o.shape[-1]
-                penalty += (STRIDED_PENALTY - 1.0) * min(1.0, row * o.dtype_bytes / STRIDED_ROW_BYTES)
+            packed = o.name in state.pack
             if inner is not None and inner not in o.axes_used() and f_reg[o.name] <= L1_REUSE_FRACTION * hw.l1d_bytes:
                 q_l1 += streamed
-            elif f_block + others <= CAPACITY_FRACTION * hw.l2_bytes:
-                q_l2 += streamed * penalty
             else:
-                q_mem += streamed * penalty
+                if f_block + others <= CAPACITY_FRACTION * hw.l2_bytes:
+                    q_l2 += streamed
+                else:
+                    q_mem += streamed / PACKED_STREAM_SPEEDUP if packed else streamed
+                if o.name in self.packable and not packed:
+                    # every row of the register tile's panel is a page apart: one latency-bound touch each
+                    row_bytes = o.shape[-1] * o.dtype_bytes
+                    panel_rows = f_reg[o.name] / (state.reg[state.vec_axis] * o.dtype_bytes)
+                    strided_rows += n_reg * panel_rows * min(1.0, row_bytes / STRIDED_ROW_BYTES)
             q_mem += n_l2 * f_block
-            if o.name in state.pack:
+            if packed:
                 copy_s += n_l2 * f_block / hw.bandwidth("l2", cores)
         out_total = math.prod(sp.spatial) * sp.output_bytes
         q_mem += out_total
         source = "l3" if self.unique_bytes <= CAPACITY_FRACTION * hw.l3_bytes else "dram"
+        t_strided = strided_rows * STRIDED_ROW_CYCLES / (NOMINAL_HZ * cores)
         t_mem = max(q_l1 / hw.bandwidth("l1", cores), q_l2 / hw.bandwidth("l2", cores),
-                    q_mem / hw.bandwidth(source, cores))
+                    q_mem / hw.bandwidth(source, cores), t_strided)
         overhead = n_reg * (TILE_OVERHEAD_CYCLES + math.prod(state.reg) / max(1, state.vec_width)) / (NOMINAL_HZ * cores)
         if state.parallel:
             overhead += PARALLEL_OVERHEAD_S
@@ -204,6 +240,15 @@ class PerfModel:
         fp_l1 = sum(f_reg.values())
         fp_l2 = self._inputs_fp(block_tiles)
         return Breakdown(seconds, t_comp, t_mem, eff, cores, imbalance, (q_l1, q_l2, q_mem), (reg_fp, fp_l1, fp_l2))
+
+    def _guard_penalty(self, state: EtirState) -> float:
+        """Slowdown of a micro-kernel whose L2 blocks do not divide their axes (guards inside)."""
+        sp = self.space
+        ragged = [a for a, (e, t) in enumerate(zip(sp.spatial, state.l2)) if e % t]
+        if not ragged:
+            return 1.0
+        penalty = GUARDED_VECTOR_PENALTY if state.vec_axis in ragged else GUARDED_KERNEL_PENALTY
+        return penalty * (GUARDED_FUSED_PENALTY if state.parallel >= 2 else 1.0)
 
     # ------------------------------------------------------------------ Roller's prior
     def reuse_score(self, state: EtirState, grown: EtirState, level: str) -> float:
