@@ -44,7 +44,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", default="1,2", help="thread counts, comma list")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 5; 3 with --short)")
     parser.add_argument("--min-sample", type=float, default=None, help="seconds per sample (default 0.1; 0.02 with --short)")
-    parser.add_argument("--settle", type=float, default=0.02, help="pause before each sample, seconds")
+    parser.add_argument("--settle", type=float, default=None,
+                        help="pause before each sample, seconds (default 0.3; 0.02 with --short): lets the previous "
+                             "system's spinning threads sleep (OpenBLAS spins ~0.1 s after a call)")
     parser.add_argument("--short", action="store_true", help="one small workload per suite, tiny budgets")
     parser.add_argument("--out", default=None, help="output directory (default benchmarks/results/<date>-<machine>)")
     parser.add_argument("--workloads", default="", help="comma list of workload names to keep (default: the whole suite)")
@@ -64,6 +66,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.budget = args.budget if args.budget is not None else (2.0 if args.short else 60.0)
     args.rounds = args.rounds if args.rounds is not None else (3 if args.short else 5)
     args.min_sample = args.min_sample if args.min_sample is not None else (0.02 if args.short else 0.1)
+    args.settle = args.settle if args.settle is not None else (0.02 if args.short else 0.3)
     if args.budget <= 0 or args.rounds < 1 or args.min_sample <= 0 or args.batch < 1:
         parser.error("arguments --budget, --rounds, --min-sample and --batch must be positive")
     peers = args.peers if args.peers is not None else (SHORT_PEERS if args.short else DEFAULT_PEERS)
