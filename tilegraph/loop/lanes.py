@@ -39,6 +39,7 @@ from tilegraph.loop.verify import THREAD_KINDS
 from tilegraph.loop.visit import stmt_children, walk_stmts
 from tilegraph.schedule.primitives.common import reduce_loop_of
 from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Var
+from tilegraph.te.simplify import value_bounds
 from tilegraph.te.visit import substitute, walk
 
 
@@ -235,33 +236,9 @@ def _linear(e: Expr) -> dict[Expr, int]:
 
 
 def _bounds(e: Expr, extents: dict[str, int]) -> tuple[int | None, int | None]:
-    if isinstance(e, Var):
-        n = extents.get(e.name)
-        return (0, n - 1) if n is not None else (None, None)
-    if isinstance(e, Const) and not isinstance(e.value, float):
-        return int(e.value), int(e.value)
-    if not isinstance(e, BinOp):
-        return None, None
-    (alo, ahi), (blo, bhi) = _bounds(e.a, extents), _bounds(e.b, extents)
-    if None in (alo, ahi, blo, bhi):
-        return None, None
-    if e.op == "add":
-        return alo + blo, ahi + bhi
-    if e.op == "sub":
-        return alo - bhi, ahi - blo
-    if e.op == "mul":
-        corners = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
-        return min(corners), max(corners)
-    if e.op in ("max", "min"):
-        f = max if e.op == "max" else min
-        return f(alo, blo), f(ahi, bhi)
-    if e.op in ("floordiv", "floormod") and blo == bhi and blo > 0:
-        if e.op == "floordiv":
-            return alo // blo, ahi // blo
-        if alo // blo == ahi // blo:
-            return alo % blo, ahi % blo
-        return 0, blo - 1
-    return None, None
+    """Inclusive bounds of an index expression over loop variables in [0, extent), (None, None) if unknown."""
+    found = value_bounds(e, {name: (0, n - 1) for name, n in extents.items()})
+    return found if found is not None else (None, None)
 
 
 __all__ = ["LoopPlan", "plan_loops", "determines"]

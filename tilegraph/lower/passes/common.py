@@ -9,7 +9,7 @@ from dataclasses import replace
 from tilegraph.loop.ir import Allocate, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.visit import rewrite_stmt, walk_stmts
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Cmp, Const, Expr, Ramp, Var
-from tilegraph.te.simplify import simplify
+from tilegraph.te.simplify import simplify, value_bounds
 from tilegraph.te.visit import children, rewrite, substitute, walk, with_children
 
 Bounds = tuple[int, int]
@@ -73,35 +73,7 @@ def is_nop(s: Stmt) -> bool:
 
 def bounds(e: Expr, ranges: Mapping[str, Bounds]) -> Bounds | None:
     """Inclusive integer bounds of `e` when every variable in it has a known range, else None."""
-    if isinstance(e, Const) and e.dtype.is_int:
-        return (e.value, e.value)
-    if isinstance(e, Var):
-        return ranges.get(e.name)
-    if not isinstance(e, BinOp) or not e.dtype.is_int:
-        return None
-    a = bounds(e.a, ranges)
-    b = bounds(e.b, ranges)
-    if a is None or b is None:
-        return None
-    if e.op == "add":
-        return (a[0] + b[0], a[1] + b[1])
-    if e.op == "sub":
-        return (a[0] - b[1], a[1] - b[0])
-    if e.op == "mul":
-        products = [x * y for x in a for y in b]
-        return (min(products), max(products))
-    if e.op == "max":
-        return (max(a[0], b[0]), max(a[1], b[1]))
-    if e.op == "min":
-        return (min(a[0], b[0]), min(a[1], b[1]))
-    if e.op in ("floordiv", "floormod") and b[0] == b[1] and b[0] > 0:
-        c = b[0]
-        if e.op == "floordiv":
-            return (a[0] // c, a[1] // c)
-        if a[0] >= 0 and a[1] < c:
-            return a
-        return (0, c - 1)
-    return None
+    return value_bounds(e, ranges)
 
 
 def prove(cond: Expr, ranges: Mapping[str, Bounds]) -> bool | None:
