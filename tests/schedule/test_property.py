@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tilegraph as tg
+from tests.schedule.primitives.prim_workloads import conv_with_pad, matmul
 from tilegraph import te
 from tilegraph.loop.interpret import interpret
 from tilegraph.loop.ir import For
@@ -24,14 +25,6 @@ from tilegraph.schedule.primitives.nest import readers, stored_buffers
 SIZES = st.sampled_from([1, 2, 3, 5, 7, 11, 13])
 
 
-def _matmul(m: int, n: int, k: int) -> tg.Workload:
-    a = te.placeholder((m, k), name="A")
-    b = te.placeholder((k, n), name="B")
-    r = te.reduce_axis(k, "k")
-    c = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
-    return tg.Workload([a, b], [c])
-
-
 def _two_stage(m: int, n: int) -> tg.Workload:
     x = te.placeholder((m, n), name="X")
     y = te.compute((m, n), lambda i, j: x[i, j] * 2.0 + 1.0, name="Y")
@@ -40,21 +33,10 @@ def _two_stage(m: int, n: int) -> tg.Workload:
     return tg.Workload([x], [z])
 
 
-def _conv(c: int, h: int, w: int, f: int) -> tg.Workload:
-    x = te.placeholder((c, h, w), name="X")
-    wt = te.placeholder((f, c, 3, 3), name="W")
-    pad = te.compute((c, h + 2, w + 2), lambda cc, ph, pw: te.select(
-        te.all_of(ph.ge(1), ph.lt(h + 1), pw.ge(1), pw.lt(w + 1)), x[cc, ph - 1, pw - 1], 0.0), name="pad")
-    rc, rh, rw = te.reduce_axis(c, "rc"), te.reduce_axis(3, "rh"), te.reduce_axis(3, "rw")
-    out = te.compute((f, h, w), lambda ff, oh, ow: te.sum(pad[rc, oh + rh, ow + rw] * wt[ff, rc, rh, rw],
-                                                          axis=[rc, rh, rw]), name="conv")
-    return tg.Workload([x, wt], [out])
-
-
 workloads = st.one_of(
-    st.builds(_matmul, SIZES, SIZES, SIZES),
+    st.builds(matmul, SIZES, SIZES, SIZES),
     st.builds(_two_stage, SIZES, SIZES),
-    st.builds(_conv, st.integers(1, 2), st.integers(2, 5), st.integers(2, 5), st.integers(1, 2)),
+    st.builds(conv_with_pad, st.integers(1, 2), st.integers(2, 5), st.integers(2, 5), st.integers(1, 2)),
 )
 ACTIONS = ("split", "reorder", "fuse", "annotate", "cache_read", "cache_write", "compute_at", "compute_inline")
 
