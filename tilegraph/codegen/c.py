@@ -47,6 +47,7 @@ _VECTOR_SUFFIX = {"float32": "sf", "int32": "si"}
 _VECTOR_ELEMENT = {"float32": "float", "int32": "int32_t"}
 _VECTOR_WIDTHS = (4, 8, 16)
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&&", "or": "||"}
+_WRAPPING_OPS = ("add", "sub", "mul", "floordiv", "floormod")
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf", "floor": "floor", "ceil": "ceil"}
 UNROLL_HINT = 16
@@ -96,6 +97,26 @@ def c_const(c: Const) -> str:
     return f"(({ctype(d)}){value})"
 
 
+def division_helpers(qualifier: str, float_types: tuple[str, ...]) -> list[str]:
+    """C definitions of floordiv/floormod, the IR's meaning of `//` and `%` (see te/expr.py):
+    floor semantics as in Python and numpy; `x // 0 == x % 0 == 0`; `INT_MIN // -1 == INT_MIN`
+    (two's-complement wrap) and `INT_MIN % -1 == 0`. The checks keep any input from trapping
+    (SIGFPE); with a constant positive divisor, as in index arithmetic, the compiler folds them
+    away. Float: `floor(a / b)` and `a - floor(a / b) * b`, as the interpreter computes them."""
+    lines = []
+    for t, u in (("int32_t", "uint32_t"), ("int64_t", "uint64_t")):
+        lines.append(f"{qualifier} {t} tgh_floordiv_{t}({t} a, {t} b) {{ if (b == 0) return 0; "
+                     f"if (b == -1) return ({t})(({u})0 - ({u})a); "
+                     f"{t} q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }}")
+        lines.append(f"{qualifier} {t} tgh_floormod_{t}({t} a, {t} b) {{ if (b == 0 || b == -1) return 0; "
+                     f"{t} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}")
+    for t in float_types:
+        f = "f" if t == "float" else ""
+        lines.append(f"{qualifier} {t} tgh_floordiv_{t}({t} a, {t} b) {{ return floor{f}(a / b); }}")
+        lines.append(f"{qualifier} {t} tgh_floormod_{t}({t} a, {t} b) {{ return a - floor{f}(a / b) * b; }}")
+    return lines
+
+
 def _prelude() -> str:
     w = CodeWriter()
     for inc in ("math.h", "stdint.h", "stdlib.h"):
@@ -109,14 +130,9 @@ def _prelude() -> str:
             w.line(f"typedef {elem} {t}_u __attribute__((vector_size({lanes * 4}), aligned(4)));")
     w.line()
     w.line("static inline void* tgh_alloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }")
-    for t in ("int32_t", "int64_t"):
-        w.line(f"static inline {t} tgh_floordiv_{t}({t} a, {t} b) "
-               f"{{ {t} q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }}")
-        w.line(f"static inline {t} tgh_floormod_{t}({t} a, {t} b) "
-               f"{{ {t} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}")
+    for line in division_helpers("static inline", ("float", "double")):
+        w.line(line)
     for t, f in (("float", "f"), ("double", "")):
-        w.line(f"static inline {t} tgh_floordiv_{t}({t} a, {t} b) {{ return floor{f}(a / b); }}")
-        w.line(f"static inline {t} tgh_floormod_{t}({t} a, {t} b) {{ return a - floor{f}(a / b) * b; }}")
         w.line(f"static inline {t} tgh_sigmoid_{t}({t} x) {{ return ({t})1 / (({t})1 + exp{f}(-x)); }}")
     for t in ("float", "double"):
         w.line(f"static inline {t} tgh_max_{t}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}")
@@ -340,11 +356,15 @@ class _Printer:
         if e.op in ("and", "or") and lanes > 1:  # lane masks: -1 / 0 per lane
             return f"({a} {'&' if e.op == 'and' else '|'} {b})"
         t = vector_type(e.dtype.scalar, lanes) if lanes > 1 else ctype(e.dtype.scalar)
+        if e.op == "div" and not e.dtype.is_float:
+            raise LoweringError(f"'/' on {e.dtype} has no meaning in the IR (use '//', floor division)")
+        if t in ("int8_t", "uint8_t") and e.op in _WRAPPING_OPS:
+            # C computes 8-bit operands in int; the IR's 8-bit arithmetic wraps at every operation.
+            inner = f"tgh_{e.op}_int32_t({a}, {b})" if e.op.startswith("floor") else f"({a} {_INFIX[e.op]} {b})"
+            return f"(({t}){inner})"
         if e.op in _INFIX:
             return f"({a} {_INFIX[e.op]} {b})"
         if e.op in ("max", "min", "floordiv", "floormod"):
-            if e.op.startswith("floor") and t in ("int8_t", "uint8_t"):
-                t = "int32_t"
             return f"tgh_{e.op}_{t}({a}, {b})"
         if e.op == "pow":
             f = "powf" if e.dtype.scalar == dt.float32 else "pow"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilegraph.codegen.c import CFamilyPrinter, ctype
+from tilegraph.codegen.c import CFamilyPrinter, ctype, division_helpers
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Allocate, Barrier, Buffer, For, Stmt
@@ -50,7 +50,9 @@ _CUDA_PRELUDE = """#include <stdint.h>
 _OPENCL_PRELUDE = """typedef char int8_t;
 typedef uchar uint8_t;
 typedef int int32_t;
+typedef uint uint32_t;
 typedef long int64_t;
+typedef ulong uint64_t;
 #define INT64_C(x) ((long)(x))
 #define expf exp
 #define logf log
@@ -107,18 +109,13 @@ def helpers(d: Dialect) -> str:
     q = d.function_qualifier
     w = CodeWriter()
     ints = ("int8_t", "uint8_t", "int32_t", "int64_t")
-    for t in ("int32_t", "int64_t"):
-        w.line(f"{q} {t} tgh_floordiv_{t}({t} a, {t} b) "
-               f"{{ {t} q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }}")
-        w.line(f"{q} {t} tgh_floormod_{t}({t} a, {t} b) "
-               f"{{ {t} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}")
+    floats = [("float", "f")] + ([("double", "")] if d is CUDA else [])
+    for line in division_helpers(q, tuple(t for t, _ in floats)):
+        w.line(line)
     for t in ints:
         w.line(f"{q} {t} tgh_max_{t}({t} a, {t} b) {{ return a > b ? a : b; }}")
         w.line(f"{q} {t} tgh_min_{t}({t} a, {t} b) {{ return a < b ? a : b; }}")
-    floats = [("float", "f")] + ([("double", "")] if d is CUDA else [])
     for t, f in floats:
-        w.line(f"{q} {t} tgh_floordiv_{t}({t} a, {t} b) {{ return floor{f}(a / b); }}")
-        w.line(f"{q} {t} tgh_floormod_{t}({t} a, {t} b) {{ return a - floor{f}(a / b) * b; }}")
         w.line(f"{q} {t} tgh_sigmoid_{t}({t} x) {{ return ({t})1 / (({t})1 + exp{f}(-x)); }}")
         w.line(f"{q} {t} tgh_max_{t}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}")
         w.line(f"{q} {t} tgh_min_{t}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}")

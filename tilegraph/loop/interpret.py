@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.special
 
+from tilegraph.dtype import DType
 from tilegraph.errors import LoweringError
 from tilegraph.loop.interpret_gpu import run_threads
 from tilegraph.loop.ir import Allocate, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
@@ -197,6 +198,41 @@ _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a
            "min": np.minimum, "pow": np.power}
 _COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
             "ge": np.greater_equal}
+
+
+def _floor_div_mod(op: str, a, b, dtype: DType):  # noqa: ANN001, ANN202
+    """`//` and `%` as the IR defines them (te/expr.py): floor semantics; for integers
+    `x // 0 == x % 0 == 0` and `INT_MIN // -1` wraps to INT_MIN; for floats `floor(a / b)` and
+    `a - floor(a / b) * b`, exactly what every printer emits."""
+    if dtype.is_float:
+        with np.errstate(all="ignore"):
+            q = np.floor(a / b)
+            return q if op == "floordiv" else a - q * b
+    if type(a) is int and type(b) is int:
+        return 0 if b == 0 else _wrap_int(a // b if op == "floordiv" else a % b, dtype)
+    with np.errstate(all="ignore"):  # numpy already gives 0 for a zero divisor
+        out = np.floor_divide(a, b) if op == "floordiv" else np.remainder(a, b)
+    # Arrays of an int32/int64 buffer already wrap; index lanes (int64) never reach INT_MIN // -1.
+    return _wrap_narrow(out, dtype) if dtype.bits == 8 else out
+
+
+def _wrap_int(x: int, dtype: DType) -> int:
+    """A Python int wrapped into the range of an integer dtype (two's complement)."""
+    if dtype.kind == "uint":
+        return x % (1 << dtype.bits)
+    half = 1 << (dtype.bits - 1)
+    return (x + half) % (1 << dtype.bits) - half
+
+
+def _wrap_narrow(value, dtype: DType):  # noqa: ANN001, ANN202
+    """Two's-complement wrap of an integer result into its IR dtype (numpy computes Python-int
+    operands and index lanes in int64)."""
+    arr = np.asarray(value)
+    if arr.dtype == dtype.numpy:
+        return value
+    with np.errstate(all="ignore"):
+        wrapped = arr.astype(np.int64).astype(dtype.numpy)
+    return wrapped if _is_lanes(value) else wrapped[()].item() if isinstance(value, int) else wrapped[()]
 
 
 def _call(name: str, x, dtype: np.dtype):  # noqa: ANN001, ANN202
@@ -435,13 +471,22 @@ class Machine:
     @staticmethod
     def _binary(e: BinOp, a: object, b: object) -> object:
         op = e.op
+        if op in ("floordiv", "floormod"):
+            return _floor_div_mod(op, a, b, e.dtype)
         if op == "div":
-            return a // b if e.dtype.is_int else a / b  # type: ignore[operator]
+            if not e.dtype.is_float:
+                raise TypeError(f"'/' on {e.dtype} has no meaning in the IR (use '//', floor division)")
+            return a / b  # type: ignore[operator]
         if op in ("and", "or"):
             if e.dtype.kind == "bool":
                 return (np.logical_and if op == "and" else np.logical_or)(a, b)
             return (a & b) if op == "and" else (a | b)  # type: ignore[operator]
-        return _BINARY[op](a, b)
+        out = _BINARY[op](a, b)
+        if not e.dtype.is_int:
+            return out
+        if type(out) is int:  # both operands were Python ints: wrap as the fixed-width type does
+            return _wrap_int(out, e.dtype)
+        return _wrap_narrow(out, e.dtype) if e.dtype.bits == 8 else out
 
     def _select(self, e: Select, env: dict[str, object], mask: np.ndarray | None) -> object:
         cond = self.eval(e.cond, env, mask)

@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+import numpy as np
+
 from tilegraph import dtype as dt
 from tilegraph.dtype import DType
 
@@ -299,7 +301,17 @@ def const(value: ExprLike, dtype: str | DType | None = None) -> Expr:
         return Const(float(value), dtype)
     if dtype.kind == "bool":
         return Const(bool(value), dtype)
+    if isinstance(value, float) and not value.is_integer():
+        raise TypeError(f"the {dtype} constant {value!r} is not an integer")
+    info = np.iinfo(dtype.numpy)
+    if not info.min <= int(value) <= info.max:
+        raise ValueError(f"the constant {_short(value)} does not fit in {dtype} ([{info.min}, {info.max}])")
     return Const(int(value), dtype)
+
+
+def _short(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _coerce_pair(a: ExprLike, b: ExprLike) -> tuple[Expr, Expr]:
@@ -323,6 +335,9 @@ def binary(op: str, a: ExprLike, b: ExprLike) -> Expr:
     if op not in BINARY_OPS:
         raise ValueError(f"unknown binary op {op!r}")
     x, y = _coerce_pair(a, b)
+    if op == "div" and not x.dtype.is_float:
+        raise TypeError(f"'/' is not defined on {x.dtype} operands: use '//' for floor division (and '%' for its "
+                        f"remainder), or cast to a float type for true division")
     return BinOp(op, x, y)
 
 
