@@ -13,6 +13,7 @@ loops (lower/passes/hoist_reduction_init.py).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from tilegraph.build.compile import compile_c
@@ -89,9 +90,17 @@ def _build_gpu(obj: Schedule | Workload, tgt: Target, db: Any) -> Any:
 
 
 def _schedule_from_db(wl: Workload, target: Target, db: Any) -> Schedule | None:
-    """The best recorded schedule of `wl` on `target`, if the database offers a lookup."""
+    """The best recorded schedule of `wl` on `target`: `db` is a tuning database (anything with
+    `best_schedule(workload, target)`) or the path of one, opened read-only."""
+    if isinstance(db, (str, os.PathLike)):
+        # tune/ sits above driver in the data flow; the path form is a convenience of the public API
+        from tilegraph.tune.database import open_database
+
+        db = open_database(db, readonly=True)
     lookup = getattr(db, "best_schedule", None)
-    return None if lookup is None else lookup(wl, target)
+    if lookup is None:
+        raise TypeError(f"db must be a tuning database or the path of one, got {type(db).__name__}")
+    return lookup(wl, target)
 
 
 def default_schedule(wl: Workload, target: str | Target = "cpu") -> Schedule:

@@ -37,6 +37,8 @@ def bench_workload(wl: Workload, db: Database, peers: Sequence[str], seconds: fl
         "tilegraph": lambda: kernel(*inputs, out=outs, num_threads=num_threads),
     }
     notes = []
+    if sch is None and db.top_k(wl.key, str(target.fingerprint), 1):
+        notes.append("the database's records for this workload do not replay here; timed the default schedule")
     if num_threads is not None and "torch" in peers:
         try:
             import torch

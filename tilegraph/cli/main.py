@@ -161,6 +161,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from tilegraph.cli.bench import bench_workload
     from tilegraph.tune import open_database
+    from tilegraph.tune.database import default_path
     from tilegraph.tune.tune import resolve_workload
 
     peers = [p.strip() for p in args.vs.split(",") if p.strip()]
@@ -173,7 +174,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise ValueError(f"bench --target {args.target!r}: only the default cpu target can be benchmarked so far")
     workloads = [resolve_workload(spec, batch=args.batch) for spec in args.workloads]
     _require_toolchain(args.target)
-    db = open_database(args.db)
+    db = open_database(args.db, readonly=args.db is not None or default_path().exists())
     rows = []
     for spec, wl in zip(args.workloads, workloads):
         row = {"workload": spec, **bench_workload(wl, db, peers, args.time, args.threads)}
@@ -200,8 +201,8 @@ def _cmd_db(args: argparse.Namespace) -> int:
     from tilegraph.tune import open_database
     from tilegraph.tune.measure import target_fingerprint
 
-    db = open_database(args.db)
     cmd = args.db_command
+    db = open_database(args.db, readonly=cmd in ("list", "best", "export"))
     if cmd == "list":
         rows = []
         for w in db.workloads():

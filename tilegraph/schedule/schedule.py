@@ -212,20 +212,30 @@ class Schedule:
             )
         sch = Schedule(workload)
         values: dict[str, int] = {}
-        for inst in tr.instructions:
-            if inst.kind == "sample_tile":
-                rvs = sch.sample_tile(inst.inputs["loop"], inst.inputs["n"], inst.inputs.get("max_innermost"),
-                                      decision=inst.decision)
-                values.update({r.rv_name: int(r) for r in rvs})
-            elif inst.kind == "sample_categorical":
-                rv = sch.sample_categorical(inst.inputs["candidates"], inst.inputs.get("probs"), decision=inst.decision)
-                values[rv.rv_name] = int(rv)
-            else:
-                inputs = {k: _decode(v, values) for k, v in inst.inputs.items()}
-                outputs = sch._apply(inst.kind, **inputs)
-                if inst.outputs and tuple(outputs) != tuple(inst.outputs):
-                    raise ScheduleError(f"replay of {inst.kind} produced {outputs}, the trace recorded {inst.outputs}")
+        for n, inst in enumerate(tr.instructions):
+            try:
+                sch._replay_one(inst, values)
+            except ScheduleError:
+                raise
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as e:
+                # a trace is data from a file: a malformed instruction is refused, never a crash
+                raise ScheduleError(f"trace instruction {n} ({inst.kind}) is malformed: {str(e)[:200]}") from None
         return sch
+
+    def _replay_one(self, inst: Instruction, values: dict[str, int]) -> None:
+        """Apply one recorded instruction; `values` maps sampled-value names to their integers."""
+        if inst.kind == "sample_tile":
+            rvs = self.sample_tile(inst.inputs["loop"], inst.inputs["n"], inst.inputs.get("max_innermost"),
+                                   decision=inst.decision)
+            values.update({r.rv_name: int(r) for r in rvs})
+        elif inst.kind == "sample_categorical":
+            rv = self.sample_categorical(inst.inputs["candidates"], inst.inputs.get("probs"), decision=inst.decision)
+            values[rv.rv_name] = int(rv)
+        else:
+            inputs = {k: _decode(v, values) for k, v in inst.inputs.items()}
+            outputs = self._apply(inst.kind, **inputs)
+            if inst.outputs and tuple(outputs) != tuple(inst.outputs):
+                raise ScheduleError(f"replay of {inst.kind} produced {outputs}, the trace recorded {inst.outputs}")
 
 
 def _name(x: str | Tensor) -> str:

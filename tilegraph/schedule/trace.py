@@ -38,8 +38,9 @@ class Instruction:
     def from_dict(d: dict[str, Any]) -> Instruction:
         try:
             return Instruction(str(d["kind"]), dict(d["inputs"]), tuple(d.get("outputs", ())), d.get("decision"))
-        except (KeyError, TypeError) as e:
-            raise ScheduleError(f"malformed trace instruction {d!r}: {e}") from None
+        except (KeyError, TypeError, ValueError) as e:
+            text = repr(d)
+            raise ScheduleError(f"malformed trace instruction {text[:80]}: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,12 @@ class Trace:
             d = json.loads(text) if isinstance(text, str) else text
         except json.JSONDecodeError as e:
             raise ScheduleError(f"trace is not valid JSON: {e}") from None
+        except RecursionError:
+            raise ScheduleError("trace JSON is nested too deeply") from None
         if not isinstance(d, dict) or "instructions" not in d or "workload_key" not in d:
             raise ScheduleError("trace JSON must be an object with 'workload_key' and 'instructions'")
+        if not isinstance(d["instructions"], list):
+            raise ScheduleError("trace 'instructions' must be a list")
         version = d.get("version")
         if version != TRACE_VERSION:
             raise ScheduleError(f"trace version {version!r} is not supported (this tilegraph reads {TRACE_VERSION})")

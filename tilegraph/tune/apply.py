@@ -19,21 +19,22 @@ from tilegraph.tune.database import Database, open_database
 from tilegraph.tune.measure import resolve_target
 
 log = logging.getLogger("tilegraph.tune")
+MAX_RECORDS_TRIED = 8
 _reported: set[tuple[str, str]] = set()
 
 
 def best_schedule(workload: Workload, target: Any = "cpu", db: Database | str | Path | None = None) -> Schedule | None:
     """The best recorded schedule of `workload` on `target`, or None (default schedule applies)."""
     fp = str(resolve_target(target).fingerprint)
-    database = open_database(db)
-    record = database.best(workload.key, fp)
-    if record is not None:
+    database = open_database(db, readonly=True) if not isinstance(db, Database) else db
+    failures = []
+    for record in database.top_k(workload.key, fp, MAX_RECORDS_TRIED):
         try:
             return Schedule.replay(workload, record.trace_json)
-        except ScheduleError as e:
-            _report_once(workload, fp, f"its best record no longer replays ({e})")
-            return None
-    _report_once(workload, fp, "no tuning record for this target")
+        except ScheduleError as e:  # an imported or stale record: try the next best, and say so
+            failures.append(str(e))
+    why = f"its best records do not replay ({failures[0][:200]})" if failures else "no tuning record for this target"
+    _report_once(workload, fp, why)
     return None
 
 

@@ -76,7 +76,7 @@ def canonical_trace_json(trace_json: str) -> str:
     """The same trace with sorted keys and no whitespace, so equal traces hash equally."""
     try:
         return json.dumps(json.loads(trace_json), sort_keys=True, separators=(",", ":"))
-    except (TypeError, json.JSONDecodeError):
+    except (TypeError, json.JSONDecodeError, RecursionError):
         return trace_json
 
 

@@ -7,12 +7,12 @@ from tilegraph.tune.database import SCHEMA_VERSION, MemoryDatabase, Record, SQLi
 from tilegraph.tune.database.sqlite_db import default_path
 
 
-def _trace(n: int) -> str:
-    return f'{{"instructions": [{{"kind": "split", "inputs": {{"n": {n}}}}}], "version": 1, "workload_key": "wk"}}'
+def _trace(n: int, wk: str = "wk") -> str:
+    return f'{{"instructions": [{{"kind": "split", "inputs": {{"n": {n}}}}}], "version": 1, "workload_key": "{wk}"}}'
 
 
 def _ok(n: int, latency: float, fp: str = "fp-a", wk: str = "wk") -> Record:
-    return Record(wk, fp, _trace(n), "ok", latency_s=latency, latency_min_s=latency, latency_max_s=latency,
+    return Record(wk, fp, _trace(n, wk), "ok", latency_s=latency, latency_min_s=latency, latency_max_s=latency,
                   samples=(latency,), policy={"min_time_s": 0.1})
 
 
@@ -98,7 +98,7 @@ def test_default_path_is_under_data_dir(tmp_path, monkeypatch):
     (lambda p: p.write_bytes(b"this is not sqlite at all, just text" * 40), "not a tilegraph tuning database"),
     (lambda p: sqlite3.connect(p).execute("CREATE TABLE x (a)"), "not a tilegraph tuning database"),
     (lambda p: sqlite3.connect(p).execute("PRAGMA user_version = 99"), "schema version 99"),
-    (lambda p: p.mkdir(), "is a directory"),
+    (lambda p: p.mkdir(), "is not a regular file"),
 ])
 def test_unusable_files_raise_one_clear_line(tmp_path, setup, message):
     path = tmp_path / "bad.db"

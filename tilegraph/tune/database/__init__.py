@@ -10,12 +10,13 @@ from tilegraph.tune.database.record import Record, WorkloadEntry
 from tilegraph.tune.database.sqlite_db import SCHEMA_VERSION, SQLiteDatabase, default_path
 
 
-def open_database(db: Database | str | Path | None = None) -> Database:
-    """A Database: the one given, the SQLite file at a path, or the default file when None."""
+def open_database(db: Database | str | Path | None = None, readonly: bool = False) -> Database:
+    """A Database: the one given, the SQLite file at a path, or the default file when None.
+    `readonly` opens a file without writing to it (an absent file is then an error)."""
     if isinstance(db, Database):
         return db
     if db is None or isinstance(db, (str, Path)):
-        return SQLiteDatabase(db)
+        return SQLiteDatabase(db, readonly=readonly)
     raise TypeError(f"db must be a Database, a path or None, got {type(db).__name__}")
 
 

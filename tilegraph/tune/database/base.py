@@ -12,14 +12,16 @@ Lookups always name the target fingerprint, so a record measured elsewhere is a 
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tilegraph.errors import DatabaseError
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database.record import Record, WorkloadEntry
+from tilegraph.tune.database.validate import check_record
 from tilegraph.tune.measure import trace_hash
 
 
@@ -88,52 +90,105 @@ class Database(ABC):
         return removed
 
     def export_jsonl(self, path: str | Path) -> int:
-        """One JSON object per line: workloads first ({"workload": ...}), then records ({"record": ...})."""
-        n = 0
+        """One JSON object per line: workloads first ({"workload": ...}), then records ({"record": ...}).
+        Written to a temporary file beside `path` and renamed, so a failure (a full disk) leaves no
+        partial export; the database's own files are never an export target."""
+        target = Path(path)
+        if self._is_own_file(target):
+            raise DatabaseError(f"refusing to export into {path}: it is this tuning database's own file")
+        workloads, records = self.workloads(), self.records()
+        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
         try:
-            with open(path, "w", encoding="utf-8") as f:
-                for w in self.workloads():
+            with open(tmp, "w", encoding="utf-8") as f:
+                for w in workloads:
                     f.write(json.dumps({"workload": w.to_dict()}, sort_keys=True) + "\n")
-                for rec in self.records():
+                for rec in records:
                     f.write(json.dumps({"record": rec.to_dict()}, sort_keys=True) + "\n")
-                    n += 1
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
         except OSError as e:
+            tmp.unlink(missing_ok=True)
             raise DatabaseError(f"cannot write {path}: {e.strerror or e}") from None
-        return n
+        return len(records)
 
     def import_jsonl(self, path: str | Path) -> int:
-        """Add the records of an export; existing (workload, target, trace) records are kept. Returns how many were added."""
-        added = 0
+        """Add the records of an export; existing (workload, target, trace) records are kept. Every
+        line is parsed and validated (tune/database/validate.py) before anything is written, and all
+        are written in one transaction: a file with one bad line adds nothing. Returns how many
+        records were new."""
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as e:
             raise DatabaseError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+        workloads: list[WorkloadEntry] = []
+        records: list[tuple[int, Record]] = []
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError("expected a JSON object")
                 if "workload" in obj:
-                    self.commit_workload(WorkloadEntry(**obj["workload"]))
+                    workloads.append(WorkloadEntry.from_dict(obj["workload"]))
                 elif "record" in obj:
-                    added += bool(self.commit_record(Record.from_dict(obj["record"])))
+                    records.append((lineno, Record.from_dict(obj["record"])))
                 else:
                     raise ValueError("expected a 'workload' or 'record' object")
-            except (json.JSONDecodeError, TypeError, ValueError) as e:
-                raise DatabaseError(f"{path}:{lineno}: not a tuning record: {e}") from None
-        return added
+            except RecursionError:
+                raise DatabaseError(f"{path}:{lineno}: not a tuning record: JSON nested too deeply") from None
+            except (TypeError, ValueError, OverflowError) as e:
+                raise DatabaseError(f"{path}:{lineno}: not a tuning record: {str(e)[:200]}") from None
+        self._validated_commit(workloads, records, lambda n: f"{path}:{n}")
+        return self.commit_batch(workloads, [r for _, r in records])
 
     def merge_from(self, other: Database) -> int:
-        for w in other.workloads():
-            self.commit_workload(w)
-        return sum(bool(self.commit_record(r)) for r in other.records())
+        """Add every record of another database, validated like an import and written atomically."""
+        workloads = other.workloads()
+        records = list(enumerate(other.records(), 1))
+        self._validated_commit(workloads, records, lambda n: f"record {n} of {other!r}")
+        return self.commit_batch(workloads, [r for _, r in records])
 
     def merge(self, other_path: str | Path) -> int:
-        """Add every record of another SQLite tuning database; returns how many were new."""
+        """Add every record of another SQLite tuning database (opened read-only); returns how many were new."""
         from tilegraph.tune.database.sqlite_db import SQLiteDatabase
 
-        with SQLiteDatabase(other_path, create=False) as other:
+        if self._is_own_file(Path(other_path)):
+            raise DatabaseError(f"refusing to merge {other_path} into itself")
+        with SQLiteDatabase(other_path, create=False, readonly=True) as other:
             return self.merge_from(other)
+
+    def _validated_commit(self, workloads: list[WorkloadEntry], records: list[tuple[int, Record]],
+                          where: Callable[[int], str]) -> None:
+        known = {w.key for w in workloads} | {w.key for w in self.workloads()}
+        for n, rec in records:
+            try:
+                check_record(rec, known)
+            except ValueError as e:
+                raise DatabaseError(f"{where(n)}: refused (nothing was added): {e}") from None
+
+    def commit_batch(self, workloads: list[WorkloadEntry], records: list[Record]) -> int:
+        """Store workloads and records; returns how many records were new. Implementations that can
+        should do it in one transaction (SQLiteDatabase does)."""
+        for w in workloads:
+            self.commit_workload(w)
+        return sum(bool(self.commit_record(r)) for r in records)
+
+    def _is_own_file(self, path: Path) -> bool:
+        """Whether `path` is this database's file or one of SQLite's files beside it."""
+        own = getattr(self, "path", None)
+        if own is None or own == ":memory:":
+            return False
+        own_path = Path(own)
+        candidates = [own_path] + [own_path.with_name(own_path.name + s) for s in ("-wal", "-shm", "-journal")]
+        for c in candidates:
+            try:
+                if path.resolve() == c.resolve() or (path.exists() and c.exists() and os.path.samefile(path, c)):
+                    return True
+            except OSError:
+                continue
+        return False
 
     @abstractmethod
     def close(self) -> None:

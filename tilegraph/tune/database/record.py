@@ -39,6 +39,19 @@ class WorkloadEntry:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @staticmethod
+    def from_dict(d: Any) -> WorkloadEntry:
+        if not isinstance(d, dict):
+            raise ValueError("a workload entry must be a JSON object")
+        key, canonical, op_name, shapes = (d.get(k) for k in ("key", "canonical", "op_name", "shapes"))
+        if not all(isinstance(x, str) for x in (key, canonical, op_name)) or not isinstance(shapes, dict):
+            raise ValueError("a workload entry needs string key, canonical and op_name, and a shapes object")
+        for name, shape in shapes.items():
+            if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and 0 < n < 2**62
+                                                    for n in shape)):
+                raise ValueError(f"workload shape of {str(name)[:40]} is not a list of positive integers")
+        return WorkloadEntry(key, canonical, op_name, {str(k): list(v) for k, v in shapes.items()})
+
 
 @dataclass(frozen=True)
 class Record:
@@ -88,13 +101,18 @@ class Record:
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Record:
+        if not isinstance(d, dict):
+            raise ValueError("a record must be a JSON object")
+        text_fields = ("workload_key", "target_fingerprint", "trace_json", "kind")
+        if any(not isinstance(d.get(k), str) for k in text_fields):
+            raise ValueError(f"a record needs the text fields {', '.join(text_fields)}")
         try:
             return Record(
-                str(d["workload_key"]), str(d["target_fingerprint"]), str(d["trace_json"]), str(d["kind"]),
+                d["workload_key"], d["target_fingerprint"], d["trace_json"], d["kind"],
                 latency_s=d.get("latency_s"), latency_min_s=d.get("latency_min_s"), latency_max_s=d.get("latency_max_s"),
                 spread=d.get("spread"), samples=tuple(d.get("samples") or ()), policy=dict(d.get("policy") or {}),
                 message=str(d.get("message") or ""), meta=dict(d.get("meta") or {}),
                 version=str(d.get("version") or "unknown"), created=float(d.get("created") or time.time()),
             )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"malformed tuning record: {e}") from None
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
+            raise ValueError(f"malformed tuning record: {str(e)[:200]}") from None

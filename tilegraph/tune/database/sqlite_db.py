@@ -63,62 +63,149 @@ _COLUMNS = ("workload_key", "target_fingerprint", "trace_json", "trace_hash", "k
             "latency_max_s", "spread", "samples", "policy", "message", "meta", "version", "created")
 
 
+_INSERT_RECORD = f"INSERT OR IGNORE INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+
+
+def _workload_row(entry: WorkloadEntry) -> tuple[Any, ...]:
+    return entry.key, entry.canonical, entry.op_name, json.dumps(entry.shapes, sort_keys=True)
+
+
+def _record_row(record: Record) -> tuple[Any, ...]:
+    return (record.workload_key, record.target_fingerprint, canonical_trace_json(record.trace_json), record.trace_hash,
+            record.kind, record.latency_s, record.latency_min_s, record.latency_max_s, record.spread,
+            json.dumps(list(record.samples)), json.dumps(record.policy, sort_keys=True), record.message,
+            json.dumps(record.meta, sort_keys=True, default=str), record.version, record.created)
+
+
 def default_path() -> Path:
     return data_dir() / "tuning.db"
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 class SQLiteDatabase(Database):
-    def __init__(self, path: str | Path | None = None, create: bool = True):
+    """`readonly=True` opens without ever writing to the file (works on a read-only filesystem);
+    `create=False` refuses a path where no database exists yet."""
+
+    def __init__(self, path: str | Path | None = None, create: bool = True, readonly: bool = False):
         self.path = str(path) if path is not None else str(default_path())
-        self._conn = self._open(create)
+        self.readonly = readonly
+        self._conn = self._open(create and not readonly)
 
     # ------------------------------------------------------------------ opening
     def _open(self, create: bool) -> sqlite3.Connection:
-        memory = self.path == ":memory:"
+        """Identify the file before anything can write to it: a file that is not ours is refused
+        unchanged (no WAL switch, no schema, no journal beside it); a corrupt one is refused."""
+        if self.path == ":memory:":
+            conn = sqlite3.connect(":memory:", isolation_level=None)
+            self._migrate(conn, 0, set())
+            return conn
         p = Path(self.path)
-        if not memory:
-            if p.is_dir():
-                raise DatabaseError(f"tuning database path {self.path} is a directory, not a file")
-            if not create and not p.exists():
-                raise DatabaseError(f"tuning database {self.path} does not exist")
+        exists = p.exists()
+        if exists and not p.is_file():
+            raise DatabaseError(f"tuning database path {_short(self.path)} is not a regular file")
+        if not exists or p.stat().st_size == 0:
+            if not create:
+                state = "is empty" if exists else "does not exist"
+                raise DatabaseError(f"tuning database {_short(self.path)} {state}")
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise DatabaseError(f"cannot create the folder of tuning database {self.path}: {e.strerror or e}") from None
+                raise DatabaseError(f"cannot create the folder of tuning database {_short(self.path)}: "
+                                    f"{e.strerror or e}") from None
+        else:
+            self._identify(p)
         try:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            if self.readonly:
+                conn = self._connect_readonly(p)
+            else:
+                conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                conn.execute("PRAGMA busy_timeout = 30000")
         except sqlite3.Error as e:
-            raise DatabaseError(f"cannot open tuning database {self.path}: {e}") from None
+            raise DatabaseError(f"cannot open tuning database {_short(self.path)}: {e}") from None
         try:
-            conn.execute("PRAGMA busy_timeout = 30000")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not memory:
+            if self.readonly:
+                self._check_schema(version, tables)
+                if version < SCHEMA_VERSION:
+                    raise DatabaseError(f"tuning database {_short(self.path)} has schema version {version}; open it "
+                                        f"writable once to migrate it to {SCHEMA_VERSION}")
+            else:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate(conn, version, tables)
+                self._migrate(conn, version, tables)
         except sqlite3.DatabaseError as e:
             conn.close()
-            text = str(e)
-            if "not a database" in text or "malformed" in text:
-                raise DatabaseError(f"{self.path} is not a tilegraph tuning database (not SQLite or corrupt)") from None
-            if "readonly" in text or "unable to open" in text:
-                raise DatabaseError(f"tuning database {self.path} is not writable: {text}") from None
-            raise DatabaseError(f"cannot use tuning database {self.path}: {text}") from None
+            raise self._error(e) from None
         except DatabaseError:
             conn.close()
             raise
         return conn
 
-    def _migrate(self, conn: sqlite3.Connection, version: int, tables: set[str]) -> None:
+    def _identify(self, p: Path) -> None:
+        """Refuse, without writing, a file that is not an intact tilegraph database."""
+        try:
+            with open(p, "rb") as f:
+                header = f.read(len(SQLITE_HEADER))
+        except OSError as e:
+            raise DatabaseError(f"cannot read tuning database {_short(self.path)}: {e.strerror or e}") from None
+        if header != SQLITE_HEADER:
+            raise DatabaseError(f"{_short(self.path)} is not a tilegraph tuning database (not an SQLite file)")
+        try:
+            conn = self._connect_readonly(p)
+        except sqlite3.Error as e:
+            raise DatabaseError(f"cannot open tuning database {_short(self.path)}: {e}") from None
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            self._check_schema(version, tables)
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
+            if problems != ["ok"]:
+                raise DatabaseError(f"tuning database {_short(self.path)} is corrupt ({'; '.join(problems)[:200]}); "
+                                    f"restore it from a copy or an export")
+        except sqlite3.DatabaseError as e:
+            raise self._error(e) from None
+        finally:
+            conn.close()
+
+    def _connect_readonly(self, p: Path) -> sqlite3.Connection:
+        """A connection that never writes to the file. A WAL database in a read-only folder cannot
+        create its shared-memory file, so that case is read as immutable."""
+        uri = p.resolve().as_uri()
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0, isolation_level=None)
+        try:
+            conn.execute("PRAGMA user_version").fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None)
+        conn.execute("PRAGMA query_only = 1")
+        return conn
+
+    def _error(self, e: sqlite3.Error) -> DatabaseError:
+        text = str(e)
+        if "not a database" in text:
+            return DatabaseError(f"{_short(self.path)} is not a tilegraph tuning database (not SQLite or corrupt)")
+        if "malformed" in text or "corrupt" in text:
+            return DatabaseError(f"tuning database {_short(self.path)} is corrupt ({text}); restore it from a copy "
+                                 f"or an export")
+        if "readonly" in text or "unable to open" in text:
+            return DatabaseError(f"tuning database {_short(self.path)} is not writable: {text}")
+        return DatabaseError(f"cannot use tuning database {_short(self.path)}: {text}")
+
+    def _check_schema(self, version: int, tables: set[str]) -> None:
         if version > SCHEMA_VERSION:
-            raise DatabaseError(f"tuning database {self.path} has schema version {version}; this tilegraph reads "
-                                f"up to {SCHEMA_VERSION} (upgrade tilegraph)")
+            raise DatabaseError(f"tuning database {_short(self.path)} has schema version {version}; this tilegraph "
+                                f"reads up to {SCHEMA_VERSION} (upgrade tilegraph)")
         if version == 0 and tables:
-            raise DatabaseError(f"{self.path} is an SQLite file but not a tilegraph tuning database "
-                                f"(tables: {sorted(tables)})")
+            raise DatabaseError(f"{_short(self.path)} is an SQLite file but not a tilegraph tuning database "
+                                f"(tables: {sorted(tables)[:5]})")
         if version > 0 and not {"workloads", "records", "migrations"} <= tables:
-            raise DatabaseError(f"tuning database {self.path} claims schema version {version} but lacks its tables")
+            raise DatabaseError(f"tuning database {_short(self.path)} claims schema version {version} but lacks its tables")
+
+    def _migrate(self, conn: sqlite3.Connection, version: int, tables: set[str]) -> None:
+        self._check_schema(version, tables)
         for target in range(version + 1, SCHEMA_VERSION + 1):
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -138,12 +225,14 @@ class SQLiteDatabase(Database):
         try:
             return fn(self._conn)
         except sqlite3.Error as e:
-            text = str(e)
-            if "readonly" in text:
-                raise DatabaseError(f"tuning database {self.path} is not writable: {text}") from None
-            raise DatabaseError(f"tuning database {self.path}: {text}") from None
+            raise self._error(e) from None
+        except (ValueError, OverflowError) as e:  # a value SQLite cannot store, or a corrupt JSON column
+            raise DatabaseError(f"tuning database {_short(self.path)}: {e}") from None
 
     def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        if self.readonly:
+            raise DatabaseError(f"tuning database {_short(self.path)} was opened read-only")
+
         def tx(conn: sqlite3.Connection) -> Any:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -160,16 +249,20 @@ class SQLiteDatabase(Database):
     def commit_workload(self, workload: Workload | WorkloadEntry) -> None:
         entry = workload if isinstance(workload, WorkloadEntry) else WorkloadEntry.of(workload)
         self._write(lambda c: c.execute(
-            "INSERT OR IGNORE INTO workloads (key, canonical, op_name, shapes) VALUES (?, ?, ?, ?)",
-            (entry.key, entry.canonical, entry.op_name, json.dumps(entry.shapes, sort_keys=True))))
+            "INSERT OR IGNORE INTO workloads (key, canonical, op_name, shapes) VALUES (?, ?, ?, ?)", _workload_row(entry)))
 
     def commit_record(self, record: Record) -> bool:
-        row = (record.workload_key, record.target_fingerprint, canonical_trace_json(record.trace_json), record.trace_hash,
-               record.kind, record.latency_s, record.latency_min_s, record.latency_max_s, record.spread,
-               json.dumps(list(record.samples)), json.dumps(record.policy, sort_keys=True), record.message,
-               json.dumps(record.meta, sort_keys=True, default=str), record.version, record.created)
-        sql = f"INSERT OR IGNORE INTO records ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
-        return bool(self._write(lambda c: c.execute(sql, row).rowcount))
+        return bool(self._write(lambda c: c.execute(_INSERT_RECORD, _record_row(record)).rowcount))
+
+    def commit_batch(self, workloads: list[WorkloadEntry], records: list[Record]) -> int:
+        """All in one transaction: an interrupted import or merge adds nothing."""
+        def fn(c: sqlite3.Connection) -> int:
+            for w in workloads:
+                c.execute("INSERT OR IGNORE INTO workloads (key, canonical, op_name, shapes) VALUES (?, ?, ?, ?)",
+                          _workload_row(w))
+            return sum(c.execute(_INSERT_RECORD, _record_row(r)).rowcount for r in records)
+
+        return self._write(fn)
 
     def delete_records(self, keep_ids: set[int], workload_key: str, target_fingerprint: str) -> int:
         def fn(c: sqlite3.Connection) -> int:
@@ -228,3 +321,7 @@ class SQLiteDatabase(Database):
 
     def __repr__(self) -> str:
         return f"SQLiteDatabase({self.path!r})"
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
