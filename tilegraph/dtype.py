@@ -72,7 +72,12 @@ def as_dtype(value: str | DType | np.dtype | type) -> DType:
     """Normalise a user-supplied dtype ('float32', np.float32, DType) to a DType."""
     if isinstance(value, DType):
         return value
-    name = value if isinstance(value, str) else np.dtype(value).name
+    if value is None:  # np.dtype(None) would silently mean float64
+        raise TypeError(f"a dtype is required; expected one of {sorted(_ALL)}")
+    try:
+        name = value if isinstance(value, str) else np.dtype(value).name
+    except TypeError:
+        raise TypeError(f"unsupported dtype {str(value)[:40]!r}; expected one of {sorted(_ALL)}") from None
     if name not in _ALL:
         raise TypeError(f"unsupported dtype {value!r}; expected one of {sorted(_ALL)}")
     return _ALL[name]

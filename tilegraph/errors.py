@@ -27,3 +27,8 @@ class WorkloadError(TilegraphError, ValueError):
 
 class DatabaseError(TilegraphError):
     """The tuning database is unreadable, corrupt or of an unknown schema version."""
+
+
+class ResourceError(TilegraphError):
+    """The machine cannot provide what a request needs (memory for a workload's arrays, cores,
+    a device); the message says how much was asked for and how much there is."""

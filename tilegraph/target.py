@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from tilegraph.dtype import DType, as_dtype
+from tilegraph.errors import ResourceError
 
 KINDS = ("cpu", "cuda", "opencl")
 CPU_ISAS = ("avx512", "avx2", "neon", "generic")
@@ -216,6 +217,11 @@ def _validate(target: Target) -> None:
         value = getattr(target, name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ValueError(f"Target {name} must be a positive integer, got {value!r}")
+    host = _detect_cpu()
+    if target.kind == "cpu" and target.arch in (None, host["arch"]) and (target.num_cores or 0) > host["num_cores"]:
+        # kernels run, and peaks are measured, with this many threads on this machine
+        raise ValueError(f"Target cores={target.num_cores} exceeds the {host['num_cores']} cores this process may "
+                         f"use here")
 
 
 # ---- CPU -----------------------------------------------------------------------------------
@@ -411,6 +417,19 @@ def _cuda_spec(name: str) -> tuple[str, int, int]:
         if fragment.lower() in name.lower():
             return spec
     return GENERIC_CUDA[1:]
+
+
+def require_runnable(target: Target) -> None:
+    """Refuse a target whose kernels cannot run on this machine (tuning and timing run them);
+    building alone needs only the compiler."""
+    if target.kind == "cuda" and _query_nvidia_smi() is None:
+        raise ResourceError("no NVIDIA GPU found (nvidia-smi sees none): CUDA kernels can be built here with "
+                            "tg.build, but not run, timed or tuned")
+    if target.kind == "opencl":
+        from tilegraph.runtime.opencl import available  # noqa: PLC0415 (pyopencl is optional)
+
+        if not available():
+            raise ResourceError("no OpenCL device found (install pyopencl and an OpenCL driver such as PoCL)")
 
 
 @functools.lru_cache(maxsize=1)

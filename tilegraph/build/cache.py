@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,33 @@ class BuildCache:
         return None
 
     def new_workdir(self, key: str) -> Path:
-        """A private folder on the cache's filesystem (so publishing it is a rename)."""
+        """A private folder on the cache's filesystem (so publishing it is a rename). Its name
+        carries the builder's pid, so the first build of each process can remove the folders of
+        builders that died (SIGKILL) before publishing."""
         self.root.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=self.root))
+        if str(self.root) not in _swept:
+            _swept.add(str(self.root))
+            self.remove_stale_workdirs()
+        return Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-{os.getpid()}-", dir=self.root))
+
+    def remove_stale_workdirs(self) -> int:
+        """Delete temporary and trash folders whose builder process is gone; returns how many."""
+        removed = 0
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return 0
+        for entry in entries:
+            if not entry.name.startswith((".tmp-", ".trash-")):
+                continue
+            pid = _pid_of(entry.name)
+            if pid is not None and _alive(pid):
+                continue
+            if pid is None and time.time() - entry.stat(follow_symlinks=False).st_mtime < _ORPHAN_AGE_S:
+                continue  # no pid in the name (an older tilegraph): only once it is clearly abandoned
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += 1
+        return removed
 
     def publish(self, workdir: Path, key: str, manifest: dict[str, Any]) -> Path:
         """Seal `workdir` (holding kernel.c and kernel.so) with its manifest and move it into
@@ -96,6 +121,28 @@ class BuildCache:
         except FileNotFoundError:
             return
         shutil.rmtree(trash, ignore_errors=True)
+
+
+_swept: set[str] = set()
+_ORPHAN_AGE_S = 3600.0
+
+
+def _pid_of(name: str) -> int | None:
+    """The pid in `.tmp-<key16>-<pid>-<random>` (None for other names)."""
+    parts = name.split("-")
+    if name.startswith(".tmp-") and len(parts) >= 4 and parts[2].isdigit():
+        return int(parts[2])
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from tilegraph.errors import TilegraphError
@@ -128,7 +129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+MAX_MESSAGE = 300  # an error line never echoes a whole (possibly huge) input back
+
+
 def _fail(message: str) -> int:
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 20] + f"... ({len(message)} characters)"
     print(f"tilegraph: error: {message}", file=sys.stderr)
     return EXIT_USAGE
 
@@ -161,7 +167,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from tilegraph.cli.bench import bench_workload
     from tilegraph.tune import open_database
-    from tilegraph.tune.database import default_path
+    from tilegraph.tune.database import MemoryDatabase, default_path
     from tilegraph.tune.tune import resolve_workload
 
     peers = [p.strip() for p in args.vs.split(",") if p.strip()]
@@ -174,7 +180,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise ValueError(f"bench --target {args.target!r}: only the default cpu target can be benchmarked so far")
     workloads = [resolve_workload(spec, batch=args.batch) for spec in args.workloads]
     _require_toolchain(args.target)
-    db = open_database(args.db, readonly=args.db is not None or default_path().exists())
+    db_path = Path(args.db) if args.db is not None else default_path()
+    # bench only reads: an absent database has no records (and is not created)
+    db = open_database(db_path, readonly=True) if db_path.exists() else MemoryDatabase()
     rows = []
     for spec, wl in zip(args.workloads, workloads):
         row = {"workload": spec, **bench_workload(wl, db, peers, args.time, args.threads)}
@@ -284,19 +292,14 @@ def _require_toolchain(target: str) -> None:
     """Fail before any work when the target's compiler or device is missing."""
     import shutil
 
-    from tilegraph.target import Target
+    from tilegraph.target import Target, require_runnable
 
     tgt = Target.from_string(target)
-    if tgt.kind == "opencl":
-        from tilegraph.runtime.opencl import available
-
-        if not available():
-            raise TilegraphError("no OpenCL device found (install pyopencl and an OpenCL driver such as PoCL)")
-    elif tgt.kind == "cuda":
-        if not tgt.cc or shutil.which(tgt.cc) is None:
-            raise TilegraphError("nvcc not found (install the CUDA toolkit or pass --target 'cuda -cc=PATH')")
-    elif not tgt.cc or shutil.which(tgt.cc) is None:
+    if tgt.kind == "cuda" and (not tgt.cc or shutil.which(tgt.cc) is None):
+        raise TilegraphError("nvcc not found (install the CUDA toolkit or pass --target 'cuda -cc=PATH')")
+    if tgt.kind == "cpu" and (not tgt.cc or shutil.which(tgt.cc) is None):
         raise TilegraphError("no C compiler found (install gcc or set CC)")
+    require_runnable(tgt)
 
 
 def _us(seconds: float | None) -> str:

@@ -301,6 +301,16 @@ def vector_math_helpers(used: set[tuple[str, int]]) -> str:
     return w.text()
 
 
+INT32_MAX = 2**31 - 1
+
+
+def _needs_wide_index(func: Func) -> bool:
+    """Whether some buffer has more elements, or some loop more iterations, than int32 counts."""
+    buffers = [*func.params, *(s.buffer for s in walk_stmts(func.body) if isinstance(s, Allocate))]
+    return (any(math.prod(b.shape) > INT32_MAX for b in buffers)
+            or any(s.extent > INT32_MAX for s in walk_stmts(func.body) if isinstance(s, For)))
+
+
 class _Printer:
     def __init__(self, func: Func):
         self.func = func
@@ -308,6 +318,14 @@ class _Printer:
         self.w = CodeWriter()
         self.parallel_depth = 0
         self.vector_math: set[tuple[str, int]] = set()  # (intrinsic, lanes) helpers the code calls
+        # int32 index arithmetic unless a buffer or loop is too large for it: then every int32
+        # variable is declared int64_t and C's promotions carry the 64 bits through each index.
+        self.index_type = "int64_t" if _needs_wide_index(func) else "int32_t"
+
+    def int_type(self, d: DType) -> str:
+        """The C type of a scalar integer expression or variable (int32 widens with index_type)."""
+        t = ctype(d)
+        return self.index_type if t == "int32_t" else t
 
     # ------------------------------------------------------------------ names
     def buf(self, b: Buffer) -> str:
@@ -365,7 +383,7 @@ class _Printer:
         if e.op in _INFIX:
             return f"({a} {_INFIX[e.op]} {b})"
         if e.op in ("max", "min", "floordiv", "floormod"):
-            return f"tgh_{e.op}_{t}({a}, {b})"
+            return f"tgh_{e.op}_{self.int_type(e.dtype) if t == 'int32_t' else t}({a}, {b})"
         if e.op == "pow":
             f = "powf" if e.dtype.scalar == dt.float32 else "pow"
             return f"(({t}){f}({a}, {b}))"
@@ -407,7 +425,7 @@ class _Printer:
                 return f"(*({vt}_u*)({self.buf(b)} + {self.expr(idx.base)}))"
             tmp = self.names.fresh("temp", "base")
             lanes = ", ".join(f"{self.buf(b)}[{tmp} + {k * idx.stride}]" for k in range(idx.lanes))
-            return f"({{ int32_t {tmp} = {self.expr(idx.base)}; ({vt}){{{lanes}}}; }})"
+            return f"({{ {self.index_type} {tmp} = {self.expr(idx.base)}; ({vt}){{{lanes}}}; }})"
         return f"{self.buf(b)}[{self.expr(idx)}]"
 
     # ------------------------------------------------------------------ statements
@@ -445,7 +463,7 @@ class _Printer:
             self.w.raw(f"#pragma GCC unroll {UNROLL_HINT}")
         v = self.var(s.var)
         self.parallel_depth += parallel
-        with self.w.block(f"for ({ctype(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
+        with self.w.block(f"for ({self.int_type(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
             self.stmt(s.body)
         self.parallel_depth -= parallel
 

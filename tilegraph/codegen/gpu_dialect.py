@@ -155,7 +155,7 @@ class GpuPrinter(CFamilyPrinter):
         if s.kind == "unrolled":
             self.w.raw(self.dialect.unroll_pragma)
         v = self.var(s.var)
-        with self.w.block(f"for ({ctype(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
+        with self.w.block(f"for ({self.int_type(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
             self.stmt(s.body)
 
     def stmt(self, s: Stmt) -> None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from tilegraph.dtype import DType
 from tilegraph.te.expr import BinOp, Cmp, Const, Expr, Select, Var
 from tilegraph.te.visit import rewrite
@@ -44,6 +46,25 @@ _CMP_FOLD = {
 _NO_BOUNDS: Mapping[str, Bounds] = {}
 
 
+def _const(value: int, dtype: DType) -> Const:
+    """An integer constant folded into its dtype: two's-complement wrap, as every backend computes."""
+    if dtype.kind == "bool":
+        return Const(bool(value), dtype)
+    bits = dtype.bits
+    if dtype.kind == "uint":
+        return Const(value % (1 << bits), dtype)
+    half = 1 << (bits - 1)
+    return Const((value + half) % (1 << bits) - half, dtype)
+
+
+def _float_fold(op: str, a: float, b: float, dtype: DType) -> Const:
+    """Fold in the dtype's own precision (float32 rounds each step) with NaN-propagating max/min."""
+    x, y = dtype.numpy.type(a), dtype.numpy.type(b)
+    with np.errstate(all="ignore"):
+        value = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op](x, y)
+    return Const(float(value), dtype)
+
+
 def _is(e: Expr, value: object) -> bool:
     return isinstance(e, Const) and e.value == value and not isinstance(e.value, bool)
 
@@ -59,9 +80,11 @@ def _step(e: Expr, known: Mapping[str, Bounds]) -> Expr | None:
     is_int = e.dtype.is_int
     if isinstance(a, Const) and isinstance(b, Const):
         if op in _FOLD:
-            return Const(_FOLD[op](a.value, b.value), e.dtype)
+            if e.dtype.is_float:
+                return _float_fold(op, a.value, b.value, e.dtype)
+            return _const(_FOLD[op](a.value, b.value), e.dtype)
         if is_int and op in _INT_FOLD and b.value != 0:
-            return Const(_INT_FOLD[op](a.value, b.value), e.dtype)
+            return _const(_INT_FOLD[op](a.value, b.value), e.dtype)
         if op == "and":
             return Const(bool(a.value and b.value), e.dtype)
         if op == "or":
@@ -87,14 +110,14 @@ def _step(e: Expr, known: Mapping[str, Bounds]) -> Expr | None:
         if isinstance(a, Const):
             return BinOp("add", b, a)
         if isinstance(b, Const) and isinstance(a, BinOp) and a.op == "add" and isinstance(a.b, Const):
-            return _simp(BinOp("add", a.a, Const(a.b.value + b.value, e.dtype)), known)
+            return _simp(BinOp("add", a.a, _const(a.b.value + b.value, e.dtype)), known)
     if op == "sub":
         if _is(b, 0):
             return a
         if a == b:
             return Const(0, e.dtype)
         if isinstance(b, Const):
-            return _simp(BinOp("add", a, Const(-b.value, e.dtype)), known)
+            return _simp(BinOp("add", a, _const(-b.value, e.dtype)), known)
     if op == "mul":
         if _is(a, 1):
             return b
@@ -105,7 +128,11 @@ def _step(e: Expr, known: Mapping[str, Bounds]) -> Expr | None:
         if isinstance(a, Const):
             return BinOp("mul", b, a)
         if isinstance(b, Const) and isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const):
-            return BinOp("mul", a.a, Const(a.b.value * b.value, e.dtype))
+            return BinOp("mul", a.a, _const(a.b.value * b.value, e.dtype))
+    if e.dtype.bits < 32:
+        # 8-bit arithmetic wraps at every operation, so the division rules below (which reason
+        # about exact products and value ranges) do not hold; wrapping sums and products do.
+        return None
     if op == "floordiv" and isinstance(b, Const) and b.value > 0:
         if b.value == 1:
             return a

@@ -7,6 +7,8 @@ structural comparison of whole definitions goes through `Workload.key`.
 from __future__ import annotations
 
 import inspect
+import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -85,11 +87,27 @@ class Tensor:
         return f"Tensor({self.name}, shape={self.shape}, dtype={self.dtype})"
 
 
+MAX_ELEMENTS = 2**62  # index arithmetic is 64-bit at most (the C printer widens past 2**31 - 1)
+
+
 def _check_shape(shape: Sequence[int], what: str) -> tuple[int, ...]:
-    out = tuple(int(s) for s in shape)
-    if any(s <= 0 for s in out) or len(out) != len(shape):
-        raise ValueError(f"{what}: every extent must be a positive integer, got {tuple(shape)}")
+    """Extents are positive integers (2.5 or "4" are refused, not truncated or parsed)."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise TypeError(f"{what}: shape must be a sequence of integers, got {type(shape).__name__}")
+    try:
+        out = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{what}: every extent must be an integer, got {_short(tuple(shape))}") from None
+    if any(s <= 0 for s in out):
+        raise ValueError(f"{what}: every extent must be a positive integer, got {_short(out)}")
+    if math.prod(out) > MAX_ELEMENTS:
+        raise ValueError(f"{what}: {_short(out)} has more than 2**62 elements")
     return out
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def placeholder(shape: Sequence[int], dtype: str | DType = "float32", name: str = "placeholder") -> Tensor:
@@ -99,9 +117,8 @@ def placeholder(shape: Sequence[int], dtype: str | DType = "float32", name: str 
 
 def reduce_axis(extent: int, name: str = "k") -> IterVar:
     """A reduction axis over [0, extent)."""
-    if int(extent) <= 0:
-        raise ValueError(f"reduce_axis {name}: extent must be positive, got {extent}")
-    return IterVar(Var(name), int(extent), "reduce")
+    (extent,) = _check_shape((extent,), f"reduce_axis {name}")
+    return IterVar(Var(name), extent, "reduce")
 
 
 def compute(

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import TilegraphError
+from tilegraph.target import require_runnable
 from tilegraph.te.workload import Workload
+from tilegraph.testing.data import require_memory
 from tilegraph.tune.builder import Builder
 from tilegraph.tune.database import Database, Record, open_database
 from tilegraph.tune.measure import (
@@ -78,6 +80,8 @@ def tune(workload: Workload | str, target: Any = "cpu", strategy: str | SearchSt
     tgt = resolve_target(target)
     fp = str(tgt.fingerprint)
     search = strategy if isinstance(strategy, SearchStrategy) else get_strategy(strategy)
+    require_runnable(tgt)  # candidates are run and timed: refuse a missing device before any work
+    require_memory(wl)
     database = open_database(db)
     database.commit_workload(wl)
     policy = policy or MeasurePolicy(num_threads=num_threads)

@@ -74,6 +74,11 @@ def _top_level(s: Stmt, temporaries: list[Buffer]) -> list[Stmt]:
         if s.buffer.scope != "global":
             raise LoweringError(f"buffer {s.buffer.name} (scope {s.buffer.scope}) is used by several loop nests; "
                                 f"compute_at its producer inside its consumer's blockIdx loops, or use scope 'global'")
+        if any(t.name == s.buffer.name for t in temporaries):
+            # e.g. an unrolled top-level loop around the allocation, expanded into copies: kernels
+            # find buffers by name, so two of one name would silently share (or lose) data
+            raise LoweringError(f"global buffer {s.buffer.name} is allocated more than once at the top level (an "
+                                f"unrolled loop around its allocation?); bind that loop to blocks or do not unroll it")
         temporaries.append(s.buffer)
         return _top_level(s.body, temporaries)
     return [s]

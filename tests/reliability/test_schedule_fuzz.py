@@ -1,0 +1,117 @@
+"""Differential fuzz of random schedules on random small workloads: the interpreter on the
+unscheduled program, the interpreter on the scheduled one, the compiled C kernel (outputs
+poisoned with NaN first) and the OpenCL kernel on PoCL must agree.
+
+The default run checks a few hundred cases (test_property*.py in tests/schedule add more); the
+slow run checks FUZZ_EXAMPLES (default 10,000; `TILEGRAPH_FUZZ_EXAMPLES=N` changes it):
+
+    python -m pytest -m slow tests/reliability/test_schedule_fuzz.py -p no:cacheprovider
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tilegraph as tg
+from tests.schedule.primitives.prim_workloads import conv_with_pad, matmul, matmul_relu
+from tests.schedule.test_property import _random_step
+from tests.schedule.test_property_compiled import _annotate_for_codegen
+from tilegraph import ops, te
+from tilegraph.errors import LoweringError, ScheduleError
+from tilegraph.loop.interpret import interpret
+
+pytestmark = pytest.mark.needs_cc
+SIZES = st.sampled_from([1, 2, 3, 5, 7, 11, 13, 17])
+FUZZ_EXAMPLES = int(os.environ.get("TILEGRAPH_FUZZ_EXAMPLES", "10000"))
+
+
+def _softmax(m: int, n: int) -> tg.Workload:
+    x = te.placeholder((m, n), name="X")
+    return tg.Workload([x], [ops.softmax(x)])
+
+
+def _layer_norm(m: int, n: int) -> tg.Workload:
+    x = te.placeholder((m, n), name="X")
+    g, b = te.placeholder((n,), name="G"), te.placeholder((n,), name="B")
+    return tg.Workload([x, g, b], [ops.layer_norm(x, g, b)])
+
+
+def _two_stage(m: int, n: int) -> tg.Workload:
+    x = te.placeholder((m, n), name="X")
+    y = te.compute((m, n), lambda i, j: x[i, j] * 2.0 + 1.0, name="Y")
+    r = te.reduce_axis(n, "r")
+    return tg.Workload([x], [te.compute((m,), lambda i: te.max(y[i, r], axis=r), name="Z")])
+
+
+def _transpose_add(m: int, n: int) -> tg.Workload:
+    x = te.placeholder((m, n), name="X")
+    y = te.placeholder((n, m), name="Yin")
+    return tg.Workload([x, y], [te.compute((m, n), lambda i, j: x[i, j] + y[j, i] * 0.5, name="T")])
+
+
+WORKLOADS = st.one_of(
+    st.builds(matmul, SIZES, SIZES, SIZES),
+    st.builds(matmul_relu, SIZES, SIZES, SIZES),
+    st.builds(_two_stage, SIZES, SIZES),
+    st.builds(_softmax, SIZES, SIZES),
+    st.builds(_layer_norm, SIZES, SIZES),
+    st.builds(_transpose_add, SIZES, SIZES),
+    st.builds(conv_with_pad, st.integers(1, 3), st.integers(2, 6), st.integers(2, 6), st.integers(1, 3)),
+)
+
+
+def _opencl_kernel(sch: tg.Schedule):  # noqa: ANN202
+    """The OpenCL kernel of the schedule, or None where the GPU lowering refuses it (a CPU-only
+    annotation, say): the refusal must be a clear LoweringError/ScheduleError, never a crash."""
+    from tilegraph.runtime.opencl import available
+
+    if not available():
+        return None
+    try:
+        return tg.build(sch, target="opencl")
+    except (LoweringError, ScheduleError):
+        return None
+
+
+def check_case(wl: tg.Workload, data) -> None:  # noqa: ANN001
+    sch = tg.Schedule(wl)
+    for _ in range(data.draw(st.integers(1, 6), label="steps")):
+        try:
+            _random_step(data, sch)
+        except ScheduleError:
+            pass  # a refused request changes nothing (tests/schedule/test_property.py checks that)
+    gpu_sch = tg.Schedule.replay(wl, sch.trace)  # before the CPU annotations below
+    _annotate_for_codegen(data, sch)
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    arrays = [np.random.default_rng(seed).standard_normal(t.shape).astype("float32") for t in wl.inputs]
+    if "G" in {t.name for t in wl.inputs}:
+        arrays = [a if t.name != "X" else a * 100 + 50 for a, t in zip(arrays, wl.inputs)]  # offset rows
+    meaning = interpret(wl, *arrays)
+    scheduled = interpret(sch, *arrays)
+    np.testing.assert_allclose(scheduled, meaning, rtol=1e-4, atol=1e-4, err_msg=f"interpreter\n{sch}")
+    kernel = tg.build(sch)
+    (out_buffer,) = kernel.outputs
+    got = np.full(out_buffer.shape, np.nan, out_buffer.dtype.numpy)
+    kernel(*arrays, out=got)
+    np.testing.assert_allclose(got, scheduled, rtol=1e-4, atol=1e-4, err_msg=f"C\n{sch}\n{kernel.source}")
+    cl = _opencl_kernel(gpu_sch)
+    if cl is not None:
+        np.testing.assert_allclose(cl(*arrays), scheduled, rtol=1e-4, atol=1e-4, err_msg=f"OpenCL\n{gpu_sch}")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(wl=WORKLOADS, data=st.data())
+def test_random_schedules_agree_on_every_backend(wl, data):
+    check_case(wl, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(wl=WORKLOADS, data=st.data())
+def test_random_schedules_agree_on_every_backend_long(wl, data):
+    check_case(wl, data)
