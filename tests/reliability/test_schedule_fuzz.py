@@ -28,6 +28,7 @@ from tilegraph.loop.interpret import interpret
 pytestmark = pytest.mark.needs_cc
 SIZES = st.sampled_from([1, 2, 3, 5, 7, 11, 13, 17])
 FUZZ_EXAMPLES = int(os.environ.get("TILEGRAPH_FUZZ_EXAMPLES", "10000"))
+COUNTS: dict[str, int] = {"cases": 0, "c": 0, "opencl": 0, "opencl_refused": 0}
 
 
 def _softmax(m: int, n: int) -> tg.Workload:
@@ -99,9 +100,14 @@ def check_case(wl: tg.Workload, data) -> None:  # noqa: ANN001
     got = np.full(out_buffer.shape, np.nan, out_buffer.dtype.numpy)
     kernel(*arrays, out=got)
     np.testing.assert_allclose(got, scheduled, rtol=1e-4, atol=1e-4, err_msg=f"C\n{sch}\n{kernel.source}")
+    COUNTS["cases"] += 1
+    COUNTS["c"] += 1
     cl = _opencl_kernel(gpu_sch)
-    if cl is not None:
+    if cl is None:
+        COUNTS["opencl_refused"] += 1
+    else:
         np.testing.assert_allclose(cl(*arrays), scheduled, rtol=1e-4, atol=1e-4, err_msg=f"OpenCL\n{gpu_sch}")
+        COUNTS["opencl"] += 1
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -115,3 +121,7 @@ def test_random_schedules_agree_on_every_backend(wl, data):
 @given(wl=WORKLOADS, data=st.data())
 def test_random_schedules_agree_on_every_backend_long(wl, data):
     check_case(wl, data)
+    report = os.environ.get("TILEGRAPH_FUZZ_REPORT")
+    if report and COUNTS["cases"] % 100 == 0:
+        with open(report, "w") as f:
+            f.write(f"{COUNTS}\n")

@@ -5,7 +5,8 @@
         for k in range(8): S                                      for i in range(4): S
 
 The named loops keep the positions they occupied (other loops in between stay where they are);
-every loop from the outermost to the innermost named one must have exactly one loop as its body.
+every loop from the outermost to the innermost named one must have exactly one loop as its body,
+and a vectorized loop cannot move outward over another loop.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ def reorder(func: Func, loops: list[str]) -> tuple[Func, tuple[str, ...]]:
     for pos, name in zip(positions, names):
         new_order[pos] = targets[name]
     inner_body = chain[-1].body
+    for lp in new_order:  # a vectorized loop stays innermost (the verifier's rule), wherever it moves
+        below = new_order[new_order.index(lp) + 1:]
+        require(lp.kind != "vectorized" or not (below or _descendant_loops(replace(lp, body=inner_body))),
+                f"reorder{tuple(names)}: vectorized loop {lp.var.name} must stay innermost")
     stmt: Stmt = inner_body
     for lp in reversed(new_order):
         stmt = replace(lp, body=stmt)
