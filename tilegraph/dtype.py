@@ -68,6 +68,17 @@ _NUMPY_NAMES = {
 }
 
 
+def wrap_int(value: int, dtype: DType) -> int:
+    """A Python int wrapped into an integer dtype's range (two's complement), as fixed-width
+    arithmetic computes it; the one definition the interpreter and the simplifier share."""
+    if dtype.kind == "bool":
+        return int(bool(value))
+    if dtype.kind == "uint":
+        return value % (1 << dtype.bits)
+    half = 1 << (dtype.bits - 1)
+    return (value + half) % (1 << dtype.bits) - half
+
+
 def as_dtype(value: str | DType | np.dtype | type) -> DType:
     """Normalise a user-supplied dtype ('float32', np.float32, DType) to a DType."""
     if isinstance(value, DType):

@@ -1,5 +1,14 @@
 """Every error tilegraph raises on purpose, in one place."""
 
+MESSAGE_ECHO_LIMIT = 80
+
+
+def shorten(value: object, limit: int = MESSAGE_ECHO_LIMIT) -> str:
+    """`repr(value)` cut to `limit` characters: error messages name what was wrong without
+    echoing a whole (possibly huge) input back."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class TilegraphError(Exception):
     """Base class of tilegraph's own errors."""

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.special
 
-from tilegraph.dtype import DType
+from tilegraph.dtype import DType, wrap_int
 from tilegraph.errors import LoweringError
 from tilegraph.loop.interpret_gpu import run_threads
 from tilegraph.loop.ir import Allocate, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
@@ -209,19 +209,11 @@ def _floor_div_mod(op: str, a, b, dtype: DType):  # noqa: ANN001, ANN202
             q = np.floor(a / b)
             return q if op == "floordiv" else a - q * b
     if type(a) is int and type(b) is int:
-        return 0 if b == 0 else _wrap_int(a // b if op == "floordiv" else a % b, dtype)
+        return 0 if b == 0 else wrap_int(a // b if op == "floordiv" else a % b, dtype)
     with np.errstate(all="ignore"):  # numpy already gives 0 for a zero divisor
         out = np.floor_divide(a, b) if op == "floordiv" else np.remainder(a, b)
     # Arrays of an int32/int64 buffer already wrap; index lanes (int64) never reach INT_MIN // -1.
     return _wrap_narrow(out, dtype) if dtype.bits == 8 else out
-
-
-def _wrap_int(x: int, dtype: DType) -> int:
-    """A Python int wrapped into the range of an integer dtype (two's complement)."""
-    if dtype.kind == "uint":
-        return x % (1 << dtype.bits)
-    half = 1 << (dtype.bits - 1)
-    return (x + half) % (1 << dtype.bits) - half
 
 
 def _wrap_narrow(value, dtype: DType):  # noqa: ANN001, ANN202
@@ -485,7 +477,7 @@ class Machine:
         if not e.dtype.is_int:
             return out
         if type(out) is int:  # both operands were Python ints: wrap as the fixed-width type does
-            return _wrap_int(out, e.dtype)
+            return wrap_int(out, e.dtype)
         return _wrap_narrow(out, e.dtype) if e.dtype.bits == 8 else out
 
     def _select(self, e: Select, env: dict[str, object], mask: np.ndarray | None) -> object:

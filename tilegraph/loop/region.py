@@ -97,6 +97,7 @@ def const_difference(a: Expr, b: Expr) -> int | None:
 # ------------------------------------------------------------------------------------- intervals
 def interval(e: Expr, ranges: Mapping[Var, int]) -> Interval:
     """Bounds of `e` while each var of `ranges` takes every value of [0, extent)."""
+    e, ranges = _without_unit_loops(e, ranges)
     terms, const = linear_terms(simplify(e))
     fixed: Terms = {}
     start_const = const
@@ -118,6 +119,45 @@ def interval(e: Expr, ranges: Mapping[Var, int]) -> Interval:
         start_const += k
         extent += abs(c) * (sub.extent - 1)
     return Interval(from_terms({a: c for a, c in fixed.items() if c != 0}, start_const), extent)
+
+
+def _without_unit_loops(e: Expr, ranges: Mapping[Var, int]) -> tuple[Expr, Mapping[Var, int]]:
+    """A loop of extent 1 only ever contributes 0: substituting it first keeps `(f + u) % 2` exact
+    (`f % 2`, one point) instead of widening it to the whole [0, 2)."""
+    unit = {v: Const(0) for v, n in ranges.items() if n == 1}
+    if not unit:
+        return e, ranges
+    return simplify(substitute(e, unit)), {v: n for v, n in ranges.items() if n != 1}
+
+
+def covers_box(items: list[Access], ranged: Iterable[For] | None = None) -> bool:
+    """Whether some one access of `items` touches every point of the box `access_region` reports
+    for them (no gaps, no over-approximation). A consumer placed on that box then reads only
+    points that were written. Conservative: False whenever coverage cannot be shown (strides
+    with gaps, floordiv/floormod/min/max of a ranged loop, a loop feeding two dimensions)."""
+    region = access_region(items, ranged)
+    return any(_access_covers(acc, region, ranged) for acc in items)
+
+
+def _access_covers(acc: Access, region: list[Interval], ranged: Iterable[For] | None) -> bool:
+    loops = acc.loops if ranged is None else tuple(ranged)
+    all_ranges = {lp.var: lp.extent for lp in loops}
+    seen: set[Var] = set()
+    for index, box in zip(acc.indices, region):
+        e, ranges = _without_unit_loops(index, all_ranges)
+        terms, _ = linear_terms(simplify(e))
+        varying = {a: c for a, c in terms.items() if _depends_on(a, ranges)}
+        if any(not isinstance(a, Var) or a in seen for a in varying):
+            return False
+        seen.update(varying)  # type: ignore[arg-type]
+        span = 1  # the offsets covered so far are exactly [0, span)
+        for atom, c in sorted(varying.items(), key=lambda t: abs(t[1])):
+            if abs(c) > span:
+                return False
+            span += abs(c) * (ranges[atom] - 1)  # type: ignore[index]
+        if span != box.extent or const_difference(interval(index, all_ranges).start, box.start) != 0:
+            return False
+    return True
 
 
 def _scaled(e: Expr, c: int) -> tuple[Terms, int]:

@@ -14,6 +14,12 @@ Nodes:
     TensorRead(tensor, indices)         te only: reads a te.Tensor
     BufferLoad(buffer, indices)         loop IR only: reads a Buffer (see tilegraph.loop.ir)
     Reduce(combiner, source, axes, init, condition)   te only: top of a reduction compute body
+
+Meaning of the operators (the interpreter implements it; every printer agrees):
+    a / b       true division; floats only (integers: TypeError, use //)
+    a // b      floor division; a % b its remainder (sign of b), as in Python and numpy.
+                For integers x // 0 == x % 0 == 0 and INT_MIN // -1 == INT_MIN: nothing traps.
+    8-bit integer results wrap after every operation; int32/int64 overflow is undefined.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import numpy as np
 
 from tilegraph import dtype as dt
 from tilegraph.dtype import DType
+from tilegraph.errors import shorten
 
 if TYPE_CHECKING:
     from tilegraph.loop.ir import Buffer
@@ -305,13 +312,8 @@ def const(value: ExprLike, dtype: str | DType | None = None) -> Expr:
         raise TypeError(f"the {dtype} constant {value!r} is not an integer")
     info = np.iinfo(dtype.numpy)
     if not info.min <= int(value) <= info.max:
-        raise ValueError(f"the constant {_short(value)} does not fit in {dtype} ([{info.min}, {info.max}])")
+        raise ValueError(f"the constant {shorten(value, 40)} does not fit in {dtype} ([{info.min}, {info.max}])")
     return Const(int(value), dtype)
-
-
-def _short(value: object, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _coerce_pair(a: ExprLike, b: ExprLike) -> tuple[Expr, Expr]:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tilegraph.dtype import DType
+from tilegraph.dtype import DType, wrap_int
 from tilegraph.te.expr import BinOp, Cmp, Const, Expr, Select, Var
 from tilegraph.te.visit import rewrite
 
@@ -48,13 +48,7 @@ _NO_BOUNDS: Mapping[str, Bounds] = {}
 
 def _const(value: int, dtype: DType) -> Const:
     """An integer constant folded into its dtype: two's-complement wrap, as every backend computes."""
-    if dtype.kind == "bool":
-        return Const(bool(value), dtype)
-    bits = dtype.bits
-    if dtype.kind == "uint":
-        return Const(value % (1 << bits), dtype)
-    half = 1 << (bits - 1)
-    return Const((value + half) % (1 << bits) - half, dtype)
+    return Const(bool(value), dtype) if dtype.kind == "bool" else Const(wrap_int(value, dtype), dtype)
 
 
 def _float_fold(op: str, a: float, b: float, dtype: DType) -> Const:

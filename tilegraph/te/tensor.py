@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tilegraph import dtype as dt
 from tilegraph.dtype import DType
+from tilegraph.errors import shorten
 from tilegraph.te.expr import (
     COMBINERS,
     Expr,
@@ -97,17 +98,12 @@ def _check_shape(shape: Sequence[int], what: str) -> tuple[int, ...]:
     try:
         out = tuple(operator.index(s) for s in shape)
     except TypeError:
-        raise TypeError(f"{what}: every extent must be an integer, got {_short(tuple(shape))}") from None
+        raise TypeError(f"{what}: every extent must be an integer, got {shorten(tuple(shape))}") from None
     if any(s <= 0 for s in out):
-        raise ValueError(f"{what}: every extent must be a positive integer, got {_short(out)}")
+        raise ValueError(f"{what}: every extent must be a positive integer, got {shorten(out)}")
     if math.prod(out) > MAX_ELEMENTS:
-        raise ValueError(f"{what}: {_short(out)} has more than 2**62 elements")
+        raise ValueError(f"{what}: {shorten(out)} has more than 2**62 elements")
     return out
-
-
-def _short(value: object, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def placeholder(shape: Sequence[int], dtype: str | DType = "float32", name: str = "placeholder") -> Tensor:

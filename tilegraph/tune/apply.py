@@ -15,7 +15,7 @@ from typing import Any
 from tilegraph.errors import ScheduleError
 from tilegraph.schedule import Schedule
 from tilegraph.te.workload import Workload
-from tilegraph.tune.database import Database, open_database
+from tilegraph.tune.database import Database, default_path, open_database
 from tilegraph.tune.measure import resolve_target
 
 log = logging.getLogger("tilegraph.tune")
@@ -26,7 +26,13 @@ _reported: set[tuple[str, str]] = set()
 def best_schedule(workload: Workload, target: Any = "cpu", db: Database | str | Path | None = None) -> Schedule | None:
     """The best recorded schedule of `workload` on `target`, or None (default schedule applies)."""
     fp = str(resolve_target(target).fingerprint)
-    database = open_database(db, readonly=True) if not isinstance(db, Database) else db
+    if not isinstance(db, Database):
+        path = Path(db) if db is not None else default_path()
+        if not path.exists():  # nothing recorded yet; reading never creates a database
+            _report_once(workload, fp, f"no tuning database at {path}")
+            return None
+        db = open_database(path, readonly=True)
+    database = db
     failures = []
     for record in database.top_k(workload.key, fp, MAX_RECORDS_TRIED):
         try:

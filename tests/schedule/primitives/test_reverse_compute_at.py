@@ -45,3 +45,56 @@ def test_reverse_compute_at_needs_a_producer_under_loop():
         sch.reverse_compute_at("out", sch.loops("mx")[0])
     with pytest.raises(tg.ScheduleError, match="is a reduction"):
         sch.reverse_compute_at("s", sch.loops("e")[0])
+
+
+def _transpose_add(m: int, n: int):
+    import tilegraph as tg
+    from tilegraph import te
+
+    x = te.placeholder((m, n), name="X")
+    y = te.placeholder((n, m), name="Yin")
+    return tg.Workload([x, y], [te.compute((m, n), lambda i, j: x[i, j] + y[j, i] * 0.5, name="T")])
+
+
+def test_write_back_under_a_fused_loop_covers_exactly_one_iteration():
+    """Found by the schedule fuzz: `(f + u) % 2` with u of extent 1 was widened to [0, 2), so the
+    write-back of each iteration also copied an element the iteration had not written (garbage
+    in C, where the local buffer lives in the parallel iteration)."""
+    import numpy as np
+
+    import tilegraph as tg
+    from tilegraph.loop.interpret import interpret
+
+    wl = _transpose_add(1, 2)
+    sch = tg.Schedule(wl)
+    i, j = sch.loops("T")
+    j0, j1 = sch.split(j, [None, 1])
+    f = sch.fuse(i, j0)
+    f0, f1 = sch.split(f, [None, 1])
+    wb = sch.cache_write("T", "local")
+    sch.reverse_compute_at(wb, f0)
+    sch.parallel(f0)
+    assert "range(2)" not in str(sch).split("T_wb")[0].splitlines()[-1]
+    x = np.array([[1.0, 2.0]], np.float32)
+    y = np.array([[3.0], [5.0]], np.float32)
+    want = interpret(wl, x, y)
+    got = np.full((1, 2), np.nan, np.float32)
+    tg.build(sch)(x, y, out=got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_write_back_over_a_strided_region_is_refused():
+    import pytest
+
+    import tilegraph as tg
+    from tilegraph import te
+
+    x = te.placeholder((8,), name="X")
+    t = te.compute((8,), lambda i: x[i] + 1.0, name="T")
+    sch = tg.Schedule(tg.Workload([x], [t]))
+    (i,) = sch.loops("T")
+    io, ii = sch.split(i, [2, 4])
+    sch.reorder(ii, io)  # under ii, the iterations of io write T[ii], T[ii + 4]: a stride-4 pair
+    wb = sch.cache_write("T", "local")
+    with pytest.raises(tg.ScheduleError, match="dense box"):
+        sch.reverse_compute_at(wb, ii)

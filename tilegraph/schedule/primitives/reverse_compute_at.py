@@ -19,14 +19,15 @@ The consumer must be spatial, read the produced buffer(s) exactly at its own ite
 (write-back blocks, elementwise epilogues) and be the only writer of its output. Every writer of
 the produced buffer must lie under `loop`, and no loop at or above `loop` may drive a reduction of
 a writer (the consumer would read partial sums). The nest goes right after the last statement of
-the loop body that writes the buffer.
+the loop body that writes the buffer. The part of each produced buffer written in one iteration
+must be a dense box (checked by loop.region.covers_box): the consumer reads all of it.
 """
 
 from __future__ import annotations
 
 from tilegraph.errors import ScheduleError
 from tilegraph.loop.ir import Block, BufferStore, For, Func
-from tilegraph.loop.region import RegionError, access_region, accesses, union
+from tilegraph.loop.region import RegionError, access_region, accesses, const_difference, covers_box, union
 from tilegraph.loop.visit import blocks, walk_stmts
 from tilegraph.schedule.primitives.common import get_block, get_loop, require
 from tilegraph.schedule.primitives.compute_at import regenerate_nest, require_stores_at_iteration_point, single_output
@@ -80,10 +81,18 @@ def reverse_compute_at(func: Func, block: str, loop: str) -> tuple[Func, tuple[s
                 require(not racing, f"{where}: loop {racing[0] if racing else ''} drives the reduction of block {w.name}; "
                                     f"{block} would read partial results of {name}")
     try:
-        regions = [access_region(accesses(target.body, n, reads=False), what=n) for n in produced]
+        writes = {n: accesses(target.body, n, reads=False) for n in produced}
+        regions = [access_region(items, what=n) for n, items in writes.items()]
         region = [union([r[d] for r in regions], f"dimension {d} of {block}'s domain") for d in range(len(out.shape))]
     except RegionError as e:
         raise ScheduleError(f"{where}: {e}") from None
+    # Unlike compute_at (where computing more is only waste), a consumer run on an over-approximated
+    # region would read elements this iteration never wrote.
+    for (n, items), own in zip(writes.items(), regions):
+        same_box = all(const_difference(a.start, b.start) == 0 and a.extent == b.extent for a, b in zip(own, region))
+        require(same_box and covers_box(items),
+                f"{where}: the part of {n} written in one iteration of {loop} is not a dense box (strided, "
+                f"or through // and % of a fused loop); {block} would read elements not written yet")
 
     new_nest = regenerate_nest(func, consumer, region, above)
     anchor = child_holding(target.body, lambda s: any(writers(s, n) for n in produced), last=True)

@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from tilegraph.errors import shorten
 from tilegraph.loop.ir import Block, For, Func, Stmt
 from tilegraph.loop.names import fresh_name
 from tilegraph.loop.visit import loop_names, replace_node, rewrite_stmt
@@ -35,7 +36,7 @@ def split(func: Func, loop: str, factors: Sequence[int | None]) -> tuple[Func, t
     largest = max(target.extent, MAX_GUARDED_FACTOR)
     require(all(f is None or (isinstance(f, int) and not isinstance(f, bool) and 1 <= f <= largest) for f in facs),
             f"split({loop}): factors must be integers from 1 to {largest} (the extent {target.extent}, or a guarded "
-            f"tile of at most {MAX_GUARDED_FACTOR}), got {_short(facs)}")
+            f"tile of at most {MAX_GUARDED_FACTOR}), got {shorten(facs)}")
     require(target.kind == "serial", f"split({loop}): the loop is already {target.kind}; split before annotating")
     known = math.prod(f for f in facs if f is not None)
     if None in facs:
@@ -44,7 +45,7 @@ def split(func: Func, loop: str, factors: Sequence[int | None]) -> tuple[Func, t
     require(product >= target.extent,
             f"split({loop}): the factors {facs} cover {product} iterations, fewer than the extent {target.extent}")
     require(product <= max(target.extent, INT32_MAX),
-            f"split({loop}): the factors {_short(facs)} cover {product} iterations, beyond 32-bit indices")
+            f"split({loop}): the factors {shorten(facs)} cover {product} iterations, beyond 32-bit indices")
 
     taken = set(loop_names(func))
     new_vars: list[Var] = []
@@ -63,11 +64,6 @@ def split(func: Func, loop: str, factors: Sequence[int | None]) -> tuple[Func, t
     for v, f in reversed(list(zip(new_vars, facs))):
         stmt = For(v, int(f), "serial", stmt)  # type: ignore[arg-type]
     return replace_node(func, target, stmt), tuple(v.name for v in new_vars)
-
-
-def _short(factors: list) -> str:
-    text = str(factors)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _guard_blocks(body: Stmt, cond: Expr) -> Stmt:

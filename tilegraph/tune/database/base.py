@@ -140,14 +140,14 @@ class Database(ABC):
                 raise DatabaseError(f"{path}:{lineno}: not a tuning record: JSON nested too deeply") from None
             except (TypeError, ValueError, OverflowError) as e:
                 raise DatabaseError(f"{path}:{lineno}: not a tuning record: {str(e)[:200]}") from None
-        self._validated_commit(workloads, records, lambda n: f"{path}:{n}")
+        self._validate(workloads, records, lambda n: f"{path}:{n}")
         return self.commit_batch(workloads, [r for _, r in records])
 
     def merge_from(self, other: Database) -> int:
         """Add every record of another database, validated like an import and written atomically."""
         workloads = other.workloads()
         records = list(enumerate(other.records(), 1))
-        self._validated_commit(workloads, records, lambda n: f"record {n} of {other!r}")
+        self._validate(workloads, records, lambda n: f"record {n} of {other!r}")
         return self.commit_batch(workloads, [r for _, r in records])
 
     def merge(self, other_path: str | Path) -> int:
@@ -159,7 +159,7 @@ class Database(ABC):
         with SQLiteDatabase(other_path, create=False, readonly=True) as other:
             return self.merge_from(other)
 
-    def _validated_commit(self, workloads: list[WorkloadEntry], records: list[tuple[int, Record]],
+    def _validate(self, workloads: list[WorkloadEntry], records: list[tuple[int, Record]],
                           where: Callable[[int], str]) -> None:
         known = {w.key for w in workloads} | {w.key for w in self.workloads()}
         for n, rec in records:
@@ -175,16 +175,14 @@ class Database(ABC):
             self.commit_workload(w)
         return sum(bool(self.commit_record(r)) for r in records)
 
+    def files(self) -> list[Path]:
+        """The files this database lives in (none for an in-memory one); never an export target."""
+        return []
+
     def _is_own_file(self, path: Path) -> bool:
-        """Whether `path` is this database's file or one of SQLite's files beside it."""
-        own = getattr(self, "path", None)
-        if own is None or own == ":memory:":
-            return False
-        own_path = Path(own)
-        candidates = [own_path] + [own_path.with_name(own_path.name + s) for s in ("-wal", "-shm", "-journal")]
-        for c in candidates:
+        for own in self.files():
             try:
-                if path.resolve() == c.resolve() or (path.exists() and c.exists() and os.path.samefile(path, c)):
+                if path.resolve() == own.resolve() or (path.exists() and own.exists() and os.path.samefile(path, own)):
                     return True
             except OSError:
                 continue

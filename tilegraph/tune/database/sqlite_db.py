@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tilegraph.config import data_dir
-from tilegraph.errors import DatabaseError
+from tilegraph.errors import DatabaseError, shorten
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database.base import Database
 from tilegraph.tune.database.record import Record, WorkloadEntry
@@ -104,15 +104,15 @@ class SQLiteDatabase(Database):
         p = Path(self.path)
         exists = p.exists()
         if exists and not p.is_file():
-            raise DatabaseError(f"tuning database path {_short(self.path)} is not a regular file")
+            raise DatabaseError(f"tuning database path {shorten(self.path, 120)} is not a regular file")
         if not exists or p.stat().st_size == 0:
             if not create:
                 state = "is empty" if exists else "does not exist"
-                raise DatabaseError(f"tuning database {_short(self.path)} {state}")
+                raise DatabaseError(f"tuning database {shorten(self.path, 120)} {state}")
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise DatabaseError(f"cannot create the folder of tuning database {_short(self.path)}: "
+                raise DatabaseError(f"cannot create the folder of tuning database {shorten(self.path, 120)}: "
                                     f"{e.strerror or e}") from None
         else:
             self._identify(p)
@@ -123,14 +123,14 @@ class SQLiteDatabase(Database):
                 conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
                 conn.execute("PRAGMA busy_timeout = 30000")
         except sqlite3.Error as e:
-            raise DatabaseError(f"cannot open tuning database {_short(self.path)}: {e}") from None
+            raise DatabaseError(f"cannot open tuning database {shorten(self.path, 120)}: {e}") from None
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if self.readonly:
                 self._check_schema(version, tables)
                 if version < SCHEMA_VERSION:
-                    raise DatabaseError(f"tuning database {_short(self.path)} has schema version {version}; open it "
+                    raise DatabaseError(f"tuning database {shorten(self.path, 120)} has schema version {version}; open it "
                                         f"writable once to migrate it to {SCHEMA_VERSION}")
             else:
                 conn.execute("PRAGMA journal_mode = WAL")
@@ -150,20 +150,20 @@ class SQLiteDatabase(Database):
             with open(p, "rb") as f:
                 header = f.read(len(SQLITE_HEADER))
         except OSError as e:
-            raise DatabaseError(f"cannot read tuning database {_short(self.path)}: {e.strerror or e}") from None
+            raise DatabaseError(f"cannot read tuning database {shorten(self.path, 120)}: {e.strerror or e}") from None
         if header != SQLITE_HEADER:
-            raise DatabaseError(f"{_short(self.path)} is not a tilegraph tuning database (not an SQLite file)")
+            raise DatabaseError(f"{shorten(self.path, 120)} is not a tilegraph tuning database (not an SQLite file)")
         try:
             conn = self._connect_readonly(p)
         except sqlite3.Error as e:
-            raise DatabaseError(f"cannot open tuning database {_short(self.path)}: {e}") from None
+            raise DatabaseError(f"cannot open tuning database {shorten(self.path, 120)}: {e}") from None
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             self._check_schema(version, tables)
             problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
             if problems != ["ok"]:
-                raise DatabaseError(f"tuning database {_short(self.path)} is corrupt ({'; '.join(problems)[:200]}); "
+                raise DatabaseError(f"tuning database {shorten(self.path, 120)} is corrupt ({'; '.join(problems)[:200]}); "
                                     f"restore it from a copy or an export")
         except sqlite3.DatabaseError as e:
             raise self._error(e) from None
@@ -186,23 +186,23 @@ class SQLiteDatabase(Database):
     def _error(self, e: sqlite3.Error) -> DatabaseError:
         text = str(e)
         if "not a database" in text:
-            return DatabaseError(f"{_short(self.path)} is not a tilegraph tuning database (not SQLite or corrupt)")
+            return DatabaseError(f"{shorten(self.path, 120)} is not a tilegraph tuning database (not SQLite or corrupt)")
         if "malformed" in text or "corrupt" in text:
-            return DatabaseError(f"tuning database {_short(self.path)} is corrupt ({text}); restore it from a copy "
+            return DatabaseError(f"tuning database {shorten(self.path, 120)} is corrupt ({text}); restore it from a copy "
                                  f"or an export")
         if "readonly" in text or "unable to open" in text:
-            return DatabaseError(f"tuning database {_short(self.path)} is not writable: {text}")
-        return DatabaseError(f"cannot use tuning database {_short(self.path)}: {text}")
+            return DatabaseError(f"tuning database {shorten(self.path, 120)} is not writable: {text}")
+        return DatabaseError(f"cannot use tuning database {shorten(self.path, 120)}: {text}")
 
     def _check_schema(self, version: int, tables: set[str]) -> None:
         if version > SCHEMA_VERSION:
-            raise DatabaseError(f"tuning database {_short(self.path)} has schema version {version}; this tilegraph "
+            raise DatabaseError(f"tuning database {shorten(self.path, 120)} has schema version {version}; this tilegraph "
                                 f"reads up to {SCHEMA_VERSION} (upgrade tilegraph)")
         if version == 0 and tables:
-            raise DatabaseError(f"{_short(self.path)} is an SQLite file but not a tilegraph tuning database "
+            raise DatabaseError(f"{shorten(self.path, 120)} is an SQLite file but not a tilegraph tuning database "
                                 f"(tables: {sorted(tables)[:5]})")
         if version > 0 and not {"workloads", "records", "migrations"} <= tables:
-            raise DatabaseError(f"tuning database {_short(self.path)} claims schema version {version} but lacks its tables")
+            raise DatabaseError(f"tuning database {shorten(self.path, 120)} claims schema version {version} but lacks its tables")
 
     def _migrate(self, conn: sqlite3.Connection, version: int, tables: set[str]) -> None:
         self._check_schema(version, tables)
@@ -227,11 +227,11 @@ class SQLiteDatabase(Database):
         except sqlite3.Error as e:
             raise self._error(e) from None
         except (ValueError, OverflowError) as e:  # a value SQLite cannot store, or a corrupt JSON column
-            raise DatabaseError(f"tuning database {_short(self.path)}: {e}") from None
+            raise DatabaseError(f"tuning database {shorten(self.path, 120)}: {e}") from None
 
     def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         if self.readonly:
-            raise DatabaseError(f"tuning database {_short(self.path)} was opened read-only")
+            raise DatabaseError(f"tuning database {shorten(self.path, 120)} was opened read-only")
 
         def tx(conn: sqlite3.Connection) -> Any:
             conn.execute("BEGIN IMMEDIATE")
@@ -311,6 +311,12 @@ class SQLiteDatabase(Database):
             return None
         return next(r for rid, r in self._iter_records(workload_key, target_fingerprint, "ok") if rid == rows[0][0])
 
+    def files(self) -> list[Path]:
+        if self.path == ":memory:":
+            return []
+        own = Path(self.path)
+        return [own, *(own.with_name(own.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+
     def integrity_ok(self) -> bool:
         return self._run(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
 
@@ -321,7 +327,3 @@ class SQLiteDatabase(Database):
 
     def __repr__(self) -> str:
         return f"SQLiteDatabase({self.path!r})"
-
-
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tilegraph.errors import ScheduleError
+from tilegraph.errors import ScheduleError, shorten
 from tilegraph.schedule.primitives import PRIMITIVES
 from tilegraph.schedule.trace import Trace
 from tilegraph.tune.database.record import Record
@@ -29,18 +29,18 @@ _INT_LIMIT = 2**31 - 1
 def check_record(record: Record, known_workload_keys: set[str]) -> None:
     """Raise ValueError when the record is not one tilegraph could have measured."""
     if record.workload_key not in known_workload_keys:
-        raise ValueError(f"record for workload {_short(record.workload_key)} comes without that workload")
+        raise ValueError(f"record for workload {shorten(record.workload_key)} comes without that workload")
     _check_latency("latency_s", record.latency_s, required=record.ok)
     _check_latency("latency_min_s", record.latency_min_s)
     _check_latency("latency_max_s", record.latency_max_s)
     if record.spread is not None and not (_is_real(record.spread) and 0 <= record.spread < MAX_LATENCY_S):
-        raise ValueError(f"spread must be a finite non-negative number, got {_short(record.spread)}")
+        raise ValueError(f"spread must be a finite non-negative number, got {shorten(record.spread)}")
     if len(record.samples) > MAX_SAMPLES:
         raise ValueError(f"{len(record.samples)} samples (at most {MAX_SAMPLES})")
     for s in record.samples:
         _check_latency("a sample", s, required=True)
     if not (_is_real(record.created) and math.isfinite(record.created)):
-        raise ValueError(f"created must be a finite timestamp, got {_short(record.created)}")
+        raise ValueError(f"created must be a finite timestamp, got {shorten(record.created)}")
     _check_trace(record)
 
 
@@ -48,7 +48,7 @@ def _check_latency(name: str, value: Any, required: bool = False) -> None:
     if value is None and not required:
         return
     if not _is_real(value) or not (0 < value < MAX_LATENCY_S):
-        raise ValueError(f"{name} must be a number of seconds in (0, {MAX_LATENCY_S:g}), got {_short(value)}")
+        raise ValueError(f"{name} must be a number of seconds in (0, {MAX_LATENCY_S:g}), got {shorten(value)}")
 
 
 def _check_trace(record: Record) -> None:
@@ -59,15 +59,15 @@ def _check_trace(record: Record) -> None:
     except ScheduleError as e:
         raise ValueError(f"bad trace: {e}") from None
     if trace.workload_key != record.workload_key:
-        raise ValueError(f"the trace names workload {_short(trace.workload_key)}, the record {_short(record.workload_key)}")
+        raise ValueError(f"the trace names workload {shorten(trace.workload_key)}, the record {shorten(record.workload_key)}")
     for n, inst in enumerate(trace.instructions):
         if inst.kind not in PRIMITIVES and inst.kind not in SAMPLING_KINDS:
-            raise ValueError(f"trace instruction {n} is the unknown primitive {_short(inst.kind)}")
+            raise ValueError(f"trace instruction {n} is the unknown primitive {shorten(inst.kind)}")
         _check_ints(f"trace instruction {n} ({inst.kind})", inst.inputs)
         _check_ints(f"trace instruction {n} ({inst.kind})", inst.decision)
         factors = inst.decision if inst.kind == "sample_tile" else inst.inputs.get("factors")
         if isinstance(factors, list) and any(isinstance(f, int) and f <= 0 for f in factors):
-            raise ValueError(f"trace instruction {n} ({inst.kind}) has a factor that is not positive: {_short(factors)}")
+            raise ValueError(f"trace instruction {n} ({inst.kind}) has a factor that is not positive: {shorten(factors)}")
 
 
 def _check_ints(where: str, value: Any) -> None:
@@ -75,7 +75,7 @@ def _check_ints(where: str, value: Any) -> None:
         return
     if isinstance(value, int):
         if abs(value) > _INT_LIMIT:
-            raise ValueError(f"{where} has the integer {_short(value)}, beyond 32 bits")
+            raise ValueError(f"{where} has the integer {shorten(value)}, beyond 32 bits")
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"{where} has the number {value!r}")
@@ -91,8 +91,3 @@ def _check_ints(where: str, value: Any) -> None:
 
 def _is_real(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
