@@ -163,3 +163,16 @@ def test_nested_tile_index_folds_completely(factors: list[int], data: st.DataObj
            "j_2": data.draw(st.integers(0, reg - 1)), "j_3": 0}
     assert evaluate(quotient, env) == evaluate(index, env) // tile
     assert evaluate(remainder, env) == evaluate(index, env) % tile
+
+
+def test_rewrites_introduce_no_int32_overflow():
+    """Found by the scalar-semantics fuzz: x - INT_MIN was rewritten to x + INT_MIN, which
+    overflows for x = INT_MIN (0 in the program); clang on PoCL then returned INT_MIN."""
+    from tilegraph.te.expr import BinOp, Const, Var
+    from tilegraph.te.simplify import simplify
+
+    x = Var("x")
+    int_min = Const(-(2**31))
+    assert simplify(BinOp("sub", x, int_min)) == BinOp("sub", x, int_min)
+    assert simplify(BinOp("add", BinOp("add", x, Const(2**31 - 1)), Const(1))) != BinOp("add", x, int_min)
+    assert simplify(BinOp("sub", x, Const(5))) == BinOp("add", x, Const(-5))

@@ -51,12 +51,27 @@ def _const(value: int, dtype: DType) -> Const:
     return Const(bool(value), dtype) if dtype.kind == "bool" else Const(wrap_int(value, dtype), dtype)
 
 
+def _may_fold(value: int, dtype: DType) -> bool:
+    """Whether a rewrite may introduce the constant `value`: 8-bit arithmetic wraps, so any value
+    does (mod 256); for int32/int64, whose overflow is undefined, only one that fits, or the
+    rewrite could overflow where the program did not (x - INT_MIN is not x + INT_MIN)."""
+    return dtype.bits < 32 or wrap_int(value, dtype) == value
+
+
+_FLOAT_FOLD = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum, "min": np.minimum,
+    "floordiv": lambda x, y: np.floor(x / y), "floormod": lambda x, y: x - np.floor(x / y) * y,
+}
+
+
 def _float_fold(op: str, a: float, b: float, dtype: DType) -> Const:
-    """Fold in the dtype's own precision (float32 rounds each step) with NaN-propagating max/min."""
+    """Fold in the dtype's own precision (float32 rounds each step) with NaN-propagating max/min
+    and the IR's floordiv/floormod. Folding here, not in a backend compiler, keeps constants
+    independent of it (PoCL folds floor(0.0f / 0.0f) to -1.7e-10 instead of NaN)."""
     x, y = dtype.numpy.type(a), dtype.numpy.type(b)
     with np.errstate(all="ignore"):
-        value = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op](x, y)
-    return Const(float(value), dtype)
+        value = _FLOAT_FOLD[op](x, y)
+    return Const(float(dtype.numpy.type(value)), dtype)
 
 
 def _is(e: Expr, value: object) -> bool:
@@ -73,9 +88,9 @@ def _step(e: Expr, known: Mapping[str, Bounds]) -> Expr | None:
     a, b, op = e.a, e.b, e.op
     is_int = e.dtype.is_int
     if isinstance(a, Const) and isinstance(b, Const):
+        if e.dtype.is_float and op in _FLOAT_FOLD:
+            return _float_fold(op, a.value, b.value, e.dtype)
         if op in _FOLD:
-            if e.dtype.is_float:
-                return _float_fold(op, a.value, b.value, e.dtype)
             return _const(_FOLD[op](a.value, b.value), e.dtype)
         if is_int and op in _INT_FOLD and b.value != 0:
             return _const(_INT_FOLD[op](a.value, b.value), e.dtype)
@@ -103,14 +118,15 @@ def _step(e: Expr, known: Mapping[str, Bounds]) -> Expr | None:
             return a
         if isinstance(a, Const):
             return BinOp("add", b, a)
-        if isinstance(b, Const) and isinstance(a, BinOp) and a.op == "add" and isinstance(a.b, Const):
+        if isinstance(b, Const) and isinstance(a, BinOp) and a.op == "add" and isinstance(a.b, Const) \
+                and _may_fold(a.b.value + b.value, e.dtype):
             return _simp(BinOp("add", a.a, _const(a.b.value + b.value, e.dtype)), known)
     if op == "sub":
         if _is(b, 0):
             return a
         if a == b:
             return Const(0, e.dtype)
-        if isinstance(b, Const):
+        if isinstance(b, Const) and _may_fold(-b.value, e.dtype):
             return _simp(BinOp("add", a, _const(-b.value, e.dtype)), known)
     if op == "mul":
         if _is(a, 1):
@@ -121,7 +137,8 @@ def _step(e: Expr, known: Mapping[str, Bounds]) -> Expr | None:
             return Const(0, e.dtype)
         if isinstance(a, Const):
             return BinOp("mul", b, a)
-        if isinstance(b, Const) and isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const):
+        if isinstance(b, Const) and isinstance(a, BinOp) and a.op == "mul" and isinstance(a.b, Const) \
+                and _may_fold(a.b.value * b.value, e.dtype):
             return BinOp("mul", a.a, _const(a.b.value * b.value, e.dtype))
     if e.dtype.bits < 32:
         # 8-bit arithmetic wraps at every operation, so the division rules below (which reason
