@@ -3,9 +3,12 @@ that checks the contract (exit code 2, one line on stderr, no traceback)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,8 +27,6 @@ def dirs(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def tuned_db(tmp_path_factory) -> Path:
     """A real database: two measured records of matmul:8,8,8 (tuned once per session)."""
-    import os
-
     root = tmp_path_factory.mktemp("tuned")
     old = {k: os.environ.get(k) for k in ("TILEGRAPH_CACHE_DIR", "TILEGRAPH_DATA_DIR")}
     os.environ["TILEGRAPH_CACHE_DIR"] = str(root / "cache")
@@ -79,5 +80,21 @@ def refused_in_subprocess(argv: list[str], fragment: str = "", timeout: float = 
     return proc.stderr
 
 
-def has_mount() -> bool:
-    return shutil.which("mount") is not None and hasattr(__import__("os"), "geteuid") and __import__("os").geteuid() == 0
+@contextlib.contextmanager
+def tmpfs(folder: Path, size: str) -> Iterator[Callable[[], None]]:
+    """A fresh tmpfs of `size` mounted at `folder` (created) for the block; yields a function that
+    remounts it read-only. Skips the test where mounting is not permitted (not root): chmod does
+    not stop root, so a small or read-only filesystem is the only honest way to test these faults."""
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs (a full or read-only filesystem)")
+    folder.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]).returncode != 0:
+        pytest.skip("mounting a tmpfs is not permitted here")
+
+    def make_readonly() -> None:
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+
+    try:
+        yield make_readonly
+    finally:
+        subprocess.run(["umount", "-l", str(folder)])

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
 
 import pytest
 
-from tests.reliability.conftest import digest, has_mount, refused
+from tests.reliability.conftest import digest, refused, tmpfs
 from tilegraph.cli.main import main
 from tilegraph.errors import DatabaseError
 from tilegraph.tune.database import SQLiteDatabase
@@ -215,35 +214,25 @@ def test_dev_null_is_not_a_database(capsys):
 
 
 # ---------------------------------------------------------------- 14: exports are all or nothing
-@pytest.mark.skipif(not has_mount(), reason="needs root to mount a small tmpfs")
 def test_export_to_a_full_disk_leaves_no_partial_file(capsys, db_copy, tmp_path):
     mnt = tmp_path / "full"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(mnt)]).returncode != 0:
-        pytest.skip("mount is not permitted here")
-    try:
+    with tmpfs(mnt, "4k"):
         with sqlite3.connect(db_copy) as conn:  # make the export larger than the filesystem
             conn.execute("UPDATE records SET message = ?", ("x" * 20000,))
         refused(capsys, ["db", "export", str(mnt / "out.jsonl"), "--db", str(db_copy)], "cannot write")
         assert list(mnt.iterdir()) == []
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)])
 
 
 # ---------------------------------------------------------------- 17: a read-only database can be read
-@pytest.mark.skipif(not has_mount(), reason="needs root to mount a read-only filesystem")
 def test_a_database_on_a_read_only_filesystem_can_be_read_listed_exported_and_merged(capsys, tuned_db, tmp_path):
     mnt = tmp_path / "ro"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)]).returncode != 0:
-        pytest.skip("mount is not permitted here")
-    try:
+    with tmpfs(mnt, "4m") as make_readonly:
         db = mnt / "t.db"
         db.write_bytes(tuned_db.read_bytes())
         conn = sqlite3.connect(db)  # a WAL database, as tilegraph leaves them
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         conn.close()
-        assert subprocess.run(["mount", "-o", "remount,ro", str(mnt)]).returncode == 0
+        make_readonly()
         assert main(["db", "list", "--db", str(db)]) == 0
         assert main(["db", "best", "--json", "--db", str(db)]) == 0
         assert "latency_s" in capsys.readouterr().out
@@ -251,8 +240,6 @@ def test_a_database_on_a_read_only_filesystem_can_be_read_listed_exported_and_me
         assert main(["db", "merge", str(db), "--db", str(tmp_path / "m.db")]) == 0
         assert "merged 2 new records" in capsys.readouterr().out
         refused(capsys, ["db", "distill", "--db", str(db)], "not writable")
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)])
 
 
 def test_readonly_open_never_creates_a_database(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import sqlite3
 import subprocess
@@ -16,8 +15,7 @@ import time
 
 import pytest
 
-from tests.reliability.conftest import digest, has_mount, refused
-from tilegraph.cli.main import main
+from tests.reliability.conftest import digest, refused, tmpfs
 from tilegraph.tune.database import SQLiteDatabase
 
 pytestmark = pytest.mark.needs_cc
@@ -59,44 +57,41 @@ def test_two_concurrent_tuners_on_one_database_lose_nothing(dirs):
         assert len(records) >= 4 + 3
 
 
-def _big_export(capsys, tuned_db, tmp_path, copies: int = 4000):
-    """An export with many distinct (valid) records, so an import takes long enough to be killed."""
-    out = tmp_path / "base.jsonl"
-    assert main(["db", "export", str(out), "--db", str(tuned_db)]) == 0
-    capsys.readouterr()
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
-    record = next(x["record"] for x in lines if "record" in x)
-    body = [json.dumps(x) for x in lines if "workload" in x]
-    for n in range(copies):
-        rec = dict(record, target_fingerprint=f"cpu-fake-{n}")
-        body.append(json.dumps({"record": rec}))
-    big = tmp_path / "big.jsonl"
-    big.write_text("\n".join(body) + "\n")
-    return big, copies
+@pytest.fixture(scope="module")
+def big_export(tuned_db, tmp_path_factory):
+    """An export of COPIES distinct valid records (with their timing samples), so an import takes
+    seconds and can be killed in the middle; made once per module."""
+    folder = tmp_path_factory.mktemp("export")
+    with SQLiteDatabase(tuned_db, readonly=True) as db:
+        workloads = db.workloads()
+        record = db.records()[0].to_dict()
+    body = [json.dumps({"workload": w.to_dict()}) for w in workloads]
+    body += [json.dumps({"record": dict(record, target_fingerprint=f"cpu-fake-{n}")}) for n in range(COPIES)]
+    path = folder / "big.jsonl"
+    path.write_text("\n".join(body) + "\n")
+    return path
+
+
+COPIES = 800
 
 
 @pytest.mark.parametrize("attempt", range(3))
-def test_sigkill_during_an_import_adds_all_or_nothing(capsys, tuned_db, tmp_path, attempt):
-    big, copies = _big_export(capsys, tuned_db, tmp_path)
+def test_sigkill_during_an_import_adds_all_or_nothing(big_export, tmp_path, attempt):
     target = tmp_path / "target.db"
     SQLiteDatabase(target).close()
-    proc = subprocess.Popen([sys.executable, "-m", "tilegraph.cli.main", "db", "import", str(big), "--db", str(target)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(random.Random(attempt).uniform(0.5, 6.0))  # the import takes seconds: parse, validate, write
+    proc = subprocess.Popen([sys.executable, "-m", "tilegraph.cli.main", "db", "import", str(big_export), "--db",
+                             str(target)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep((0.8, 3.5, 7.0)[attempt])  # the import takes ~9 s here: parsing, validation, the write
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     _integrity(target)
     with SQLiteDatabase(target, readonly=True) as d:
-        assert len(d.records()) in (0, copies)
+        assert len(d.records()) in (0, COPIES)
 
 
-@pytest.mark.skipif(not has_mount(), reason="needs root to mount a small tmpfs")
 def test_a_full_disk_stops_tuning_with_one_line_and_keeps_what_was_committed(capsys, dirs, tuned_db, tmp_path):
     mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)]).returncode != 0:
-        pytest.skip("mount is not permitted here")
-    try:
+    with tmpfs(mnt, "600k"):
         db = mnt / "t.db"
         db.write_bytes(tuned_db.read_bytes())
         filler = mnt / "filler"
@@ -114,25 +109,15 @@ def test_a_full_disk_stops_tuning_with_one_line_and_keeps_what_was_committed(cap
         _integrity(db)
         with SQLiteDatabase(db, readonly=True) as d:
             assert len(d.records()) >= 2  # the records that were there before
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)])
 
 
 def test_a_database_that_cannot_be_written_refuses_tuning_and_stays_identical(capsys, tmp_path, tuned_db):
-    if has_mount():
-        mnt = tmp_path / "ro"
-        mnt.mkdir()
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)]).returncode == 0:
-            try:
-                db = mnt / "t.db"
-                db.write_bytes(tuned_db.read_bytes())
-                subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
-                before = digest(db)
-                refused(capsys, ["tune", "matmul:8,8,8", "--strategy", "random", "--trials", "1", "--db", str(db)],
-                        "not writable")
-                refused(capsys, ["db", "import", str(tmp_path / "x.jsonl"), "--db", str(db)])
-                assert digest(db) == before
-                return
-            finally:
-                subprocess.run(["umount", "-l", str(mnt)])
-    pytest.skip("needs root to mount a read-only filesystem (chmod does not stop root)")
+    mnt = tmp_path / "ro"
+    with tmpfs(mnt, "4m") as make_readonly:
+        db = mnt / "t.db"
+        db.write_bytes(tuned_db.read_bytes())
+        make_readonly()
+        before = digest(db)
+        refused(capsys, ["tune", "matmul:8,8,8", "--strategy", "random", "--trials", "1", "--db", str(db)], "not writable")
+        refused(capsys, ["db", "import", str(tmp_path / "x.jsonl"), "--db", str(db)])
+        assert digest(db) == before
