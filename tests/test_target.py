@@ -3,7 +3,7 @@ import os
 import pytest
 
 from tilegraph import dtype as dt
-from tilegraph.target import KINDS, Target, _caches_from_sysfs, _count_cpus, _parse_size, as_target, host_supports
+from tilegraph.target import HOST_ISA_ENV, KINDS, Target, _caches_from_sysfs, _count_cpus, _parse_size, as_target, host_supports
 
 
 def _cpuinfo_flags() -> set[str]:
@@ -22,7 +22,10 @@ def test_detection_matches_this_machine():
     flags = _cpuinfo_flags()
     assert target.kind == "cpu"
     assert target.num_cores == len(os.sched_getaffinity(0))
-    if "avx512f" in flags:
+    forced = os.environ.get(HOST_ISA_ENV)
+    if forced:  # the host is run as a narrower one: explicit ISA flags, never -march=native
+        assert target.isa == forced and "-march=native" not in target.cflags
+    elif "avx512f" in flags:
         assert (target.isa, target.vector_bits) == ("avx512", 512)
     elif {"avx2", "fma"} <= flags:
         assert (target.isa, target.vector_bits) == ("avx2", 256)
@@ -33,7 +36,8 @@ def test_detection_matches_this_machine():
     assert host_supports(target)
 
 
-@pytest.mark.skipif("avx512f" not in _cpuinfo_flags(), reason="needs an AVX-512 machine")
+@pytest.mark.skipif("avx512f" not in _cpuinfo_flags() or os.environ.get(HOST_ISA_ENV, "avx512") != "avx512",
+                    reason="needs an AVX-512 machine, not run as a narrower one")
 def test_avx512_machine_gets_native_flags_and_16_float_lanes():
     target = Target()
     assert target.isa == "avx512" and target.fma
@@ -144,3 +148,24 @@ def test_cache_topology_parsing(tmp_path):
             (folder / name).write_text(f"{value}\n")
     assert _caches_from_sysfs(str(tmp_path)) == {"l1d_bytes": 48 << 10, "l2_bytes": 1 << 20, "l3_bytes": 8 << 20}
     assert _caches_from_sysfs(str(tmp_path / "missing")) == {}
+
+
+def test_the_host_isa_can_be_narrowed_but_not_widened(monkeypatch):
+    """TILEGRAPH_HOST_ISA=avx2 runs an AVX-512 machine as an AVX2 one (how the suite is checked
+    for AVX2 hosts); asking for more than the machine has is refused."""
+    from tilegraph import target as target_module
+
+    monkeypatch.delenv(HOST_ISA_ENV, raising=False)
+    target_module._detect_cpu.cache_clear()
+    try:
+        detected = target_module._detect_cpu()["isa"]  # what the machine really has
+        target_module._detect_cpu.cache_clear()
+        monkeypatch.setenv(HOST_ISA_ENV, "generic")
+        t = Target()
+        assert t.isa == "generic" and t.vector_bits == 128 and "-march=native" not in t.cflags
+        target_module._detect_cpu.cache_clear()
+        monkeypatch.setenv(HOST_ISA_ENV, "avx512" if detected != "avx512" else "sve")
+        with pytest.raises(ValueError, match=HOST_ISA_ENV):
+            Target()
+    finally:
+        target_module._detect_cpu.cache_clear()  # monkeypatch restores the variable after the test

@@ -35,6 +35,8 @@ KINDS = ("cpu", "cuda", "opencl")
 CPU_ISAS = ("avx512", "avx2", "neon", "generic")
 ISA_VECTOR_BITS = {"avx512": 512, "avx2": 256, "neon": 128, "generic": 128}
 CC_ENV = "TILEGRAPH_CC"
+HOST_ISA_ENV = "TILEGRAPH_HOST_ISA"
+ISA_ORDER = {"x86_64": ("generic", "avx2", "avx512"), "aarch64": ("generic", "neon")}  # each runs the ones before
 
 # -ffast-math is deliberately absent: it lets the compiler assume no inf/NaN, which breaks
 # max/min reductions and NaN propagation. Contraction to FMA and errno-free math are safe.
@@ -229,7 +231,7 @@ def _fill_cpu(t: Target) -> dict[str, Any]:
     host = _detect_cpu()
     arch = _pick(t.arch, host["arch"])
     isa = _pick(t.isa, host["isa"] if arch == host["arch"] else ("neon" if arch == "aarch64" else "generic"))
-    native = arch == host["arch"] and isa == host["isa"]
+    native = arch == host["arch"] and isa == host["isa"] and not host["isa_forced"]
     if t.fma is not None:
         fma = t.fma
     elif native:
@@ -283,17 +285,31 @@ def _detect_cpu() -> dict[str, Any]:
         isa = "neon"
     else:
         isa = "generic"
+    forced = os.environ.get(HOST_ISA_ENV)
+    if forced:
+        isa = _forced_isa(arch, isa, forced)
     num_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     caches = _detect_caches()
     return {
         "arch": arch,
         "isa": isa,
+        "isa_forced": bool(forced),
         "flags": frozenset(flags),
         "fma": "fma" in flags or arch == "aarch64",
         "num_cores": num_cores,
         "cpu_model": info.get("model name") or info.get("Hardware") or platform.processor() or arch,
         **caches,
     }
+
+
+def _forced_isa(arch: str, detected: str, forced: str) -> str:
+    """TILEGRAPH_HOST_ISA narrows what this host is taken to support (an AVX-512 machine run as
+    an AVX2 one: the default Target, its flags and every test then see AVX2). It cannot widen."""
+    order = ISA_ORDER.get(arch, ())
+    runnable = order[: order.index(detected) + 1] if detected in order else (detected,)
+    if forced not in runnable:
+        raise ValueError(f"{HOST_ISA_ENV}={forced!r}: this {arch} host runs {', '.join(runnable)}")
+    return forced
 
 
 def _normalise_arch(machine: str) -> str:

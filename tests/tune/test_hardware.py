@@ -28,3 +28,31 @@ def test_measurement_is_cached_under_the_fingerprint(tmp_path, monkeypatch):
     assert all(hw.bandwidth_bytes[level] > 1e8 for level in hardware.MEMORY_LEVELS)
     assert (tmp_path / "hardware" / f"{hw.fingerprint}.json").exists()
     assert hardware_model(measure=True) == hw  # read back, not measured again
+
+
+@pytest.mark.needs_cc
+@pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"), reason="x86 assembly")
+@pytest.mark.parametrize("isa, flags, registers, vector_bytes", [
+    ("avx2", ("-mavx2", "-mfma"), 16, 32),
+    ("avx512", ("-mavx512f", "-mavx512vl", "-mfma"), 32, 64),
+])
+def test_fma_probe_keeps_every_chain_in_registers(tmp_path, isa, flags, registers, vector_bytes):
+    """The peak probe used 16 chains everywhere: on AVX2's 16 registers (plus two operands) they
+    spilled and the measured peak read half of what kernels reach. The chain count now fits the
+    register file, and the compiled probe has no stack traffic (checked on the assembly)."""
+    import re
+    import subprocess
+
+    from tilegraph.tune.hardware import bench_source, fma_chains
+
+    chains = fma_chains(registers)
+    assert 8 <= chains and chains + 3 <= registers
+    src, asm = tmp_path / "probe.c", tmp_path / "probe.s"
+    src.write_text(bench_source(chains))
+    subprocess.run(["gcc", "-O2", *flags, "-fno-inline", f"-DVBYTES={vector_bytes}", "-S", str(src), "-o", str(asm)],
+                   check=True)
+    text = asm.read_text()
+    start = text.index("fma_chain")
+    body = text[start:text.index(".size", start)]
+    assert body.count("vfmadd") >= chains
+    assert not re.search(r"\((%rsp|%rbp)\)", body), f"{isa}: the FMA chains spill to the stack"

@@ -15,10 +15,8 @@ model falls back to nominal numbers derived from the static facts.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
 import os
-import platform
 import shutil
 import subprocess
 import tempfile
@@ -27,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 MEMORY_LEVELS = ("l1", "l2", "l3", "dram")
-HARDWARE_MODEL_VERSION = 3  # 3: longer FMA runs (short 2-thread runs read low on shared hosts)
+HARDWARE_MODEL_VERSION = 4  # 3: longer FMA runs (short 2-thread runs read low on shared hosts)
+# 4: the FMA probe is compiled for the target's ISA (not -march=native) with as many chains as its
+#    register file holds (16 chains spilled on AVX2's 16 registers: peaks read 3x low)
 NOMINAL_GHZ = 2.5
 TYPICAL_GHZ = 3.5  # turbo clock assumed when turning a measured peak into FMA units per cycle
 
@@ -101,51 +101,20 @@ class _StaticFacts:
     l2_bytes: int
     l3_bytes: int
     fingerprint: str
+    isa_flags: tuple[str, ...] = ("-march=native",)  # the target's -m flags: the probe runs what kernels run
 
 
 def _facts_from_target(target: Any) -> _StaticFacts:
-    if target is None or isinstance(target, str):
-        return _detect_facts()
-    get = lambda name, default: getattr(target, name, None) or default  # noqa: E731
-    local = _detect_facts()
-    return _StaticFacts(
-        isa=str(get("isa", local.isa)), cores=int(get("num_cores", local.cores)),
-        vector_bits=int(get("vector_bits", local.vector_bits)), l1d_bytes=int(get("l1d_bytes", local.l1d_bytes)),
-        l2_bytes=int(get("l2_bytes", local.l2_bytes)), l3_bytes=int(get("l3_bytes", local.l3_bytes)),
-        fingerprint=str(get("fingerprint", local.fingerprint)),
-    )
+    """The static facts of a CPU target: one detection (target.py) serves the Target and the model."""
+    from tilegraph.target import Target, as_target
 
-
-def _detect_facts() -> _StaticFacts:
-    flags: set[str] = set()
-    model = platform.processor()
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        for line in text.splitlines():
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "generic"
-    vector_bits = {"avx512": 512, "avx2": 256}.get(isa, 128)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    sizes = {1: 32 * 1024, 2: 1024 * 1024, 3: 8 * 1024 * 1024}
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
-    for index in sorted(base.glob("index*")) if base.exists() else []:
-        try:
-            level = int((index / "level").read_text())
-            kind = (index / "type").read_text().strip()
-            size = (index / "size").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        if kind == "Instruction":
-            continue
-        mult = {"K": 1024, "M": 1024 * 1024}.get(size[-1:], 1)
-        sizes[level] = int(size.rstrip("KM")) * mult
-    fp = hashlib.sha256(f"{model}|{isa}|{cores}|{sizes}".encode()).hexdigest()[:16]
-    return _StaticFacts(isa, cores, vector_bits, sizes[1], sizes[2], sizes[3], fp)
+    t = target if isinstance(target, Target) else as_target(target)
+    if t.kind != "cpu":
+        raise ValueError(f"the CPU hardware model needs a cpu target, got {t.kind!r}")
+    return _StaticFacts(isa=str(t.isa or "generic"), cores=int(t.num_cores or 1), vector_bits=int(t.vector_bits or 128),
+                        l1d_bytes=int(t.l1d_bytes or 32 << 10), l2_bytes=int(t.l2_bytes or 1 << 20),
+                        l3_bytes=int(t.l3_bytes or 8 << 20), fingerprint=str(t.fingerprint),
+                        isa_flags=tuple(f for f in (t.cflags or ()) if f.startswith("-m")))
 
 
 def _nominal(facts: _StaticFacts) -> HardwareModel:
@@ -199,7 +168,7 @@ def hardware_model(target: Any = None, measure: bool = True, remeasure: bool = F
             return HardwareModel.from_json(path.read_text())
         except (ValueError, TypeError, KeyError):
             pass
-    measured = _measure(nominal)
+    measured = _measure(nominal, facts.isa_flags)
     if measured is None:
         return nominal
     try:
@@ -225,24 +194,7 @@ typedef float vf __attribute__((vector_size(VBYTES)));
 
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 
-/* 16 independent FMA chains kept in registers; returns their sum (so nothing is dead code). */
-static float fma_chain(long iters, float seed) {
-  vf m, c, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15;
-  for (int j = 0; j < LANES; j++) { m[j] = 0.999999f; c[j] = 1e-7f * seed; }
-  a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = c * seed;
-  a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = c * (seed + 1);
-  for (long it = 0; it < iters; it++) {
-    a0 = a0 * m + c; a1 = a1 * m + c; a2 = a2 * m + c; a3 = a3 * m + c;
-    a4 = a4 * m + c; a5 = a5 * m + c; a6 = a6 * m + c; a7 = a7 * m + c;
-    a8 = a8 * m + c; a9 = a9 * m + c; a10 = a10 * m + c; a11 = a11 * m + c;
-    a12 = a12 * m + c; a13 = a13 * m + c; a14 = a14 * m + c; a15 = a15 * m + c;
-    __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7));
-    __asm__ volatile("" : "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11), "+x"(a12), "+x"(a13), "+x"(a14), "+x"(a15));
-  }
-  vf s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
-  float r = 0; for (int j = 0; j < LANES; j++) r += s[j];
-  return r;
-}
+/*FMA_CHAIN*/
 
 double bench_fma(long iters, int threads, float* sink) {
   double t0 = now();
@@ -255,7 +207,7 @@ double bench_fma(long iters, int threads, float* sink) {
 #endif
   double t = now() - t0;
   *sink = total;
-  return (double)iters * 16 * LANES * 2 * threads / t;
+  return (double)iters * CHAINS * LANES * 2 * threads / t;
 }
 
 /* Streaming read of n floats, repeated reps times on every thread; returns bytes/s (all threads). */
@@ -287,11 +239,39 @@ double bench_read(const float* data, long n, long reps, int threads, float* sink
 """
 
 
-def _compile_bench(vector_bytes: int, workdir: str) -> ctypes.CDLL | None:
+def fma_chains(vector_registers: int) -> int:
+    """Independent FMA chains the probe keeps in registers: enough to cover FMA latency times FMA
+    units (4 x 2 = 8 on current x86 and Neoverse cores), few enough that the chains, the two
+    operands and a spare fit the register file (12 of AVX2's 16; 16 of AVX-512's 32)."""
+    return max(8, min(16, vector_registers - 4))
+
+
+def bench_source(chains: int) -> str:
+    """The micro-benchmark C source with `chains` FMA chains in fma_chain()."""
+    names = [f"a{i}" for i in range(chains)]
+    lines = [f"/* {chains} independent FMA chains kept in registers; returns their sum (so nothing is dead code). */",
+             f"#define CHAINS {chains}",
+             "static float fma_chain(long iters, float seed) {",
+             f"  vf m, c, {', '.join(names)};",
+             "  for (int j = 0; j < LANES; j++) { m[j] = 0.999999f; c[j] = 1e-7f * seed; }",
+             *(f"  {a} = c * (seed + {i % 2});" for i, a in enumerate(names)),
+             "  for (long it = 0; it < iters; it++) {",
+             *(f"    {a} = {a} * m + c;" for a in names)]
+    for k in range(0, chains, 8):  # keeps every chain live in a register at each iteration
+        group = names[k:k + 8]
+        operands = ", ".join('"+x"(' + a + ")" for a in group)
+        lines.append('    __asm__ volatile("" : ' + operands + ");")
+    lines += ["  }", f"  vf s = {' + '.join(names)};", "  float r = 0; for (int j = 0; j < LANES; j++) r += s[j];",
+              "  return r;", "}"]
+    return _BENCH_C.replace("/*FMA_CHAIN*/", "\n".join(lines))
+
+
+def _compile_bench(vector_bytes: int, workdir: str, chains: int = 16,
+                   isa_flags: tuple[str, ...] = ("-march=native",)) -> ctypes.CDLL | None:
     src = Path(workdir) / "tg_hw_bench.c"
     lib = Path(workdir) / "tg_hw_bench.so"
-    src.write_text(_BENCH_C)
-    flags = ["-O2", "-march=native", "-fPIC", "-shared", "-fopenmp", f"-DVBYTES={vector_bytes}"]
+    src.write_text(bench_source(chains))
+    flags = ["-O2", *isa_flags, "-fPIC", "-shared", "-fopenmp", f"-DVBYTES={vector_bytes}"]
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
         return None
@@ -307,12 +287,12 @@ def _compile_bench(vector_bytes: int, workdir: str) -> ctypes.CDLL | None:
     return dll
 
 
-def _measure(nominal: HardwareModel) -> HardwareModel | None:
+def _measure(nominal: HardwareModel, isa_flags: tuple[str, ...] = ("-march=native",)) -> HardwareModel | None:
     """Run the micro-benchmarks; None when they cannot be compiled."""
     import numpy as np
 
     with tempfile.TemporaryDirectory(prefix="tg_hw_") as workdir:
-        dll = _compile_bench(nominal.simd_lanes_fp32 * 4, workdir)
+        dll = _compile_bench(nominal.simd_lanes_fp32 * 4, workdir, fma_chains(nominal.vector_registers), isa_flags)
         if dll is None:
             return None
         sink = ctypes.c_float()

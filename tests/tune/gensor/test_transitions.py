@@ -1,7 +1,11 @@
+import pytest
+
+from tilegraph.target import Target
 from tilegraph.tune.gensor.markov import MarkovConfig, reachable
 from tilegraph.tune.gensor.policy import SearchSetup
 from tilegraph.tune.gensor.state import EtirState, IterSpace, canonical
 from tilegraph.tune.gensor.transitions import feasible, neighbours
+from tilegraph.tune.hardware import hardware_model
 
 from .conftest import matmul_workload
 
@@ -16,13 +20,23 @@ def test_every_reachable_state_is_feasible_and_canonical(hw):
         assert s.accumulators + s.interleave + 1 <= hw.vector_registers
 
 
-def test_register_limit_removes_edges(hw):
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_register_limit_removes_edges(isa):
+    """The register tile grows until accumulators + operand vectors + 1 fill the register file of
+    the target's ISA (16 on AVX2, 32 on AVX-512), whatever the host is."""
+    hw = hardware_model(Target("cpu", isa=isa), measure=False)
+    assert hw.vector_registers == {"avx2": 16, "avx512": 32}[isa]
+    lanes = hw.simd_lanes_fp32
+    interleave = 2
+    rows = (hw.vector_registers - interleave - 1) // interleave  # 14 rows on AVX-512, 6 on AVX2
     space = IterSpace.from_workload(matmul_workload(64, 64, 64))
-    big = canonical(space, EtirState((14, 32), (14, 32), (14, 32), (8,), 1, 16))
-    assert feasible(space, hw, big) is None  # 28 accumulators + 2 + 1 = 31 registers
+    cols = interleave * lanes
+    big = canonical(space, EtirState((rows, cols), (rows, cols), (rows, cols), (8,), 1, lanes))
+    assert big.accumulators + big.interleave + 1 <= hw.vector_registers
+    assert feasible(space, hw, big) is None
     labels = {e.label for e in neighbours(space, hw, big)}
     assert "enlarge(reg,i)" not in labels and "enlarge(reg,j)" not in labels
-    too_big = canonical(space, EtirState((16, 32), (16, 32), (16, 32), (8,), 1, 16))
+    too_big = canonical(space, EtirState((rows + 2, cols), (rows + 2, cols), (rows + 2, cols), (8,), 1, lanes))
     assert "registers" in feasible(space, hw, too_big)
 
 
