@@ -219,8 +219,10 @@ def _validate(target: Target) -> None:
         value = getattr(target, name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ValueError(f"Target {name} must be a positive integer, got {value!r}")
+    if target.kind != "cpu" or target.num_cores is None:
+        return
     host = _detect_cpu()
-    if target.kind == "cpu" and target.arch in (None, host["arch"]) and (target.num_cores or 0) > host["num_cores"]:
+    if target.arch in (None, host["arch"]) and target.num_cores > host["num_cores"]:
         # kernels run, and peaks are measured, with this many threads on this machine
         raise ValueError(f"Target cores={target.num_cores} exceeds the {host['num_cores']} cores this process may "
                          f"use here")

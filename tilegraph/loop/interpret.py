@@ -217,14 +217,14 @@ def _floor_div_mod(op: str, a, b, dtype: DType):  # noqa: ANN001, ANN202
 
 
 def _wrap_narrow(value, dtype: DType):  # noqa: ANN001, ANN202
-    """Two's-complement wrap of an integer result into its IR dtype (numpy computes Python-int
-    operands and index lanes in int64)."""
+    """Two's-complement wrap of a numpy integer result into its 8-bit IR dtype (a Python-int
+    operand or an int64 index lane makes numpy compute wider)."""
     arr = np.asarray(value)
     if arr.dtype == dtype.numpy:
         return value
     with np.errstate(all="ignore"):
         wrapped = arr.astype(np.int64).astype(dtype.numpy)
-    return wrapped if _is_lanes(value) else wrapped[()].item() if isinstance(value, int) else wrapped[()]
+    return wrapped if _is_lanes(value) else wrapped[()]
 
 
 def _call(name: str, x, dtype: np.dtype):  # noqa: ANN001, ANN202

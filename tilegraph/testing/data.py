@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from tilegraph.errors import ResourceError
+from tilegraph.errors import ResourceError, shorten
 from tilegraph.ops._common import attr, op_boundary
 from tilegraph.te.workload import Workload
 from tilegraph.testing.reference import POSITIVE_ARGS
@@ -66,8 +66,7 @@ def require_memory(wl: Workload) -> None:
 
 
 def _shapes(wl: Workload) -> str:
-    text = ", ".join(f"{t.name}{list(t.shape)}" for t in (*wl.inputs, *wl.outputs))
-    return text if len(text) <= 100 else text[:97] + "..."
+    return shorten(", ".join(f"{t.name}{list(t.shape)}" for t in (*wl.inputs, *wl.outputs)), 100)
 
 
 def random_inputs(wl: Workload, seed: int = 0) -> list[np.ndarray]:
