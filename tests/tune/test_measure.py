@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from tilegraph.tune.measure import MeasurePolicy, canonical_trace_json, compare_outputs, time_runs, trace_hash
+from tilegraph.schedule.trace import canonical_trace_json, trace_hash
+from tilegraph.tune.measure import MeasurePolicy, compare_outputs, time_runs
 
 
 def test_compare_outputs_accepts_fp32_rounding_and_rejects_errors():

@@ -3,8 +3,9 @@ import pytest
 
 import tilegraph as tg
 from tests.tune.helpers import GOOD_C, HANG_C, SEGFAULT_C, WRONG_C, matmul_reference, matmul_workload
+from tilegraph.schedule.trace import trace_hash
 from tilegraph.tune import MeasurePolicy, MemoryDatabase, Record, SearchStrategy, best_schedule
-from tilegraph.tune.measure import target_fingerprint, trace_hash
+from tilegraph.tune.measure import target_fingerprint
 from tilegraph.tune.strategy import Candidate
 from tilegraph.tune.strategy.random_search import RandomSearch, sample_schedule
 

@@ -21,6 +21,7 @@ from tilegraph.errors import ScheduleError
 from tilegraph.loop.from_te import workload_to_func
 from tilegraph.loop.ir import Func
 from tilegraph.loop.printer import func_str
+from tilegraph.loop.rename import name_slots, rename
 from tilegraph.loop.visit import blocks, loops_above
 from tilegraph.schedule import sampling
 from tilegraph.schedule.primitives import PRIMITIVES
@@ -52,6 +53,7 @@ class Schedule:
     def __init__(self, workload: Workload, seed: int | None = None, func: Func | None = None):
         self.workload = workload
         self.func: Func = func if func is not None else workload_to_func(workload)
+        self._names = name_slots(self.func)
         self._instructions: list[Instruction] = []
         self._rng = random.Random(seed)
         self._rv_count = 0
@@ -59,7 +61,7 @@ class Schedule:
     # ------------------------------------------------------------------ inspection
     @property
     def trace(self) -> Trace:
-        return Trace(self.workload.key, tuple(self._instructions))
+        return Trace(self.workload.key, tuple(self._instructions), names=self._names)
 
     @property
     def mod(self) -> Func:
@@ -204,16 +206,31 @@ class Schedule:
     # ------------------------------------------------------------------ replay
     @staticmethod
     def replay(workload: Workload, trace: Trace | str) -> Schedule:
-        """Apply a trace to a fresh schedule of `workload`; refused if the workload key differs."""
+        """Apply a trace to a fresh schedule of `workload`; refused if the workload key differs.
+        A trace recorded on an equal computation with other tensor or axis names is renamed as it
+        replays (its `names` against this workload's), so the replayed trace speaks this workload's names."""
         tr = Trace.from_json(trace) if isinstance(trace, str) else trace
         if tr.workload_key != workload.key:
             raise ScheduleError(
                 f"trace was recorded for workload {tr.workload_key}, not for {workload.key} ({workload.op_name})"
             )
         sch = Schedule(workload)
+        recorded = None
+        if tr.names is not None and tr.names != sch._names:
+            # the same computation under other names: replay in the recorded names beside this one,
+            # and translate each instruction through the names the two programs hold at that point
+            try:
+                recorded = Schedule(workload, func=rename(sch.func, tr.names))
+            except ValueError as e:
+                raise ScheduleError(f"trace names do not fit workload {workload.op_name}: {e}") from None
         values: dict[str, int] = {}
+        recorded_values: dict[str, int] = {}
         for n, inst in enumerate(tr.instructions):
             try:
+                if recorded is not None:
+                    names = dict(zip(name_slots(recorded.func), name_slots(sch.func)))
+                    recorded._replay_one(inst, recorded_values)
+                    inst = _renamed(inst, names)
                 sch._replay_one(inst, values)
             except ScheduleError:
                 raise
@@ -236,6 +253,23 @@ class Schedule:
             outputs = self._apply(inst.kind, **inputs)
             if inst.outputs and tuple(outputs) != tuple(inst.outputs):
                 raise ScheduleError(f"replay of {inst.kind} produced {outputs}, the trace recorded {inst.outputs}")
+
+
+NAMED_INPUTS = ("loop", "loops", "block", "buffer")  # the instruction inputs that name loops, blocks or buffers
+
+
+def _renamed(inst: Instruction, renames: dict[str, str]) -> Instruction:
+    """`inst` with the loops, blocks and buffers it names translated, and the names it recorded as
+    outputs left for the primitive to produce (they are checked on the recorded side)."""
+    def tr(v: Any) -> Any:
+        if isinstance(v, str):
+            return renames.get(v, v)
+        if isinstance(v, list):
+            return [tr(x) for x in v]
+        return v
+
+    inputs = {k: tr(v) if k in NAMED_INPUTS else v for k, v in inst.inputs.items()}
+    return Instruction(inst.kind, inputs, (), inst.decision)
 
 
 def _name(x: str | Tensor) -> str:

@@ -7,11 +7,16 @@
 
 Loops and blocks are referred to by name (names are deterministic, so a replay regenerates them);
 sampled values are referred to as {"rv": name}, so changing one decision and replaying changes
-every instruction that used it.
+every instruction that used it. `names` lists the tensor and loop names of the workload the trace
+was recorded on (`loop/rename.py: name_slots`): a workload with the same key but other names (the
+op library's matmul and a hand-written one) replays the trace through a renaming, and the replayed
+trace speaks that workload's names. `names` is not part of a trace's identity (`canonical_trace_json`
+leaves it out); the instructions are, so one schedule written in two workloads' names is two traces.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -48,13 +53,17 @@ class Trace:
     workload_key: str
     instructions: tuple[Instruction, ...] = field(default=())
     version: int = TRACE_VERSION
+    names: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "version": self.version,
             "workload_key": self.workload_key,
             "instructions": [i.to_dict() for i in self.instructions],
         }
+        if self.names is not None:
+            d["names"] = list(self.names)
+        return d
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
@@ -74,7 +83,11 @@ class Trace:
         version = d.get("version")
         if version != TRACE_VERSION:
             raise ScheduleError(f"trace version {version!r} is not supported (this tilegraph reads {TRACE_VERSION})")
-        return Trace(str(d["workload_key"]), tuple(Instruction.from_dict(x) for x in d["instructions"]), version)
+        names = d.get("names")
+        if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise ScheduleError("trace 'names' must be a list of strings")
+        return Trace(str(d["workload_key"]), tuple(Instruction.from_dict(x) for x in d["instructions"]), version,
+                     None if names is None else tuple(names))
 
     @property
     def decisions(self) -> dict[int, Any]:
@@ -92,3 +105,20 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.instructions)
+
+
+def canonical_trace_json(trace_json: str, keep_names: bool = False) -> str:
+    """The trace's identity: sorted keys, no whitespace and (unless `keep_names`, as stored) no
+    `names`, so equal schedules of equal workloads hash equally whatever the workloads' names."""
+    try:
+        d = json.loads(trace_json)
+        if isinstance(d, dict) and not keep_names:
+            d.pop("names", None)
+        return json.dumps(d, sort_keys=True, separators=(",", ":"))
+    except (TypeError, json.JSONDecodeError, RecursionError):
+        return trace_json
+
+
+def trace_hash(trace_json: str) -> str:
+    """A short stable hash of `canonical_trace_json` (the database's duplicate check)."""
+    return hashlib.sha256(canonical_trace_json(trace_json).encode()).hexdigest()[:32]

@@ -2,7 +2,10 @@
 
 The key is the sha256 of a canonical text in which tensors are renamed by topological position
 and axis variables by position within their compute, so equal definitions built separately get
-equal keys, while the user's names stay available for printing and code generation.
+equal keys, while the user's names stay available for printing and code generation. Only the
+computation counts: shapes, dtypes and expression structure. Tags and attrs (the op library's
+reference-test metadata) are labels and stay outside the key, so `ops.matmul(A, B)` and the same
+`te.compute` written by hand, or built by a graph frontend, share their tuning records.
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ from tilegraph.errors import WorkloadError
 from tilegraph.te.expr import Reduce, Var
 from tilegraph.te.printer import expr_str
 from tilegraph.te.tensor import ComputeOp, Tensor
+
+
+def key_of_canonical_text(text: str) -> str:
+    """The workload key of a canonical text (`Workload.canonical_text`)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 class Workload:
@@ -77,7 +85,8 @@ class Workload:
 
     @cached_property
     def canonical_text(self) -> str:
-        """The text the key hashes: names replaced by positions, so only structure counts."""
+        """The text the key hashes: names replaced by positions, tags and attrs left out, so only
+        the computation counts."""
         position = {id(t): i for i, t in enumerate(self.tensors)}
         role = {id(t): f"in{i}" for i, t in enumerate(self.inputs)}
         role.update({id(t): f"out{i}" for i, t in enumerate(self.outputs)})
@@ -93,14 +102,13 @@ class Workload:
                 var_names.update({a.var: f"r{i}" for i, a in enumerate(op.body.axes)})
             body = expr_str(op.body, tensor_name=lambda x: f"T{position[id(x)]}",
                             var_name=lambda v, names=var_names: names.get(v, v.name))
-            attrs = ",".join(f"{k}={v}" for k, v in op.attrs)
-            lines.append(f"{head} = {body} tag={op.tag} {attrs}".rstrip())
+            lines.append(f"{head} = {body}")
         return "\n".join(lines)
 
     @cached_property
     def key(self) -> str:
         """Structural hash: equal for equal definitions, whatever names the user chose."""
-        return hashlib.sha256(self.canonical_text.encode()).hexdigest()[:24]
+        return key_of_canonical_text(self.canonical_text)
 
     def flops(self) -> int:
         """Floating-point operations of one run: 2 per multiply-add in reductions, 1 per element otherwise."""

@@ -12,7 +12,6 @@ reference on fresh random inputs.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 
 TEST_HOOKS_ENV = "TILEGRAPH_TEST_HOOKS"
@@ -70,18 +70,6 @@ class MeasureInput:
     @property
     def trace_hash(self) -> str:
         return trace_hash(self.trace_json)
-
-
-def canonical_trace_json(trace_json: str) -> str:
-    """The same trace with sorted keys and no whitespace, so equal traces hash equally."""
-    try:
-        return json.dumps(json.loads(trace_json), sort_keys=True, separators=(",", ":"))
-    except (TypeError, json.JSONDecodeError, RecursionError):
-        return trace_json
-
-
-def trace_hash(trace_json: str) -> str:
-    return hashlib.sha256(canonical_trace_json(trace_json).encode()).hexdigest()[:32]
 
 
 def test_hooks_enabled() -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import TilegraphError
+from tilegraph.schedule.trace import trace_hash
 from tilegraph.target import require_runnable
 from tilegraph.te.workload import Workload
 from tilegraph.testing.data import require_memory
@@ -35,7 +36,6 @@ from tilegraph.tune.measure import (
     random_inputs,
     resolve_target,
     test_hooks_enabled,
-    trace_hash,
 )
 from tilegraph.tune.result import BuildResult, RunResult, TuneResult
 from tilegraph.tune.runner import ReferenceFn, Runner

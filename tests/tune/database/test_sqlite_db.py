@@ -85,7 +85,7 @@ def test_schema_version_and_wal(tmp_path):
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT version FROM migrations").fetchall() == [(SCHEMA_VERSION,)]
+    assert conn.execute("SELECT version FROM migrations").fetchall() == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
     conn.close()
 
 

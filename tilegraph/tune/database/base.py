@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from tilegraph.errors import DatabaseError
+from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database.record import Record, WorkloadEntry
+from tilegraph.tune.database.rekey import rekey_entry, rekey_record
 from tilegraph.tune.database.validate import check_record
-from tilegraph.tune.measure import trace_hash
 
 
 class Database(ABC):
@@ -140,6 +141,7 @@ class Database(ABC):
                 raise DatabaseError(f"{path}:{lineno}: not a tuning record: JSON nested too deeply") from None
             except (TypeError, ValueError, OverflowError) as e:
                 raise DatabaseError(f"{path}:{lineno}: not a tuning record: {str(e)[:200]}") from None
+        workloads, records = _current_keys(workloads, records)
         self._validate(workloads, records, lambda n: f"{path}:{n}")
         return self.commit_batch(workloads, [r for _, r in records])
 
@@ -197,3 +199,18 @@ class Database(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _current_keys(workloads: list[WorkloadEntry],
+                  records: list[tuple[int, Record]]) -> tuple[list[WorkloadEntry], list[tuple[int, Record]]]:
+    """Entries and records of an export written by an older schema, under today's workload keys."""
+    new_keys: dict[str, str] = {}
+    current = []
+    for w in workloads:
+        new = rekey_entry(w)
+        if new is not None:
+            new_keys[w.key] = new.key
+        current.append(new or w)
+    if not new_keys:
+        return workloads, records
+    return current, [(n, rekey_record(r, new_keys)) for n, r in records]

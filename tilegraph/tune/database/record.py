@@ -11,8 +11,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
-from tilegraph.tune.measure import MeasurePolicy, trace_hash
+from tilegraph.tune.measure import MeasurePolicy
 from tilegraph.tune.result import RESULT_KINDS, RunResult
 
 

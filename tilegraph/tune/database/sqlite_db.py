@@ -19,12 +19,13 @@ from typing import Any
 
 from tilegraph.config import data_dir
 from tilegraph.errors import DatabaseError, shorten
+from tilegraph.schedule.trace import canonical_trace_json
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database.base import Database
 from tilegraph.tune.database.record import Record, WorkloadEntry
-from tilegraph.tune.measure import canonical_trace_json
+from tilegraph.tune.database.rekey import migrate_sqlite_v2
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = """
 CREATE TABLE migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
@@ -56,8 +57,9 @@ CREATE TABLE records (
 CREATE INDEX records_best ON records (workload_key, target_fingerprint, kind, latency_s);
 """
 
-# version -> script taking a database at version-1 to version
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+# version -> what takes a database at version-1 to version: an SQL script or a function of the
+# connection, run inside the migration's transaction. 2: workload keys of the computation only.
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {1: _SCHEMA_V1, 2: migrate_sqlite_v2}
 
 _COLUMNS = ("workload_key", "target_fingerprint", "trace_json", "trace_hash", "kind", "latency_s", "latency_min_s",
             "latency_max_s", "spread", "samples", "policy", "message", "meta", "version", "created")
@@ -71,7 +73,8 @@ def _workload_row(entry: WorkloadEntry) -> tuple[Any, ...]:
 
 
 def _record_row(record: Record) -> tuple[Any, ...]:
-    return (record.workload_key, record.target_fingerprint, canonical_trace_json(record.trace_json), record.trace_hash,
+    stored_trace = canonical_trace_json(record.trace_json, keep_names=True)
+    return (record.workload_key, record.target_fingerprint, stored_trace, record.trace_hash,
             record.kind, record.latency_s, record.latency_min_s, record.latency_max_s, record.spread,
             json.dumps(list(record.samples)), json.dumps(record.policy, sort_keys=True), record.message,
             json.dumps(record.meta, sort_keys=True, default=str), record.version, record.created)
@@ -130,8 +133,12 @@ class SQLiteDatabase(Database):
             if self.readonly:
                 self._check_schema(version, tables)
                 if version < SCHEMA_VERSION:
-                    raise DatabaseError(f"tuning database {shorten(self.path, 120)} has schema version {version}; open it "
-                                        f"writable once to migrate it to {SCHEMA_VERSION}")
+                    # an older file read without writing to it: migrate a copy held in memory
+                    copy = sqlite3.connect(":memory:", isolation_level=None)
+                    conn.backup(copy)
+                    conn.close()
+                    conn = copy
+                    self._migrate(conn, version, tables)
             else:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
@@ -211,9 +218,13 @@ class SQLiteDatabase(Database):
             try:
                 current = conn.execute("PRAGMA user_version").fetchone()[0]
                 if current < target:  # another process may have migrated while we waited for the lock
-                    for statement in MIGRATIONS[target].split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    step = MIGRATIONS[target]
+                    if callable(step):
+                        step(conn)
+                    else:
+                        for statement in step.split(";"):
+                            if statement.strip():
+                                conn.execute(statement)
                     conn.execute("INSERT INTO migrations VALUES (?, ?)", (target, time.time()))
                     conn.execute(f"PRAGMA user_version = {int(target)}")
                 conn.execute("COMMIT")

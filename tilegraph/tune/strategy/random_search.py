@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from tilegraph.errors import ScheduleError
 from tilegraph.schedule import Schedule
 from tilegraph.schedule.primitives.common import get_loop, reduce_loop_of
+from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
-from tilegraph.tune.measure import trace_hash
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 
