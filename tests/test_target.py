@@ -78,10 +78,11 @@ def test_fingerprint_stable_and_sensitive():
 
 
 def test_fingerprint_covers_codegen_version(monkeypatch):
-    import tilegraph.codegen
+    import tilegraph.target
+    from tilegraph.version import CODEGEN_VERSION
 
     before = Target().fingerprint
-    monkeypatch.setattr(tilegraph.codegen, "CODEGEN_VERSION", f"{tilegraph.codegen.CODEGEN_VERSION}-next")
+    monkeypatch.setattr(tilegraph.target, "CODEGEN_VERSION", f"{CODEGEN_VERSION}-next")
     assert Target().fingerprint != before
 
 

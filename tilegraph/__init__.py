@@ -8,17 +8,30 @@ Public API (the contract benchmarks and tools use):
     tune                     search for the best schedule and keep every measurement
 """
 
+import os as _os
+from typing import Any as _Any
+
+from tilegraph import driver as _driver
 from tilegraph import ops, te, workloads
-from tilegraph.driver import build  # after tilegraph.build (the package) is loaded, so `build` stays the function
 from tilegraph.errors import BuildError, DatabaseError, LoweringError, ScheduleError, TilegraphError, WorkloadError
 from tilegraph.loop.interpret import interpret
 from tilegraph.runtime.threads import get_num_threads, set_num_threads
 from tilegraph.schedule import Schedule, Trace
 from tilegraph.target import Target
 from tilegraph.te.workload import Workload
+from tilegraph.tune.database import open_database as _open_database
 from tilegraph.tune.tune import tune  # bound last: `tg.tune` is the function, not the package
+from tilegraph.version import __version__
 
-__version__ = "0.1.0"
+
+def build(obj: Schedule | Workload, target: str | Target = "cpu", db: _Any = None) -> _Any:
+    """Compile a Schedule (as is) or a Workload (with the best schedule `db` records for it, else
+    the default schedule) into a callable Kernel. `db` is a tuning database or the path of one
+    (opened read-only). Bound after the package `tilegraph.build` is loaded, so `tg.build` is this."""
+    if isinstance(db, (str, _os.PathLike)):
+        db = _open_database(db, readonly=True)
+    return _driver.build(obj, target, db)
+
 
 __all__ = [
     "te", "ops", "workloads", "Workload", "Schedule", "Trace", "ScheduleError", "BuildError", "DatabaseError",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from tilegraph.dtype import DType, as_dtype
-from tilegraph.errors import ResourceError
+from tilegraph.version import CODEGEN_VERSION
 
 KINDS = ("cpu", "cuda", "opencl")
 CPU_ISAS = ("avx512", "avx2", "neon", "generic")
@@ -121,8 +121,6 @@ class Target:
     def fingerprint(self) -> str:
         """A stable key for the tuning database: `<kind>-<isa>-<cores>c-<hash>`; the hash covers
         every field (the compiler by name and version, not path) and the codegen version."""
-        from tilegraph.codegen import CODEGEN_VERSION  # lazily: codegen imports this module
-
         described = {f.name: getattr(self, f.name) for f in fields(self)}
         described["cc"] = os.path.basename(self.cc) if self.cc else self.cc
         described["codegen_version"] = CODEGEN_VERSION
@@ -437,17 +435,9 @@ def _cuda_spec(name: str) -> tuple[str, int, int]:
     return GENERIC_CUDA[1:]
 
 
-def require_runnable(target: Target) -> None:
-    """Refuse a target whose kernels cannot run on this machine (tuning and timing run them);
-    building alone needs only the compiler."""
-    if target.kind == "cuda" and _query_nvidia_smi() is None:
-        raise ResourceError("no NVIDIA GPU found (nvidia-smi sees none): CUDA kernels can be built here with "
-                            "tg.build, but not run, timed or tuned")
-    if target.kind == "opencl":
-        from tilegraph.runtime.opencl import available  # noqa: PLC0415 (pyopencl is optional)
-
-        if not available():
-            raise ResourceError("no OpenCL device found (install pyopencl and an OpenCL driver such as PoCL)")
+def gpu_visible() -> bool:
+    """Whether nvidia-smi sees an NVIDIA GPU."""
+    return _query_nvidia_smi() is not None
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,8 +18,7 @@ from tests.schedule.primitives.prim_workloads import conv_with_pad, matmul
 from tilegraph import te
 from tilegraph.loop.interpret import interpret
 from tilegraph.loop.ir import For
-from tilegraph.loop.visit import blocks, walk_stmts
-from tilegraph.schedule.primitives.common import reduce_loop_of
+from tilegraph.loop.visit import blocks, reduce_loop_of, walk_stmts
 from tilegraph.schedule.primitives.nest import readers, stored_buffers
 
 SIZES = st.sampled_from([1, 2, 3, 5, 7, 11, 13])

@@ -16,8 +16,7 @@ import tilegraph as tg
 from tests.schedule.test_property import _loops, _random_step, workloads
 from tilegraph.loop.interpret import interpret
 from tilegraph.loop.ir import For
-from tilegraph.loop.visit import walk_stmts
-from tilegraph.schedule.primitives.common import reduce_loop_of
+from tilegraph.loop.visit import reduce_loop_of, walk_stmts
 
 pytestmark = pytest.mark.needs_cc
 

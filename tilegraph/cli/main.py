@@ -292,7 +292,8 @@ def _require_toolchain(target: str) -> None:
     """Fail before any work when the target's compiler or device is missing."""
     import shutil
 
-    from tilegraph.target import Target, require_runnable
+    from tilegraph.runtime.devices import require_runnable
+    from tilegraph.target import Target
 
     tgt = Target.from_string(target)
     if tgt.kind == "cuda" and (not tgt.cc or shutil.which(tgt.cc) is None):

@@ -4,7 +4,6 @@ Printers only print: every decision (vector widths, unrolling, which buffers liv
 is taken by the lowering pipeline, so anything a printer meets it can print.
 """
 
-# Bumped whenever generated code changes for the same lowered IR; part of Target.fingerprint.
-CODEGEN_VERSION = "2"
+from tilegraph.version import CODEGEN_VERSION  # bumped whenever generated code changes for the same lowered IR
 
 __all__ = ["CODEGEN_VERSION"]

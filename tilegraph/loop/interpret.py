@@ -113,11 +113,11 @@ def run_func(func: Func, buffers: dict[str, np.ndarray], thread_order: str = "lo
 
 
 def _as_func(obj: object) -> tuple[Func, int | None]:
-    from tilegraph.schedule.schedule import Schedule
     from tilegraph.te.workload import Workload
 
-    if isinstance(obj, Schedule):
-        return obj.func, len(obj.workload.outputs)
+    func, workload = getattr(obj, "func", None), getattr(obj, "workload", None)
+    if isinstance(func, Func) and isinstance(workload, Workload):  # a Schedule (the layer above)
+        return func, len(workload.outputs)
     if isinstance(obj, Func):
         return obj, None
     if isinstance(obj, Workload):

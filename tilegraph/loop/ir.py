@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tilegraph import dtype as dt
-from tilegraph.dtype import DType
+from tilegraph.te.buffer import Buffer  # re-exported: the loop IR's arrays (BufferLoad, a te node, names them)
 from tilegraph.te.expr import Const, Expr, Var
 
 SCOPES = ("global", "local", "shared")
@@ -35,35 +35,6 @@ GPU_LOOP_KINDS = (
 )
 LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled", *GPU_LOOP_KINDS)
 TRUE = Const(True, dt.bool_)
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """A named multi-dimensional array. `padding` adds storage elements per dimension
-    (allocated extent = shape + padding) without changing the indexable shape."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: DType
-    scope: str = "global"
-    padding: tuple[int, ...] = ()
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def storage_shape(self) -> tuple[int, ...]:
-        if not self.padding:
-            return self.shape
-        return tuple(s + p for s, p in zip(self.shape, self.padding))
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for s in self.storage_shape:
-            n *= s
-        return n
 
 
 class Stmt:

@@ -36,8 +36,7 @@ from dataclasses import dataclass
 
 from tilegraph.loop.ir import Allocate, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.verify import THREAD_KINDS
-from tilegraph.loop.visit import stmt_children, walk_stmts
-from tilegraph.schedule.primitives.common import reduce_loop_of
+from tilegraph.loop.visit import reduce_loop_of, stmt_children, walk_stmts
 from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Var
 from tilegraph.te.simplify import value_bounds
 from tilegraph.te.visit import substitute, walk

@@ -8,6 +8,7 @@ from dataclasses import replace
 from tilegraph.loop.ir import Allocate, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.te.expr import Expr
 from tilegraph.te.visit import rewrite as rewrite_expr
+from tilegraph.te.visit import uses_var
 
 
 def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
@@ -130,3 +131,14 @@ def _rewrite_identity(s: Stmt, target: Stmt, new: Stmt) -> Stmt:
 
 def loop_names(func: Func) -> set[str]:
     return {s.var.name for s in walk_stmts(func.body) if isinstance(s, For)}
+
+
+def reduce_loop_of(loop: For) -> list[str]:
+    """Names of blocks under `loop` in which the loop variable feeds a reduce iteration variable."""
+    out = []
+    for b in blocks(loop.body):
+        for iv, bind in zip(b.iter_vars, b.bindings):
+            if iv.kind == "reduce" and uses_var(bind, loop.var):
+                out.append(b.name)
+                break
+    return out

@@ -35,7 +35,7 @@ from tilegraph.dtype import DType
 from tilegraph.errors import shorten
 
 if TYPE_CHECKING:
-    from tilegraph.loop.ir import Buffer
+    from tilegraph.te.buffer import Buffer
     from tilegraph.te.tensor import Tensor
 
 BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "max", "min", "and", "or", "pow")

@@ -117,7 +117,7 @@ def test_unwritable_location_raises_database_error(tmp_path):
 
 
 def test_merge_of_missing_file_is_a_database_error(tmp_path):
-    with MemoryDatabase() as db, pytest.raises(tg.DatabaseError, match="does not exist"):
+    with SQLiteDatabase(tmp_path / "t.db") as db, pytest.raises(tg.DatabaseError, match="does not exist"):
         db.merge(tmp_path / "nope.db")
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.loop.ir import GPU_LOOP_KINDS, For, Func
-from tilegraph.loop.visit import replace_node, walk_stmts
-from tilegraph.schedule.primitives.common import get_loop, reduce_loop_of, require
+from tilegraph.loop.visit import reduce_loop_of, replace_node, walk_stmts
+from tilegraph.schedule.primitives.common import get_loop, require
 
 MAX_VECTOR_EXTENT = 64
 

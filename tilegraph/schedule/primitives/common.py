@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
 from tilegraph.loop.ir import Block, For, Func, Stmt
-from tilegraph.loop.visit import blocks, find_block, find_loop, map_stmt_exprs, rewrite_stmt
+from tilegraph.loop.visit import find_block, find_loop, map_stmt_exprs, rewrite_stmt
 from tilegraph.te.expr import Expr, Var
 from tilegraph.te.simplify import simplify
-from tilegraph.te.visit import substitute, uses_var
+from tilegraph.te.visit import substitute
 
 
 def get_loop(func: Func, name: str) -> For:
@@ -43,17 +43,6 @@ def simplify_stmt(s: Stmt) -> Stmt:
         return None
 
     return rewrite_stmt(s, fn)
-
-
-def reduce_loop_of(loop: For) -> list[str]:
-    """Names of blocks under `loop` in which the loop variable feeds a reduce iteration variable."""
-    out = []
-    for b in blocks(loop.body):
-        for iv, bind in zip(b.iter_vars, b.bindings):
-            if iv.kind == "reduce" and uses_var(bind, loop.var):
-                out.append(b.name)
-                break
-    return out
 
 
 def with_substituted(e: Expr, mapping: dict[Var, Expr]) -> Expr:

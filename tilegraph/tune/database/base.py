@@ -12,18 +12,23 @@ Lookups always name the target fingerprint, so a record measured elsewhere is a 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tilegraph.errors import DatabaseError
+from tilegraph.errors import DatabaseError, ScheduleError
+from tilegraph.schedule.schedule import Schedule
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database.record import Record, WorkloadEntry
 from tilegraph.tune.database.rekey import rekey_entry, rekey_record
 from tilegraph.tune.database.validate import check_record
+from tilegraph.tune.measure import resolve_target
+
+log = logging.getLogger("tilegraph.tune")
 
 
 class Database(ABC):
@@ -71,11 +76,20 @@ class Database(ABC):
     def workload(self, key: str) -> WorkloadEntry | None:
         return next((w for w in self.workloads() if w.key == key), None)
 
-    def best_schedule(self, workload: Workload, target: Any = "cpu") -> Any:
-        """The Schedule of the best record on `target`, or None; what tg.build(wl, db=...) asks for."""
-        from tilegraph.tune.apply import best_schedule
-
-        return best_schedule(workload, target, self)
+    def best_schedule(self, workload: Workload, target: Any = "cpu") -> Schedule | None:
+        """The Schedule of the best record on `target` that replays, or None; what tg.build(wl, db=...)
+        asks for. Up to MAX_RECORDS_TRIED records are tried (an imported or stale record may no
+        longer replay); a miss is reported once per workload and target, as a plain message."""
+        fp = str(resolve_target(target).fingerprint)
+        failures = []
+        for record in self.top_k(workload.key, fp, MAX_RECORDS_TRIED):
+            try:
+                return Schedule.replay(workload, record.trace_json)
+            except ScheduleError as e:
+                failures.append(str(e))
+        why = f"its best records do not replay ({failures[0][:200]})" if failures else "no tuning record for this target"
+        report_miss(workload, fp, why)
+        return None
 
     # ------------------------------------------------------------------ maintenance
     def distill(self) -> int:
@@ -152,15 +166,6 @@ class Database(ABC):
         self._validate(workloads, records, lambda n: f"record {n} of {other!r}")
         return self.commit_batch(workloads, [r for _, r in records])
 
-    def merge(self, other_path: str | Path) -> int:
-        """Add every record of another SQLite tuning database (opened read-only); returns how many were new."""
-        from tilegraph.tune.database.sqlite_db import SQLiteDatabase
-
-        if self._is_own_file(Path(other_path)):
-            raise DatabaseError(f"refusing to merge {other_path} into itself")
-        with SQLiteDatabase(other_path, create=False, readonly=True) as other:
-            return self.merge_from(other)
-
     def _validate(self, workloads: list[WorkloadEntry], records: list[tuple[int, Record]],
                           where: Callable[[int], str]) -> None:
         known = {w.key for w in workloads} | {w.key for w in self.workloads()}
@@ -214,3 +219,16 @@ def _current_keys(workloads: list[WorkloadEntry],
     if not new_keys:
         return workloads, records
     return current, [(n, rekey_record(r, new_keys)) for n, r in records]
+
+
+MAX_RECORDS_TRIED = 8
+_reported: set[tuple[str, str]] = set()
+
+
+def report_miss(workload: Workload, fp: str, why: str) -> None:
+    """Say once per (workload, target) that the default schedule is used, and why."""
+    if (workload.key, fp) in _reported:
+        return
+    _reported.add((workload.key, fp))
+    log.info("%s (%s): %s; using the default schedule. Run `tilegraph tune` to tune it.", workload.op_name,
+             workload.key, why)

@@ -15,13 +15,10 @@ from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.tune.measure import MeasurePolicy
 from tilegraph.tune.result import RESULT_KINDS, RunResult
+from tilegraph.version import __version__
 
 
 def _version() -> str:
-    try:
-        from tilegraph import __version__
-    except ImportError:
-        return "unknown"
     return __version__
 
 

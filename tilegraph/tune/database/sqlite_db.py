@@ -284,6 +284,13 @@ class SQLiteDatabase(Database):
 
         return self._write(fn)
 
+    def merge(self, other_path: str | Path) -> int:
+        """Add every record of another SQLite tuning database (opened read-only); returns how many were new."""
+        if self._is_own_file(Path(other_path)):
+            raise DatabaseError(f"refusing to merge {other_path} into itself")
+        with SQLiteDatabase(other_path, create=False, readonly=True) as other:
+            return self.merge_from(other)
+
     # ------------------------------------------------------------------ reading
     def workloads(self) -> list[WorkloadEntry]:
         rows = self._run(lambda c: c.execute("SELECT key, canonical, op_name, shapes FROM workloads ORDER BY op_name, key")

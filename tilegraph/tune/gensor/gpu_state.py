@@ -24,16 +24,17 @@ import math
 import random
 from dataclasses import dataclass, replace
 
-from tilegraph.errors import ScheduleError, TilegraphError
+from tilegraph.errors import TilegraphError
 from tilegraph.loop.ir import Block, BufferStore
 from tilegraph.loop.visit import find_block, walk_stmts
+from tilegraph.schedule.defaults import GPU_FLAT_THREADS, default_gpu_schedule, flat_gpu_schedule, gpu_anchor, inline_producers
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.te.expr import BufferLoad, Var
 from tilegraph.te.visit import free_vars, walk
 from tilegraph.te.workload import Workload
 from tilegraph.tune.hardware_gpu import GpuHardware
 
-FLAT_THREADS = 64
+FLAT_THREADS = GPU_FLAT_THREADS
 MAX_REGISTER_TILE = 64
 BYTES = 4
 
@@ -49,9 +50,7 @@ class GpuSpace:
     @staticmethod
     def from_workload(wl: Workload) -> GpuSpace:
         sch = Schedule(wl)
-        names = sch.block_names()
-        with_reduce = [n for n in names if any(iv.kind == "reduce" for iv in find_block(sch.func, n).iter_vars)]
-        anchor = (with_reduce or names)[-1]
+        anchor = gpu_anchor(sch)
         blk = find_block(sch.func, anchor)
         loops = sch.loops(anchor)
         naive = len(loops) == len(blk.iter_vars) and all(b == Var(lp) for b, lp in zip(blk.bindings, loops))
@@ -186,38 +185,18 @@ def predict(space: GpuSpace, s: GpuState, hw: GpuHardware) -> float:
 
 # ------------------------------------------------------------------------------- schedule building
 def gpu_schedule(wl: Workload, s: GpuState | None = None, threads: int = FLAT_THREADS) -> Schedule:
-    """The schedule a state stands for, built from public primitives (so its trace replays)."""
+    """The schedule a state stands for, built from public primitives (so its trace replays); without
+    a state (or for an anchor this search cannot tile), the default GPU schedule."""
     space = GpuSpace.from_workload(wl)
+    if s is None or not space.naive or not space.spatial:
+        return default_gpu_schedule(wl, threads)
     sch = Schedule(wl)
-    for name in sch.block_names():
-        if name != space.anchor and not any(iv.kind == "reduce" for iv in find_block(sch.func, name).iter_vars):
-            try:
-                sch.compute_inline(name)
-            except TilegraphError:
-                pass
+    inline_producers(sch, "all", keep={space.anchor})
     for name in sch.block_names():
         if name != space.anchor:
-            flat_schedule(sch, name, threads)
-    if s is None or not space.naive or not space.spatial:
-        flat_schedule(sch, space.anchor, threads)
-    else:
-        _tile_anchor(sch, space, s)
+            flat_gpu_schedule(sch, name, threads)
+    _tile_anchor(sch, space, s)
     return sch
-
-
-def flat_schedule(sch: Schedule, name: str, threads: int = FLAT_THREADS) -> None:
-    """One output element per thread: fused spatial loops split [blocks, threads]."""
-    blk = find_block(sch.func, name)
-    loops = list(sch.loops(name))
-    n_spatial = sum(iv.kind == "spatial" for iv in blk.iter_vars)
-    spatial = loops[:n_spatial]
-    if not spatial or any(iv.kind != "spatial" for iv in blk.iter_vars[:n_spatial]):
-        raise ScheduleError(f"block {name}: no leading spatial loops to map onto GPU threads")
-    fused = sch.fuse(*spatial) if len(spatial) > 1 else spatial[0]
-    extent = math.prod(iv.extent for iv in blk.iter_vars[:n_spatial])
-    bx, tx = sch.split(fused, [None, min(threads, extent)])
-    sch.bind(bx, "blockIdx.x")
-    sch.bind(tx, "threadIdx.x")
 
 
 def _tile_anchor(sch: Schedule, space: GpuSpace, s: GpuState) -> None:
@@ -309,5 +288,5 @@ def gpu_candidates(wl: Workload, target: object, top_k: int = 8, seed: int = 0) 
             out.append((trace, predict(space, s, hw), s.to_dict()))
     return out
 
-__all__ = ["GpuSpace", "GpuState", "feasible", "flat_schedule", "gpu_candidates", "gpu_schedule", "gpu_search",
+__all__ = ["GpuSpace", "GpuState", "feasible", "gpu_candidates", "gpu_schedule", "gpu_search",
            "minimal_gpu_state", "predict", "transitions"]

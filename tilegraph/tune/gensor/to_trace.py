@@ -47,9 +47,10 @@ from tilegraph.errors import ScheduleError
 from tilegraph.loop.ir import BufferStore, For
 from tilegraph.loop.region import linear_terms
 from tilegraph.loop.visit import walk_stmts
+from tilegraph.schedule.defaults import inline_producers
 from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
-from tilegraph.te.expr import BufferLoad, Select
+from tilegraph.te.expr import BufferLoad
 from tilegraph.te.visit import uses_var, walk
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.state import EtirState, IterSpace, can_pack
@@ -92,21 +93,11 @@ def uses_micro_kernel(space: IterSpace, state: EtirState) -> bool:
     return space.kind == "reuse" and state.vec_axis >= 0
 
 
-def _is_padding(t) -> bool:  # noqa: ANN001
-    return any(isinstance(e, Select) for e in walk(t.op.body))
-
-
 def _inline_stages(sch: Schedule, workload: Workload, space: IterSpace, micro: bool) -> None:
-    """compute_inline every spatial stage that is neither the anchor nor an output (padding,
-    transposes, elementwise producers); stages the primitive refuses keep their loop nests."""
-    outputs = {t.name for t in workload.outputs}
-    for t in reversed(workload.computes):
-        if t.name == space.anchor or t.name in outputs or t.op.reduce_axes:
-            continue
-        if micro and _is_padding(t):
-            continue  # a guard per broadcast would sit in the micro-kernel; a separate copy is cheaper
-        if t.name in sch.block_names():
-            _try(sch.compute_inline, t.name)
+    """Every spatial stage but the anchor and the outputs is inlined (the tuner tiles the anchor
+    itself); with a micro-kernel, padding stays a separate copy (a guard per broadcast would sit
+    in the micro-kernel)."""
+    inline_producers(sch, "all", keep={space.anchor}, keep_padding=micro)
 
 
 def _try(fn, *args) -> bool:  # noqa: ANN001

@@ -15,8 +15,9 @@ import random
 from collections.abc import Sequence
 
 from tilegraph.errors import ScheduleError
+from tilegraph.loop.visit import reduce_loop_of
 from tilegraph.schedule import Schedule
-from tilegraph.schedule.primitives.common import get_loop, reduce_loop_of
+from tilegraph.schedule.primitives.common import get_loop
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.tune.result import RunResult

@@ -1,0 +1,57 @@
+"""schedule/defaults.py: the default schedules and the one inline policy the tuners share."""
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph import ops, te
+from tilegraph.schedule.defaults import default_gpu_schedule, default_schedule, gpu_anchor, inline_producers
+
+
+def _padded_conv():
+    x = te.placeholder((1, 6, 6, 3), name="x")
+    w = te.placeholder((3, 3, 3, 4), name="w")
+    return tg.Workload([x, w], [ops.conv2d_nhwc(x, w, stride=1, padding=1)])
+
+
+def _exp_into_reduction():
+    a = te.placeholder((4, 5), name="A")
+    e = te.compute((4, 5), lambda i, j: te.exp(a[i, j]), name="E")
+    k = te.reduce_axis(5, "k")
+    return tg.Workload([a], [te.compute((4,), lambda i: te.sum(e[i, k], axis=k), name="S")])
+
+
+def _stages(sch):
+    return set(sch.block_names())
+
+
+def test_cheap_policy_inlines_padding_but_not_math_into_a_reduction():
+    conv = tg.Schedule(_padded_conv())
+    inline_producers(conv, "cheap")
+    assert len(_stages(conv)) == 1, "the padding stage is recomputed in the conv"
+    red = tg.Schedule(_exp_into_reduction())
+    inline_producers(red, "cheap")
+    assert _stages(red) == {"E", "S"}, "exp is not recomputed per reduction step"
+
+
+def test_all_policy_inlines_everything_but_what_it_is_told_to_keep():
+    red = tg.Schedule(_exp_into_reduction())
+    inline_producers(red, "all")
+    assert _stages(red) == {"S"}
+    conv = tg.Schedule(_padded_conv())
+    inline_producers(conv, "all", keep_padding=True)
+    assert len(_stages(conv)) == 2
+    with pytest.raises(ValueError, match="policy"):
+        inline_producers(conv, "some")
+
+
+@pytest.mark.parametrize("make", [_padded_conv, _exp_into_reduction])
+def test_default_schedules_keep_the_meaning(make, rng):
+    wl = make()
+    inputs = [rng.standard_normal(t.shape).astype("float32") for t in wl.inputs]
+    want = tg.interpret(wl, *inputs)
+    got = tg.interpret(default_schedule(wl, "cpu -isa=avx2"), *inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    gpu = default_gpu_schedule(wl)
+    assert gpu_anchor(gpu) in gpu.block_names()
+    np.testing.assert_allclose(tg.interpret(gpu, *inputs, thread_order="random", seed=3), want, rtol=1e-5, atol=1e-5)
