@@ -11,6 +11,7 @@ Public API (the contract benchmarks and tools use):
 import os as _os
 from typing import Any as _Any
 
+import tilegraph.build.compile  # noqa: F401 (the package first: `tg.build` below must stay the function)
 from tilegraph import driver as _driver
 from tilegraph import ops, te, workloads
 from tilegraph.errors import BuildError, DatabaseError, LoweringError, ScheduleError, TilegraphError, WorkloadError

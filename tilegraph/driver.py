@@ -13,60 +13,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from tilegraph.build.compile import compile_c
-from tilegraph.codegen.c import codegen_c
-from tilegraph.lower.pipeline import lower
-from tilegraph.runtime.kernel import Kernel
+from tilegraph.runtime.backends import backend_for
+from tilegraph.runtime.launch import KernelProtocol
 from tilegraph.schedule.defaults import default_gpu_schedule, default_schedule
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target, as_target
 from tilegraph.te.workload import Workload
 
 
-def build(obj: Schedule | Workload, target: str | Target = "cpu", db: Any = None) -> Kernel:
-    """Compile a Schedule (as is) or a Workload (with `db`'s best schedule when given, else
-    default_schedule) into a callable Kernel."""
+def build(obj: Schedule | Workload, target: str | Target = "cpu", db: Any = None) -> KernelProtocol:
+    """Compile a Schedule (as is) or a Workload (with `db`'s best schedule when given, else the
+    target's default schedule) into a callable kernel (runtime/launch.py's protocol), through the
+    target kind's backend (runtime/backends.py)."""
     tgt = as_target(target)
-    if tgt.kind in ("cuda", "opencl"):
-        return _build_gpu(obj, tgt, db)
+    backend = backend_for(tgt)
     if isinstance(obj, Workload):
         sch = _schedule_from_db(obj, tgt, db) if db is not None else None
-        sch = sch if sch is not None else default_schedule(obj, tgt)
+        sch = sch if sch is not None else backend.default_schedule(obj, tgt)
     elif isinstance(obj, Schedule):
         sch = obj
     else:
         raise TypeError(f"build expects a Schedule or a Workload, got {type(obj).__name__}")
-    func = sch.func
-    lowered = lower(func, tgt)
-    src = codegen_c(lowered)
-    lib = compile_c(src.code, tgt, name=src.entry)
-    n_inputs = len(sch.workload.inputs)
-    return Kernel(lib, src.entry, inputs=func.params[:n_inputs], outputs=func.params[n_inputs:],
-                  source=src.code, target=tgt, lowered=lowered)
-
-
-def _build_gpu(obj: Schedule | Workload, tgt: Target, db: Any) -> Any:
-    """CUDA/OpenCL: lower.gpu pipeline, dialect printer, runtime kernel (CudaKernel/OpenCLKernel)."""
-    from tilegraph.lower.gpu.pipeline import lower_gpu
-
-    if isinstance(obj, Workload):
-        sch = _schedule_from_db(obj, tgt, db) if db is not None else None
-        sch = sch if sch is not None else default_gpu_schedule(obj)
-    elif isinstance(obj, Schedule):
-        sch = obj
-    else:
-        raise TypeError(f"build expects a Schedule or a Workload, got {type(obj).__name__}")
-    program = lower_gpu(sch.func, tgt)
-    n_inputs = len(sch.workload.inputs)
-    if tgt.kind == "opencl":
-        from tilegraph.codegen.opencl import codegen_opencl
-        from tilegraph.runtime.opencl import OpenCLKernel
-
-        return OpenCLKernel(program, codegen_opencl(program), n_inputs)
-    from tilegraph.codegen.cuda import codegen_cuda
-    from tilegraph.runtime.cuda import CudaKernel
-
-    return CudaKernel(program, codegen_cuda(program), n_inputs, tgt)
+    return backend.build(sch, tgt)
 
 
 def _schedule_from_db(wl: Workload, target: Target, db: Any) -> Schedule | None:

@@ -92,3 +92,16 @@ def as_dtype(value: str | DType | np.dtype | type) -> DType:
     if name not in _ALL:
         raise TypeError(f"unsupported dtype {value!r}; expected one of {sorted(_ALL)}")
     return _ALL[name]
+
+
+def poisoned(shape: tuple[int, ...], dtype: np.dtype | str) -> np.ndarray:
+    """An array no correct kernel leaves as it is: NaN for floats, the most negative value for
+    signed and the largest for unsigned integers, True for bools. Outputs start poisoned wherever
+    a result is checked (the interpreter, the tuner's runner, kernels called without out=)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return np.full(shape, np.nan, dt)
+    if dt.kind == "b":
+        return np.ones(shape, dt)
+    info = np.iinfo(dt)
+    return np.full(shape, info.min if dt.kind == "i" else info.max, dt)

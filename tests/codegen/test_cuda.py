@@ -45,7 +45,7 @@ def test_every_kernel_is_launched_in_order(sources):
 
 @pytest.mark.needs_nvcc
 def test_sources_compile_with_nvcc(sources, tmp_path):
-    from tilegraph.runtime.cuda import check_cuda_syntax
+    from tilegraph.build.compile import check_cuda_syntax
 
     # One translation unit, each program in its own namespace: one nvcc start-up for all five.
     parts = ["#include <stdint.h>", "#include <math.h>", "#include <cuda_runtime.h>"]
@@ -56,9 +56,9 @@ def test_sources_compile_with_nvcc(sources, tmp_path):
 
 @pytest.mark.needs_nvcc
 def test_nvcc_errors_become_build_errors():
-    from tilegraph.runtime.cuda import check_cuda_syntax
+    from tilegraph.build.compile import check_cuda_syntax
 
-    with pytest.raises(tg.BuildError, match="nvcc failed"):
+    with pytest.raises(tg.BuildError, match="nvcc failed|does not compile"):
         check_cuda_syntax("__global__ void k() { undefined_name = 1; }", CUDA)
 
 
@@ -70,3 +70,26 @@ def test_gemm_runs_on_the_gpu(rng):
     kernel = tg.build(gpu_schedule(wl, gpu_search(wl, gpu_hardware(tg.Target("cuda")), top_k=1)[0]), target="cuda")
     a, b = (rng.standard_normal(t.shape).astype(np.float32) for t in wl.inputs)
     np.testing.assert_allclose(kernel(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.needs_nvcc
+def test_nvcc_builds_through_the_content_addressed_cache(sources, tmp_path, monkeypatch):
+    """compile_cuda uses build/'s cache: the second build is a lookup, the key follows the Target's flags."""
+    from tilegraph.build import compile as build_compile
+
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path))
+    code = sources["softmax:4,32"].code
+    first = build_compile.compile_cuda(code, CUDA, name="softmax")
+    assert first.is_file() and first.parent.parent == tmp_path / "build"
+    runs = []
+
+    def refuse(command, timeout):
+        runs.append(command)
+        raise build_compile.CompilerFailed("stub")
+
+    monkeypatch.setattr(build_compile, "run_compiler", refuse)
+    assert build_compile.compile_cuda(code, CUDA) == first and not runs, "cached: nvcc does not run again"
+    other_arch = tg.Target("cuda", device_name="NVIDIA A100", compute_capability="9.0", cc=CUDA.cc)
+    with pytest.raises(tg.BuildError, match="stub"):
+        build_compile.compile_cuda(code, other_arch)
+    assert "-arch=sm_90" in runs[0], "another -arch is another cache entry, built with the Target's flags"

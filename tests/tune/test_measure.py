@@ -29,7 +29,7 @@ def test_compare_outputs_rejects_shape_and_count_mismatch():
 def test_time_runs_respects_min_repeats_and_min_time():
     calls = []
     samples = time_runs(lambda: calls.append(1), MeasurePolicy(warmup=3, min_time_s=0.0, min_repeats=7))
-    assert len(samples) == 7 and len(calls) == 10
+    assert len(samples) == 7 and len(calls) >= 10, "fast runs are batched per sample, as kernel.time() does"
     samples = time_runs(lambda: None, MeasurePolicy(warmup=0, min_time_s=0.01, min_repeats=1))
     assert len(samples) > 10
 

@@ -89,14 +89,14 @@ def test_runner_catches_unwritten_outputs_and_hangs_then_recovers(tune_dirs):
 
 def test_opencl_loader_rejects_arrays_of_the_wrong_size(tune_dirs):
     wl = from_spec("softmax:8,33")
-    kernel = load_kernel(_build_opencl(wl), None)
+    kernel = load_kernel(_build_opencl(wl))
     with pytest.raises(ValueError, match="expected 264 contiguous float32"):
         kernel.bind([np.zeros((8, 32), np.float32)], [np.zeros((8, 33), np.float32)])
 
 
 def test_unknown_loader_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown kernel loader 'metal'"):
-        load_kernel(BuildResult(True, loader="metal"), None)
+        load_kernel(BuildResult(True, loader="metal"))
 
 
 def test_cli_tune_with_opencl_target(tune_dirs, capsys):

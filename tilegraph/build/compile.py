@@ -1,18 +1,23 @@
-"""compile_c: C source -> a cached shared library.
+"""compile_c / compile_cuda: source -> a cached shared library, one content-addressed cache for both.
 
     compile_c(source, target)            first call: gcc in a private folder, published atomically
         -> ~/.cache/tilegraph/build/<sha256>/kernel.so
     compile_c(source, target)            later calls: the manifest's hash matches, gcc is not run
+    compile_cuda(source, target)         the same with nvcc and the cuda Target's flags (-arch=sm_XX ...)
+    check_cuda_syntax(source, target)    nvcc -c only: catches errors without a GPU, caches nothing
 
-The key covers the source, the flags, the compiler and its version, and CODEGEN_VERSION (plus the
-CPU model when the flags say -march=native, whose output depends on the machine).
+The key covers the target kind, the source, the flags, the compiler and its version, and
+CODEGEN_VERSION (plus the CPU model when the flags say -march=native, whose output depends on the
+machine). A cached library is used only when its manifest's hash matches the file (build/cache.py).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tilegraph import config
@@ -21,11 +26,15 @@ from tilegraph.build.toolchain import (
     DEFAULT_TIMEOUT_S,
     CompilerFailed,
     compile_command,
+    cuda_compile_command,
     resolve_compiler,
     run_compiler,
 )
 from tilegraph.errors import BuildError
 from tilegraph.target import Target
+from tilegraph.version import CODEGEN_VERSION
+
+NVCC_TIMEOUT_S = 300.0
 
 
 def build_cache() -> BuildCache:
@@ -36,18 +45,47 @@ def compile_c(source: str, target: Target, name: str = "kernel", timeout: float 
     """Compile C `source` for a cpu `target` into a shared library and return its path.
     Raises BuildError when the compiler is missing, fails (stderr in the message, the source
     kept at `err.source_path`) or runs longer than `timeout` seconds."""
-    if not isinstance(source, str):
-        raise TypeError(f"compile_c source must be a str of C code, got {type(source).__name__}")
-    if not isinstance(target, Target):
-        raise TypeError(f"compile_c target must be a tilegraph Target, got {type(target).__name__}")
-    if target.kind != "cpu":
-        raise ValueError(f"compile_c builds C for cpu targets; got a {target.kind!r} target")
-    from tilegraph.codegen import CODEGEN_VERSION  # lazily: codegen may import the build package
+    _check_arguments(source, target, "cpu", "compile_c")
+    return _compile(source, target, name, timeout, compile_command)
 
+
+def compile_cuda(source: str, target: Target, name: str = "kernel", timeout: float = NVCC_TIMEOUT_S) -> Path:
+    """Compile CUDA `source` (kernels plus the host launcher) for a cuda `target` with nvcc."""
+    _check_arguments(source, target, "cuda", "compile_cuda")
+    return _compile(source, target, name, timeout, cuda_compile_command)
+
+
+def check_cuda_syntax(source: str, target: Target, timeout: float = NVCC_TIMEOUT_S) -> None:
+    """nvcc -c: syntax and type errors of CUDA `source` as a BuildError, without a GPU."""
+    _check_arguments(source, target, "cuda", "check_cuda_syntax")
+    nvcc = resolve_compiler(target.cc or "nvcc")
+    arch = [f for f in target.cflags if f.startswith("-arch")]
+    with tempfile.TemporaryDirectory(prefix="tg_nvcc_") as tmp:
+        path = Path(tmp) / SOURCE_FILE
+        path.write_text(source, encoding="utf-8")
+        try:
+            run_compiler(cuda_compile_command(nvcc, ["-c", *arch], path, Path(tmp) / "kernel.o"), timeout)
+        except CompilerFailed as failure:
+            raise BuildError(f"CUDA source does not compile: {failure}") from None
+
+
+def _check_arguments(source: str, target: Target, kind: str, fn: str) -> None:
+    if not isinstance(source, str):
+        raise TypeError(f"{fn} source must be a str of code, got {type(source).__name__}")
+    if not isinstance(target, Target):
+        raise TypeError(f"{fn} target must be a tilegraph Target, got {type(target).__name__}")
+    if target.kind != kind:
+        raise ValueError(f"{fn} builds for {kind} targets; got a {target.kind!r} target")
+
+
+def _compile(source: str, target: Target, name: str, timeout: float,
+             command: Callable[[str, Sequence[str], Path, Path], list[str]]) -> Path:
     cc = resolve_compiler(target.cc)
     cflags = tuple(target.cflags)
-    key_parts = {"source": source, "cflags": cflags, "cc": os.path.basename(cc), "cc_version": target.cc_version,
-                 "codegen_version": CODEGEN_VERSION}
+    key_parts = {"kind": target.kind, "source": source, "cflags": cflags, "cc": os.path.basename(cc),
+                 "cc_version": target.cc_version, "codegen_version": CODEGEN_VERSION}
+    if target.kind == "cpu":
+        del key_parts["kind"]  # keys of C libraries built before CUDA joined the cache stay valid
     if any("native" in flag for flag in cflags):
         key_parts["host"] = [target.arch, target.cpu_model]
     key = cache_key(key_parts)
@@ -61,7 +99,7 @@ def compile_c(source: str, target: Target, name: str = "kernel", timeout: float 
     source_path = workdir / SOURCE_FILE
     source_path.write_text(source, encoding="utf-8")
     try:
-        run_compiler(compile_command(cc, cflags, source_path, workdir / LIBRARY_FILE), timeout)
+        run_compiler(command(cc, cflags, source_path, workdir / LIBRARY_FILE), timeout)
     except CompilerFailed as failure:
         shutil.rmtree(workdir, ignore_errors=True)
         kept = _keep_failed_source(cache, key, source)
@@ -69,7 +107,7 @@ def compile_c(source: str, target: Target, name: str = "kernel", timeout: float 
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    manifest = {"name": name, "cc": cc, "cc_version": target.cc_version, "cflags": list(cflags),
+    manifest = {"name": name, "kind": target.kind, "cc": cc, "cc_version": target.cc_version, "cflags": list(cflags),
                 "codegen_version": CODEGEN_VERSION, "created": time.time()}
     return cache.publish(workdir, key, manifest)
 

@@ -3,6 +3,7 @@ into a BuildError that says what happened and where the source is.
 
     resolve_compiler("gcc")                 -> "/usr/bin/gcc"   (or BuildError: how to install it)
     compile_command(cc, flags, "k.c", "k.so") -> [cc, *flags, "-o", "k.so", "k.c", "-lm"]
+    cuda_compile_command(nvcc, flags, "k.c", "k.so") -> [nvcc, *flags, ..., "-x", "cu", "-o", "k.so", "k.c"]
     run_compiler(command, timeout)          raises CompilerFailed with the trimmed stderr
 """
 
@@ -32,13 +33,21 @@ def resolve_compiler(cc: str) -> str:
     if found is None:
         base = os.path.basename(cc)
         hint = INSTALL_HINTS.get("nvcc" if base == "nvcc" else "gcc")
-        raise BuildError(f"C compiler {cc!r} not found; {hint}")
+        raise BuildError(f"{'CUDA' if base == 'nvcc' else 'C'} compiler {cc!r} not found; {hint}")
     return found
 
 
 def compile_command(cc: str, cflags: Sequence[str], source: Path | str, output: Path | str) -> list[str]:
     # Libraries go after the source so the linker resolves the source's references to them.
     return [cc, *cflags, "-o", str(output), str(source), "-lm"]
+
+
+NVCC_QUIET = ("-diag-suppress", "177")  # "declared but never referenced": unused helper functions
+
+
+def cuda_compile_command(nvcc: str, flags: Sequence[str], source: Path | str, output: Path | str) -> list[str]:
+    """nvcc with the Target's flags; `-x cu` because the cache names every source kernel.c."""
+    return [nvcc, *flags, *NVCC_QUIET, "-x", "cu", "-o", str(output), str(source)]
 
 
 class CompilerFailed(Exception):
@@ -52,7 +61,8 @@ def run_compiler(command: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> 
     try:
         result = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise BuildError(f"C compiler {command[0]!r} not found; {INSTALL_HINTS['gcc']}") from None
+        hint = INSTALL_HINTS["nvcc" if name == "nvcc" else "gcc"]
+        raise BuildError(f"compiler {command[0]!r} not found; {hint}") from None
     except subprocess.TimeoutExpired:
         raise CompilerFailed(f"{name} timed out after {timeout:g} s") from None
     if result.returncode != 0:

@@ -290,16 +290,13 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 # ---------------------------------------------------------------------------- helpers
 def _require_toolchain(target: str) -> None:
     """Fail before any work when the target's compiler or device is missing."""
-    import shutil
-
-    from tilegraph.runtime.devices import require_runnable
+    from tilegraph.build.toolchain import resolve_compiler
+    from tilegraph.runtime.backends import backend_for, require_runnable
     from tilegraph.target import Target
 
     tgt = Target.from_string(target)
-    if tgt.kind == "cuda" and (not tgt.cc or shutil.which(tgt.cc) is None):
-        raise TilegraphError("nvcc not found (install the CUDA toolkit or pass --target 'cuda -cc=PATH')")
-    if tgt.kind == "cpu" and (not tgt.cc or shutil.which(tgt.cc) is None):
-        raise TilegraphError("no C compiler found (install gcc or set CC)")
+    if backend_for(tgt).needs_compiler:
+        resolve_compiler(tgt.cc or "cc")  # BuildError: which compiler is missing and how to install it
     require_runnable(tgt)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.special
 
-from tilegraph.dtype import DType, wrap_int
+from tilegraph.dtype import DType, poisoned, wrap_int
 from tilegraph.errors import LoweringError
 from tilegraph.loop.interpret_gpu import run_threads
 from tilegraph.loop.ir import Allocate, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
@@ -80,7 +80,7 @@ def interpret(obj: object, *arrays: np.ndarray, outputs: int | Sequence[str] | N
     for b, a in zip(in_bufs, arrays):
         buffers[b.name] = _checked_input(b, a)
     for b in out_bufs:
-        buffers[b.name] = _poisoned(b.storage_shape, b.dtype.numpy)
+        buffers[b.name] = poisoned(b.storage_shape, b.dtype.numpy)
     run_func(func, buffers, thread_order=thread_order, seed=seed)
     results = tuple(_visible(buffers[b.name], b) for b in out_bufs)
     return results[0] if len(results) == 1 else results
@@ -100,7 +100,7 @@ def run_func(func: Func, buffers: dict[str, np.ndarray], thread_order: str = "lo
         if arr is None and b in func.params:
             raise ValueError(f"buffers: no array for param {b.name} of {func.name}")
         if arr is None:
-            arr = _poisoned(b.storage_shape, b.dtype.numpy)
+            arr = poisoned(b.storage_shape, b.dtype.numpy)
         elif not isinstance(arr, np.ndarray) or arr.shape not in (b.shape, b.storage_shape):
             raise ValueError(f"buffers[{b.name!r}]: expected an array of shape {b.shape}, got {np.shape(arr)}")
         elif arr.dtype != b.dtype.numpy:
@@ -155,22 +155,13 @@ def _checked_input(b: Buffer, a: object) -> np.ndarray:
         a = a.reshape(-1)  # a flattened (lowered) buffer takes the array in row-major order
     if a.shape != b.shape:
         raise ValueError(f"input {b.name}: expected shape {b.shape}, got {a.shape}")
-    storage = _poisoned(b.storage_shape, b.dtype.numpy)
+    storage = poisoned(b.storage_shape, b.dtype.numpy)
     storage[tuple(slice(0, s) for s in b.shape)] = a
     return storage
 
 
 def _visible(arr: np.ndarray, b: Buffer) -> np.ndarray:
     return arr[tuple(slice(0, s) for s in b.shape)].copy()
-
-
-def _poisoned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype)
-    if dtype.kind == "b":
-        return np.ones(shape, dtype)
-    info = np.iinfo(dtype)
-    return np.full(shape, info.min if dtype.kind == "i" else info.max, dtype)
 
 
 # ============================================================================ execution
@@ -365,7 +356,7 @@ class Machine:
                      if not (b.scope == "shared" and kind in THREAD_KINDS))
         shape = (*(self.lane_shape[a] for a in axes), *b.storage_shape)
         saved = self.stores.get(b.name)
-        self.stores[b.name] = Store(_poisoned(shape, b.dtype.numpy), axes, b.scope)
+        self.stores[b.name] = Store(poisoned(shape, b.dtype.numpy), axes, b.scope)
         try:
             run()
         finally:

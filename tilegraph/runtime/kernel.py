@@ -5,9 +5,9 @@ The C ABI of an entry point, pointers for inputs then outputs, then the thread c
     void entry(const float* A, const float* B, float* C, int32_t num_threads);
 
     kernel = Kernel(lib_path, "tg_add", inputs=[A, B], outputs=[C], source=c_code, target=Target())
-    c = kernel(a, b)                      # allocates C with np.empty and returns it
+    c = kernel(a, b)                      # allocates C (poisoned: NaN) and returns it
     kernel(a, b, out=c, num_threads=2)    # writes into c
-    kernel.time(a, b)                     # TimingResult (seconds per call)
+    kernel.time(a, b)                     # TimingResult (seconds per call), runtime/launch.py
 
 Nothing reaches native code unless the argument count, types, dtypes (never cast), shapes,
 C-contiguity, alignment and writeability match and no output overlaps another argument.
@@ -25,13 +25,11 @@ import numpy as np
 
 from tilegraph.loop.ir import Buffer
 from tilegraph.runtime import threads
-from tilegraph.runtime.timer import CacheFlusher, TimingResult, measure
+from tilegraph.runtime.launch import KernelBase
 from tilegraph.target import Target, host_supports
 
 _libraries: dict[str, ctypes.CDLL] = {}
 _libraries_lock = threading.Lock()
-_flushers: dict[int, CacheFlusher] = {}
-MIN_FLUSH_BYTES = 8 << 20
 
 
 def load_library(path: Path | str) -> ctypes.CDLL:
@@ -45,7 +43,21 @@ def load_library(path: Path | str) -> ctypes.CDLL:
         return library
 
 
-class Kernel:
+class _CpuLaunch:
+    """The arguments of one call, checked once: each run is one ctypes call into the library."""
+
+    def __init__(self, kernel: Kernel, function: Any, arguments: list[int], outputs: tuple[np.ndarray, ...]):
+        self.kernel, self.function, self.arguments, self.outs = kernel, function, arguments, outputs
+
+    def run(self) -> None:
+        self.function(*self.arguments)
+        self.kernel.last_num_threads = self.arguments[-1]
+
+    def outputs(self) -> list[np.ndarray]:
+        return list(self.outs)
+
+
+class Kernel(KernelBase):
     """A callable native kernel; see the module docstring."""
 
     def __init__(self, lib_path: Path | str, entry: str, inputs: Sequence[Buffer], outputs: Sequence[Buffer],
@@ -83,24 +95,10 @@ class Kernel:
         params = ", ".join(f"{b.name}: {b.dtype}{list(b.shape)}" for b in (*self.inputs, *self.outputs))
         return f"Kernel({self.entry}({params}), target={self.target.kind}/{self.target.isa})"
 
-    def __call__(self, *inputs: np.ndarray, out: np.ndarray | Sequence[np.ndarray] | None = None,
-                 num_threads: int | None = None) -> np.ndarray | tuple[np.ndarray, ...]:
-        arguments, outputs, thread_count = self._prepare(inputs, out, num_threads)
-        self._function(*arguments)
-        self.last_num_threads = thread_count
-        return outputs[0] if len(outputs) == 1 else outputs
-
-    def time(self, *inputs: np.ndarray, warmup: int = 2, min_time: float = 0.2, repeat: int = 5,
-             number: int | None = None, num_threads: int | None = None, flush_cache: bool = False,
-             out: np.ndarray | Sequence[np.ndarray] | None = None) -> TimingResult:
-        """Seconds per call on these inputs (checked once, outside the timed region)."""
-        arguments, _, thread_count = self._prepare(inputs, out, num_threads)
-        function = self._function
-        flush = _flusher(self.target) if flush_cache else None
-        result = measure(lambda: function(*arguments), warmup=warmup, min_time=min_time, repeat=repeat,
-                         number=number, flush=flush)
-        self.last_num_threads = thread_count
-        return result
+    def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
+             num_threads: int | None = None) -> _CpuLaunch:
+        arguments, outs, _ = self._prepare(tuple(inputs), tuple(outputs), num_threads)
+        return _CpuLaunch(self, self._function, arguments, outs)
 
     # ---- argument checking ---------------------------------------------------------------
     def _prepare(self, inputs: Sequence[Any], out: Any, num_threads: int | None
@@ -121,15 +119,7 @@ class Kernel:
         return [*pointers, thread_count], outputs, thread_count
 
     def _outputs(self, out: Any) -> tuple[np.ndarray, ...]:
-        if out is None:
-            return tuple(np.empty(b.shape, dtype=dtype)
-                         for b, dtype in zip(self.outputs, self._numpy_dtypes[len(self.inputs):]))
-        given = (out,) if isinstance(out, np.ndarray) else tuple(out) if isinstance(out, (list, tuple)) else None
-        if given is None:
-            raise TypeError(f"out must be a numpy array or a tuple of them, got {type(out).__name__}")
-        if len(given) != len(self.outputs):
-            raise TypeError(f"kernel {self.entry!r} has {len(self.outputs)} outputs, out= gave {len(given)}")
-        return given
+        return tuple(self.output_arrays(out))
 
     def _check_array(self, array: Any, buffer: Buffer, position: int, role: str) -> None:
         label = f"{role} {position} ({buffer.name!r})"
@@ -163,12 +153,3 @@ class Kernel:
             return threads.check_num_threads(num_threads)
         configured = threads.configured_num_threads()
         return configured if configured is not None else self.target.num_cores
-
-
-def _flusher(target: Target) -> CacheFlusher:
-    """A buffer twice the last-level cache (l3_bytes is per core)."""
-    nbytes = max(MIN_FLUSH_BYTES, 2 * target.l3_bytes * target.num_cores)
-    flusher = _flushers.get(nbytes)
-    if flusher is None:
-        flusher = _flushers.setdefault(nbytes, CacheFlusher(nbytes))
-    return flusher

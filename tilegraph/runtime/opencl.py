@@ -1,8 +1,8 @@
 """Run an OpenCL GpuProgram through pyopencl on any OpenCL device (PoCL on CPUs works).
 
     kernel = OpenCLKernel(program, codegen_opencl(program), n_inputs=2)
-    c = kernel(a, b)                  numpy in, numpy out (float32 etc.; shapes checked)
-    kernel.time(a, b, reps=10)        seconds per run, median of the runs
+    c = kernel(a, b)                  numpy in, numpy out (sizes and dtypes checked); out= too
+    kernel.time(a, b)                 TimingResult: data on the device, each run waits for the queue
 
 The device is the first one found, or the one whose name contains $TILEGRAPH_OPENCL_DEVICE.
 Programs are built once per source text and context.
@@ -11,16 +11,18 @@ Programs are built once per source text and context.
 from __future__ import annotations
 
 import os
-import statistics
-import time
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from tilegraph.codegen.gpu_dialect import GpuSource
+from tilegraph.dtype import poisoned
 from tilegraph.errors import BuildError
 from tilegraph.lower.gpu.split_host_device import GpuProgram
+from tilegraph.runtime.launch import KernelBase, check_flat_arrays
+from tilegraph.target import Target
 
 DEVICE_ENV = "TILEGRAPH_OPENCL_DEVICE"
 
@@ -66,92 +68,75 @@ def _build(code: str) -> Any:
         raise BuildError(f"OpenCL build failed: {str(err).strip()[:2000]}") from None
 
 
-class OpenCLKernel:
-    def __init__(self, program: GpuProgram, source: GpuSource, n_inputs: int):
+class _OpenCLLaunch:
+    """Device buffers made once; a run enqueues every kernel of the program and waits for it."""
+
+    def __init__(self, kernel: OpenCLKernel, queue: Any, buffers: dict[str, Any], outs: list[np.ndarray]):
+        self.kernel, self.queue, self.buffers, self.outs = kernel, queue, buffers, outs
+
+    def run(self) -> None:
+        self.kernel._launch_all(self.queue, self.buffers)
+        self.queue.finish()
+
+    def outputs(self) -> list[np.ndarray]:
+        import pyopencl as cl
+
+        for b, host in zip(self.kernel.outputs, self.outs):
+            cl.enqueue_copy(self.queue, host, self.buffers[b.name])
+        self.queue.finish()
+        return self.outs
+
+
+class OpenCLKernel(KernelBase):
+    """The kernel protocol (runtime/launch.py) for an OpenCL program."""
+
+    def __init__(self, program: GpuProgram, source: GpuSource, n_inputs: int, target: Target | None = None):
         self.program = program
         self.source = source.code
         self.entries = source.kernels
         self.n_inputs = n_inputs
+        self.target = target if target is not None else Target("opencl")
+        self.inputs = tuple(program.params[:n_inputs])
+        self.outputs = tuple(program.params[n_inputs:])
         self._cl_program = _build(source.code)
         import pyopencl as cl
 
         self._cl_kernels = [cl.Kernel(self._cl_program, entry) for entry in self.entries]
 
-    @property
-    def inputs(self) -> tuple:
-        return self.program.params[: self.n_inputs]
+    def output_arrays(self, out: Any) -> list[np.ndarray]:
+        if out is not None:
+            return super().output_arrays(out)
+        shapes = self.program.attrs.get("shapes", {})
+        return [poisoned(tuple(shapes.get(b.name, b.shape)), b.dtype.numpy) for b in self.outputs]
 
-    @property
-    def outputs(self) -> tuple:
-        return self.program.params[self.n_inputs:]
-
-    def _check(self, arrays: tuple[np.ndarray, ...]) -> list[np.ndarray]:
-        if len(arrays) != self.n_inputs:
-            raise ValueError(f"{self.program.name} takes {self.n_inputs} input array(s), got {len(arrays)}")
-        out = []
-        for b, a in zip(self.inputs, arrays):
-            a = np.asarray(a)
-            expected = int(np.prod(b.shape))
-            if a.dtype != b.dtype.numpy or a.size != expected:
-                raise ValueError(f"input {b.name}: expected {expected} elements of {b.dtype}, got shape {a.shape} "
-                                 f"of {a.dtype}")
-            out.append(np.ascontiguousarray(a))
-        return out
-
-    def _launch_all(self, queue: Any, buffers: dict[str, Any]) -> Any:
-        event = None
-        for k, fn in zip(self.program.kernels, self._cl_kernels):
-            fn.set_args(*(buffers[b.name] for b in k.func.params))
-            local = k.block
-            global_size = tuple(g * b for g, b in zip(k.grid, k.block))
-            import pyopencl as cl
-
-            event = cl.enqueue_nd_range_kernel(queue, fn, global_size, local)
-        return event
-
-    def _buffers(self, inputs: list[np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:
+    def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
+             num_threads: int | None = None) -> _OpenCLLaunch:
+        """Copy the inputs and the (poisoned) outputs to device buffers once."""
         import pyopencl as cl
 
-        ctx, _ = _context()
+        inputs = [np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a for a in inputs]
+        check_flat_arrays(self.inputs, inputs, "input")
+        check_flat_arrays(self.outputs, outputs, "output")
+        ctx, queue = _context()
         mf = cl.mem_flags
         buffers: dict[str, Any] = {}
         for b, a in zip(self.inputs, inputs):
             buffers[b.name] = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
-        results = []
-        for b in self.outputs:
-            host = np.full(b.size, np.nan, dtype=b.dtype.numpy) if b.dtype.is_float else np.zeros(b.size, b.dtype.numpy)
-            buffers[b.name] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
-            results.append(host)
+        for b, a in zip(self.outputs, outputs):  # the poison travels to the device
+            buffers[b.name] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a)
         for b in self.program.temporaries:
             buffers[b.name] = cl.Buffer(ctx, mf.READ_WRITE, size=max(1, b.size * b.dtype.itemsize))
-        return buffers, results
+        return _OpenCLLaunch(self, queue, buffers, list(outputs))
 
-    def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+    def _launch_all(self, queue: Any, buffers: dict[str, Any]) -> Any:
         import pyopencl as cl
 
-        _, queue = _context()
-        buffers, results = self._buffers(self._check(arrays))
-        self._launch_all(queue, buffers)
-        for b, host in zip(self.outputs, results):
-            cl.enqueue_copy(queue, host, buffers[b.name])
-        queue.finish()
-        shapes = self.program.attrs.get("shapes", {})
-        shaped = tuple(r.reshape(shapes.get(b.name, b.shape)) for r, b in zip(results, self.outputs))
-        return shaped[0] if len(shaped) == 1 else shaped
-
-    def time(self, *arrays: np.ndarray, reps: int = 10) -> float:
-        """Median seconds of one run (all kernels), data already on the device."""
-        _, queue = _context()
-        buffers, _ = self._buffers(self._check(arrays))
-        self._launch_all(queue, buffers)
-        queue.finish()
-        samples = []
-        for _ in range(max(1, reps)):
-            start = time.perf_counter()
-            self._launch_all(queue, buffers)
-            queue.finish()
-            samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
+        event = None
+        for k, fn in zip(self.program.kernels, self._cl_kernels):
+            fn.set_args(*(buffers[b.name] for b in k.func.params))
+            global_size = tuple(g * b for g, b in zip(k.grid, k.block))
+            event = cl.enqueue_nd_range_kernel(queue, fn, global_size, k.block)
+        return event
 
 
 __all__ = ["OpenCLKernel", "available", "device_limits"]

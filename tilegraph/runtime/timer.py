@@ -57,8 +57,9 @@ class CacheFlusher:
 
 
 def measure(run: Callable[[], object], warmup: int = 2, min_time: float = 0.2, repeat: int = 5,
-            number: int | None = None, flush: Callable[[], None] | None = None) -> TimingResult:
-    """Time `run()` (see the module docstring)."""
+            number: int | None = None, flush: Callable[[], None] | None = None,
+            max_samples: int | None = None) -> TimingResult:
+    """Time `run()` (see the module docstring); at most `max_samples` samples (MAX_SAMPLES by default)."""
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
     if repeat < 1:
@@ -67,6 +68,9 @@ def measure(run: Callable[[], object], warmup: int = 2, min_time: float = 0.2, r
         raise ValueError(f"min_time must be >= 0, got {min_time}")
     if number is not None and number < 1:
         raise ValueError(f"number must be >= 1, got {number}")
+    cap = MAX_SAMPLES if max_samples is None else max_samples
+    if cap < repeat:
+        raise ValueError(f"max_samples ({cap}) must be >= repeat ({repeat})")
     clock = time.perf_counter
     first = clock()
     for _ in range(warmup):
@@ -80,7 +84,7 @@ def measure(run: Callable[[], object], warmup: int = 2, min_time: float = 0.2, r
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        while len(samples) < repeat or (total < min_time and len(samples) < MAX_SAMPLES and total < MAX_TOTAL_S):
+        while len(samples) < repeat or (total < min_time and len(samples) < cap and total < MAX_TOTAL_S):
             if flush is not None:
                 flush()
             start = clock()

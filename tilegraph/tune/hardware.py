@@ -4,12 +4,13 @@
     hw.peak_flops(cores=2), hw.bandwidth("l2"), hw.vector_registers, hw.cache_bytes("l1")
 
 Static facts (cores, SIMD lanes, FMA units, vector registers, cache sizes) come from the Target
-(or, when none is given, from /proc/cpuinfo and sysfs). Peak FLOP/s and the read bandwidth of each
-memory level are measured by small C micro-benchmarks (an FMA chain with 16 independent accumulators,
-on one thread and on all cores; streaming reads sized for L1, L2, L3 and DRAM), compiled with gcc
-and run through ctypes. Results are cached as JSON under the target fingerprint in the cache dir, so
-measurement (< 3 s) happens once per machine. Without a C compiler, or with measure=False, the
-model falls back to nominal numbers derived from the static facts.
+(the one CPU detection, target.py; no target means the host's). Peak FLOP/s and the read
+bandwidth of each memory level are measured by small C micro-benchmarks (FMA chains, as many
+independent accumulators as the target's vector registers hold, on one thread and on all cores;
+streaming reads sized for L1, L2, L3 and DRAM), compiled with gcc and run through ctypes. Results
+are cached as JSON under the target fingerprint in the cache dir, so measurement (< 3 s) happens
+once per machine. Without a C compiler, or with measure=False, the model falls back to nominal
+numbers derived from the static facts.
 """
 
 from __future__ import annotations

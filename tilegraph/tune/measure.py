@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import sys
-import time
 import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from tilegraph.runtime.launch import cache_flusher
+from tilegraph.runtime.timer import measure
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 
@@ -146,31 +147,14 @@ def compare_outputs(outputs: Sequence[np.ndarray], references: Sequence[np.ndarr
 
 
 # ---------------------------------------------------------------------------- timing
-def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy, flush: Callable[[], Any] | None = None) -> list[float]:
-    """Warm up, then time single runs until both min_time_s and min_repeats are reached."""
-    for _ in range(policy.warmup):
-        run_once()
-    samples: list[float] = []
-    total = 0.0
-    while len(samples) < policy.max_repeats and (len(samples) < policy.min_repeats or total < policy.min_time_s):
-        if flush is not None:
-            flush()
-        t0 = time.perf_counter()
-        run_once()
-        dt = time.perf_counter() - t0
-        samples.append(dt)
-        total += dt
-    return samples
-
-
-def cache_flusher(size_bytes: int = 64 << 20) -> Callable[[], None]:
-    """Touches a buffer larger than the last-level cache, so every timed run starts cold."""
-    buf = np.ones(size_bytes // 8)
-
-    def flush() -> None:
-        buf[::8] += 1.0
-
-    return flush
+def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy) -> list[float]:
+    """Seconds per run, sampled as `Kernel.time()` samples (runtime/timer.py: measure): warm-up,
+    fast runs batched per sample, until min_repeats samples and min_time_s seconds, at most
+    max_repeats samples; with flush_cache, one cold run per sample."""
+    flush = cache_flusher() if policy.flush_cache else None
+    result = measure(run_once, warmup=policy.warmup, min_time=policy.min_time_s, repeat=policy.min_repeats,
+                     flush=flush, max_samples=policy.max_repeats)
+    return list(result.samples)
 
 
 @contextlib.contextmanager

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 
 from tilegraph.config import cache_dir
+from tilegraph.dtype import poisoned
 from tilegraph.errors import TilegraphError
 from tilegraph.te.workload import Workload
 from tilegraph.tune.kernel_loader import load_kernel
 from tilegraph.tune.measure import (
     MeasurePolicy,
-    cache_flusher,
     compare_outputs,
     die_with_parent,
     library_reference,
@@ -51,26 +51,16 @@ class MeasureLockTimeout(TilegraphError):
 
 
 # ---------------------------------------------------------------------------- worker process side
-def _poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return np.full(shape, np.nan, dtype=dt)
-    if dt.kind == "b":
-        return np.ones(shape, dtype=dt)
-    return np.full(shape, np.iinfo(dt).min, dtype=dt)
-
-
 def _measure_in_worker(build: BuildResult, inputs: list[np.ndarray], references: list[np.ndarray],
                        policy: MeasurePolicy) -> RunResult:
-    kernel = load_kernel(build, policy.num_threads)
-    outputs = [_poisoned(a.shape, a.dtype) for a in build.args if a.is_output]
-    launch = kernel.bind([np.ascontiguousarray(x) for x in inputs], outputs)
+    kernel = load_kernel(build)
+    outputs = [poisoned(a.shape, a.dtype) for a in build.args if a.is_output]
+    launch = kernel.bind([np.ascontiguousarray(x) for x in inputs], outputs, policy.num_threads)
     launch.run()
     ok, max_error, message = compare_outputs(launch.outputs(), references, policy.rtol, policy.atol_scale)
     if not ok:
         return RunResult("wrong_answer", message, max_error=max_error)
-    flush = cache_flusher() if policy.flush_cache else None
-    samples = time_runs(launch.run, policy, flush)
+    samples = time_runs(launch.run, policy)
     return RunResult("ok", "", tuple(samples), max_error=max_error)
 
 

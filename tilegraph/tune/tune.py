@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import TilegraphError
-from tilegraph.runtime.devices import require_runnable
+from tilegraph.runtime.backends import require_runnable
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.testing.data import require_memory

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
+from tilegraph.runtime.backends import backend_for
 from tilegraph.tune.gensor.markov import MarkovConfig, WalkResult, random_walks
 from tilegraph.tune.gensor.policy import SearchSetup, roller_construct
 from tilegraph.tune.gensor.state import EtirState
@@ -112,7 +113,7 @@ class GensorStrategy(ModelGuidedStrategy):
         self.walk: WalkResult | None = None
 
     def _search(self, ctx: TuneContext) -> list[Candidate]:
-        if getattr(ctx.target, "kind", ctx.target) in ("cuda", "opencl"):
+        if backend_for(ctx.target).is_gpu:
             from tilegraph.tune.gensor.gpu_state import gpu_candidates
 
             return [Candidate(trace, predicted, {"state": state, "strategy": self.name})

@@ -1,0 +1,120 @@
+"""Backends: one registration per target kind, so nothing else asks `target.kind == ...`.
+
+    backend = backend_for(target)            # Target -> Backend (a ValueError lists the known kinds)
+    kernel = backend.build(schedule, target) # lower -> print -> compile -> load: a kernel of runtime/launch.py
+    backend.default_schedule(workload, target)
+    require_runnable(target)                 # ResourceError when this machine cannot run its kernels
+
+A Backend names the steps of its kind: its lowering pipeline (lower/ or lower/gpu/), its printer
+(codegen/), its compiler (build/; OpenCL compiles at load time), its kernel class (runtime/), the
+default schedule (schedule/defaults.py), whether this machine can run it, and the loader a
+measurement worker rebuilds its kernels with (tune/kernel_loader.py). Adding a target kind is one
+module per layer that needs one, plus one `register(Backend(...))` here; docs/architecture.md walks
+through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tilegraph.build.compile import compile_c
+from tilegraph.codegen.c import codegen_c
+from tilegraph.errors import ResourceError
+from tilegraph.lower.pipeline import lower
+from tilegraph.runtime.kernel import Kernel
+from tilegraph.runtime.launch import KernelProtocol
+from tilegraph.schedule.defaults import default_gpu_schedule, default_schedule
+from tilegraph.schedule.schedule import Schedule
+from tilegraph.target import Target, gpu_visible
+from tilegraph.te.workload import Workload
+
+
+@dataclass(frozen=True)
+class Backend:
+    kind: str
+    build: Callable[[Schedule, Target], KernelProtocol]
+    default_schedule: Callable[[Workload, Target], Schedule]
+    unavailable: Callable[[], str | None]  # why this machine cannot run its kernels, or None
+    loader: str                             # tune/kernel_loader.LOADERS key
+    is_gpu: bool = False
+    needs_compiler: bool = True             # Target.cc must exist (OpenCL compiles in its driver)
+
+
+BACKENDS: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    """Make `backend` the one for its target kind (a later registration replaces an earlier one)."""
+    BACKENDS[backend.kind] = backend
+    return backend
+
+
+def backend_for(target: Target | str) -> Backend:
+    kind = target.kind if isinstance(target, Target) else str(target)
+    try:
+        return BACKENDS[kind]
+    except KeyError:
+        raise ValueError(f"no backend for target kind {kind!r}; registered: {', '.join(sorted(BACKENDS))}") from None
+
+
+def require_runnable(target: Target) -> None:
+    """Refuse a target whose kernels cannot run on this machine (tuning and timing run them);
+    building alone needs only the compiler."""
+    reason = backend_for(target).unavailable()
+    if reason is not None:
+        raise ResourceError(reason)
+
+
+# ------------------------------------------------------------------------------ cpu
+def _build_cpu(sch: Schedule, target: Target) -> KernelProtocol:
+    lowered = lower(sch.func, target)
+    src = codegen_c(lowered)
+    lib = compile_c(src.code, target, name=src.entry)
+    n_inputs = len(sch.workload.inputs)
+    return Kernel(lib, src.entry, inputs=sch.func.params[:n_inputs], outputs=sch.func.params[n_inputs:],
+                  source=src.code, target=target, lowered=lowered)
+
+
+# ------------------------------------------------------------------------------ GPUs
+def _build_opencl(sch: Schedule, target: Target) -> KernelProtocol:
+    from tilegraph.codegen.opencl import codegen_opencl
+    from tilegraph.lower.gpu.pipeline import lower_gpu
+    from tilegraph.runtime.opencl import OpenCLKernel
+
+    program = lower_gpu(sch.func, target)
+    return OpenCLKernel(program, codegen_opencl(program), len(sch.workload.inputs), target)
+
+
+def _build_cuda(sch: Schedule, target: Target) -> KernelProtocol:
+    from tilegraph.codegen.cuda import codegen_cuda
+    from tilegraph.lower.gpu.pipeline import lower_gpu
+    from tilegraph.runtime.cuda import CudaKernel
+
+    program = lower_gpu(sch.func, target)
+    return CudaKernel(program, codegen_cuda(program), len(sch.workload.inputs), target)
+
+
+def _opencl_unavailable() -> str | None:
+    from tilegraph.runtime.opencl import available  # pyopencl is optional
+
+    return None if available() else "no OpenCL device found (install pyopencl and an OpenCL driver such as PoCL)"
+
+
+def _cuda_unavailable() -> str | None:
+    if gpu_visible():
+        return None
+    return "no NVIDIA GPU found (nvidia-smi sees none): CUDA kernels can be built here with tg.build, but not run, timed or tuned"
+
+
+def _gpu_default(wl: Workload, target: Any) -> Schedule:
+    return default_gpu_schedule(wl)
+
+
+register(Backend("cpu", _build_cpu, default_schedule, lambda: None, loader="runtime"))
+register(Backend("opencl", _build_opencl, _gpu_default, _opencl_unavailable, loader="opencl", is_gpu=True,
+                 needs_compiler=False))
+register(Backend("cuda", _build_cuda, _gpu_default, _cuda_unavailable, loader="cuda", is_gpu=True))
+
+__all__ = ["BACKENDS", "Backend", "backend_for", "register", "require_runnable"]
