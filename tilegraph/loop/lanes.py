@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from tilegraph.loop.ir import Allocate, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.verify import THREAD_KINDS
 from tilegraph.loop.visit import reduce_loop_of, stmt_children, walk_stmts
+from tilegraph.te.arith import affine, extents_to_bounds, value_bounds
 from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Var
-from tilegraph.te.simplify import value_bounds
 from tilegraph.te.visit import substitute, walk
 
 
@@ -178,10 +178,10 @@ def determines(indices: Sequence[Expr], var: str, inner: set[str], extents: dict
     forms: list[dict[Expr, int]] = []
     for _ in range(64):
         while pending:
-            forms.append(_linear(pending.pop()))
+            forms.append(affine(pending.pop())[0])
         progress = False
         for form in forms:
-            terms = sorted(((abs(c), t) for t, c in form.items() if t is not None and c != 0 and not is_known(t, known)),
+            terms = sorted(((abs(c), t) for t, c in form.items() if not is_known(t, known)),
                            key=lambda ct: -ct[0])
             for n, (coef, atom) in enumerate(terms):
                 spread = 0
@@ -217,26 +217,9 @@ def _revealed_by(atom: Expr, known: set[Expr], extents: dict[str, int]) -> list[
     return []
 
 
-def _linear(e: Expr) -> dict[Expr, int]:
-    """e as {atom: coefficient}; the key None holds the constant."""
-    if isinstance(e, Const) and not isinstance(e.value, float):
-        return {None: int(e.value)}  # type: ignore[dict-item]
-    if isinstance(e, BinOp) and e.op in ("add", "sub"):
-        out = dict(_linear(e.a))
-        sign = 1 if e.op == "add" else -1
-        for t, c in _linear(e.b).items():
-            out[t] = out.get(t, 0) + sign * c
-        return out
-    if isinstance(e, BinOp) and e.op == "mul":
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(y, Const) and not isinstance(y.value, float):
-                return {t: c * int(y.value) for t, c in _linear(x).items()}
-    return {e: 1}
-
-
 def _bounds(e: Expr, extents: dict[str, int]) -> tuple[int | None, int | None]:
     """Inclusive bounds of an index expression over loop variables in [0, extent), (None, None) if unknown."""
-    found = value_bounds(e, {name: (0, n - 1) for name, n in extents.items()})
+    found = value_bounds(e, extents_to_bounds(extents))
     return found if found is not None else (None, None)
 
 

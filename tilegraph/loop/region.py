@@ -21,10 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from tilegraph import dtype as dt
 from tilegraph.errors import ScheduleError
 from tilegraph.loop.ir import Block, BufferStore, For, IfThenElse, Stmt
 from tilegraph.loop.visit import stmt_children
-from tilegraph.te.expr import BinOp, BufferLoad, Cast, Const, Expr, Select, Var
+from tilegraph.te.arith import Terms, affine, int_const, rebuild
+from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Select, Var
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, walk
 
@@ -46,45 +48,13 @@ class Interval:
 
 
 # ------------------------------------------------------------------------------------ linear forms
-Terms = dict[Expr, int]
-
-
 def linear_terms(e: Expr) -> tuple[Terms, int]:
-    """e == sum(coef * atom) + const. Atoms are Vars or non-affine sub-expressions."""
-    terms: Terms = {}
-    const = _collect(e, 1, terms)
-    return {a: c for a, c in terms.items() if c != 0}, const
-
-
-def _collect(e: Expr, scale: int, terms: Terms) -> int:
-    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return scale * e.value
-    if isinstance(e, BinOp) and e.dtype.is_int:
-        if e.op == "add":
-            return _collect(e.a, scale, terms) + _collect(e.b, scale, terms)
-        if e.op == "sub":
-            return _collect(e.a, scale, terms) + _collect(e.b, -scale, terms)
-        if e.op == "mul" and _int_const(e.b) is not None:
-            return _collect(e.a, scale * _int_const(e.b), terms)  # type: ignore[operator]
-        if e.op == "mul" and _int_const(e.a) is not None:
-            return _collect(e.b, scale * _int_const(e.a), terms)  # type: ignore[operator]
-    if isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int:
-        return _collect(e.value, scale, terms)
-    terms[e] = terms.get(e, 0) + scale
-    return 0
-
-
-def _int_const(e: Expr) -> int | None:
-    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return e.value
-    return None
+    """e == sum(coef * atom) + const (te/arith.py's affine form, through integer casts)."""
+    return affine(e, through_casts=True)
 
 
 def from_terms(terms: Terms, const: int) -> Expr:
-    out: Expr = Const(const)
-    for atom, c in terms.items():
-        out = out + (atom if c == 1 else atom * Const(c))
-    return simplify(out)
+    return simplify(rebuild(terms, const, dt.int32))
 
 
 def const_difference(a: Expr, b: Expr) -> int | None:
@@ -170,8 +140,8 @@ def _depends_on(e: Expr, ranges: Mapping[Var, int]) -> bool:
 
 
 def _atom_interval(e: Expr, ranges: Mapping[Var, int]) -> Interval:
-    if isinstance(e, BinOp) and e.op in ("floordiv", "floormod") and (_int_const(e.b) or 0) > 0:
-        return _div_mod_interval(e.op, e.a, _int_const(e.b), ranges)  # type: ignore[arg-type]
+    if isinstance(e, BinOp) and e.op in ("floordiv", "floormod") and (int_const(e.b) or 0) > 0:
+        return _div_mod_interval(e.op, e.a, int_const(e.b), ranges)  # type: ignore[arg-type]
     if isinstance(e, BinOp) and e.op in ("min", "max"):
         return union([interval(e.a, ranges), interval(e.b, ranges)], str(e))
     if isinstance(e, Select):
@@ -184,7 +154,7 @@ def _div_mod_interval(op: str, a: Expr, k: int, ranges: Mapping[Var, int]) -> In
     quotient = {atom: c // k for atom, c in terms.items() if c % k == 0}
     rest = from_terms({atom: c for atom, c in terms.items() if c % k != 0}, const % k)
     inner = interval(rest, ranges)
-    lo = _int_const(inner.start)
+    lo = int_const(inner.start)
     if op == "floormod":
         if lo is not None and lo // k == (lo + inner.extent - 1) // k:
             return Interval(Const(lo % k), inner.extent)
@@ -225,7 +195,7 @@ def constant_bounds(expr: Expr, ranges: Mapping[Var, int]) -> tuple[int, int] | 
         iv = interval(expr, ranges)
     except RegionError:
         return None
-    lo = _int_const(iv.start)
+    lo = int_const(iv.start)
     return None if lo is None else (lo, lo + iv.extent - 1)
 
 

@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from tilegraph.loop.ir import Allocate, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
-from tilegraph.te.expr import Expr
+from tilegraph.te.expr import BufferLoad, Expr
 from tilegraph.te.visit import rewrite as rewrite_expr
 from tilegraph.te.visit import uses_var
+from tilegraph.te.visit import walk as walk_expr
 
 
 def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
@@ -48,6 +49,28 @@ def rewrite_stmt(s: Stmt, fn: Callable[[Stmt], Stmt | None]) -> Stmt:
             s = stmt_with_children(s, new_kids)
     out = fn(s)
     return s if out is None else out
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions held directly by one statement node, not its children: a store's indices
+    and value, a condition, a block's bindings and predicate. The one answer to "what does this
+    statement compute with" (map_stmt_exprs rewrites exactly these)."""
+    if isinstance(s, BufferStore):
+        return (*s.indices, s.value)
+    if isinstance(s, IfThenElse):
+        return (s.cond,)
+    if isinstance(s, Block):
+        return (*s.bindings, s.predicate)
+    return ()
+
+
+def loads_under(s: Stmt) -> Iterator[BufferLoad]:
+    """Every buffer load in the expressions of `s` and the statements below it."""
+    for x in walk_stmts(s):
+        for e in stmt_exprs(x):
+            for node in walk_expr(e):
+                if isinstance(node, BufferLoad):
+                    yield node
 
 
 def walk_stmts(s: Stmt) -> Iterator[Stmt]:

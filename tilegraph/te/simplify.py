@@ -15,8 +15,9 @@ For example, with j_1 in [0, 4) and j_2 in [0, 16):
     (j_0*64 + j_1*16 + j_2) // 64  ->  j_0          (j_0*64 + j_1*16 + j_2) % 64  ->  j_1*16 + j_2
 
 Integer division and modulo are floor division / floor modulo (Python semantics), so both
-decompositions hold for negative values too. Bounds of sub-expressions come from interval
-arithmetic over the variable ranges; a variable without a range has no bounds.
+decompositions hold for negative values too. Affine forms and bounds of sub-expressions come from
+te/arith.py (interval arithmetic over the variable ranges; a variable without a range has no
+bounds). `prove(cond, known)` decides a condition over the ranges when the bounds settle it.
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from tilegraph.dtype import DType, wrap_int
+from tilegraph.te.arith import Bounds, affine, affine_bounds, rebuild, value_bounds
 from tilegraph.te.expr import BinOp, Cmp, Const, Expr, Select, Var
 from tilegraph.te.visit import rewrite
-
-Bounds = tuple[int, int]  # inclusive
 
 _FOLD = {
     "add": lambda a, b: a + b,
@@ -165,12 +165,11 @@ def _fold_div_mod(e: BinOp, known: Mapping[str, Bounds]) -> Expr | None:
     if e.dtype.lanes != 1 or not isinstance(e.b, Const):
         return None
     c = e.b.value
-    terms: dict[Expr, int] = {}
-    constant = _affine_terms(e.a, 1, terms)
+    terms, constant = affine(e.a)
     multiple = {x: k // c for x, k in terms.items() if k % c == 0 and k != 0}
     rest = {x: k for x, k in terms.items() if k % c != 0}
     q, r = divmod(constant, c)
-    rest_bounds = _affine_bounds(rest, r, known)
+    rest_bounds = affine_bounds(rest, r, known)
     if rest_bounds is not None and rest_bounds[0] // c == rest_bounds[1] // c:
         k = rest_bounds[0] // c
         if e.op == "floordiv":
@@ -187,76 +186,8 @@ def _fold_div_mod(e: BinOp, known: Mapping[str, Bounds]) -> Expr | None:
     return _simp(BinOp("add", _affine_expr(multiple, q, e.dtype, known), quotient), known)
 
 
-def _affine_terms(e: Expr, scale: int, terms: dict[Expr, int]) -> int:
-    """Add scale*e into `terms` (atom -> coefficient, in order of first use); returns the constant."""
-    if isinstance(e, Const) and e.dtype.is_int and not isinstance(e.value, bool):
-        return scale * e.value
-    if isinstance(e, BinOp) and e.op in ("add", "sub"):
-        left = _affine_terms(e.a, scale, terms)
-        return left + _affine_terms(e.b, scale if e.op == "add" else -scale, terms)
-    if isinstance(e, BinOp) and e.op == "mul" and isinstance(e.b, Const) and not isinstance(e.b.value, bool):
-        return _affine_terms(e.a, scale * e.b.value, terms)
-    if isinstance(e, BinOp) and e.op == "mul" and isinstance(e.a, Const) and not isinstance(e.a.value, bool):
-        return _affine_terms(e.b, scale * e.a.value, terms)
-    terms[e] = terms.get(e, 0) + scale
-    return 0
-
-
-def _affine_bounds(terms: Mapping[Expr, int], constant: int, known: Mapping[str, Bounds]) -> Bounds | None:
-    lo = hi = constant
-    for atom, k in terms.items():
-        b = value_bounds(atom, known)
-        if b is None:
-            return None
-        lo += min(k * b[0], k * b[1])
-        hi += max(k * b[0], k * b[1])
-    return (lo, hi)
-
-
 def _affine_expr(terms: Mapping[Expr, int], constant: int, dtype: DType, known: Mapping[str, Bounds]) -> Expr:
-    out: Expr | None = None
-    for atom, k in terms.items():
-        if k == 0:
-            continue
-        term = atom if abs(k) == 1 else BinOp("mul", atom, Const(abs(k), dtype))
-        if out is None:
-            out = term if k > 0 else BinOp("sub", Const(0, dtype), term)
-        else:
-            out = _simp(BinOp("add" if k > 0 else "sub", out, term), known)
-    if out is None:
-        return Const(constant, dtype)
-    return _simp(BinOp("add", out, Const(constant, dtype)), known)
-
-
-def value_bounds(e: Expr, known: Mapping[str, Bounds]) -> Bounds | None:
-    """Inclusive bounds of an integer scalar expression from the bounds of its variables (by
-    name), or None when some variable has none or an operation is not covered."""
-    if isinstance(e, Const):
-        return (e.value, e.value) if e.dtype.is_int and not isinstance(e.value, bool) else None
-    if isinstance(e, Var):
-        return known.get(e.name)
-    if not isinstance(e, BinOp) or not e.dtype.is_int or e.dtype.lanes != 1:
-        return None
-    a, b = value_bounds(e.a, known), value_bounds(e.b, known)
-    if a is None or b is None:
-        return None
-    if e.op == "add":
-        return (a[0] + b[0], a[1] + b[1])
-    if e.op == "sub":
-        return (a[0] - b[1], a[1] - b[0])
-    if e.op == "mul":
-        products = [x * y for x in a for y in b]
-        return (min(products), max(products))
-    if e.op == "max":
-        return (max(a[0], b[0]), max(a[1], b[1]))
-    if e.op == "min":
-        return (min(a[0], b[0]), min(a[1], b[1]))
-    if e.op in ("floordiv", "floormod") and b[0] == b[1] and b[0] > 0:
-        c = b[0]
-        if e.op == "floordiv":
-            return (a[0] // c, a[1] // c)
-        return (a[0] % c, a[1] % c) if a[0] // c == a[1] // c else (0, c - 1)
-    return None
+    return simplify_bounded(rebuild(terms, constant, dtype), known)
 
 
 def _simp(e: Expr, known: Mapping[str, Bounds]) -> Expr:
@@ -286,3 +217,30 @@ def simplify(e: Expr, ranges: Mapping[Var, int] | None = None) -> Expr:
 def simplify_bounded(e: Expr, known: Mapping[str, Bounds]) -> Expr:
     """`simplify` with inclusive bounds per variable name (the form lowering passes keep)."""
     return rewrite(e, lambda x: _simp(x, known))
+
+
+def prove(cond: Expr, known: Mapping[str, Bounds]) -> bool | None:
+    """True/False when `cond` has that value for every point of the ranges `known`, else None."""
+    cond = simplify(cond)
+    if isinstance(cond, Const):
+        return bool(cond.value)
+    if isinstance(cond, BinOp) and cond.op == "and":
+        a, b = prove(cond.a, known), prove(cond.b, known)
+        if a is False or b is False:
+            return False
+        return True if (a and b) else None
+    if not isinstance(cond, Cmp):
+        return None
+    a, b = value_bounds(cond.a, known), value_bounds(cond.b, known)
+    if a is None or b is None:
+        return None
+    lo, hi = a[0] - b[1], a[1] - b[0]  # bounds of a - b
+    verdicts = {
+        "lt": (hi < 0, lo >= 0), "le": (hi <= 0, lo > 0), "gt": (lo > 0, hi <= 0),
+        "ge": (lo >= 0, hi < 0), "eq": (lo == hi == 0, lo > 0 or hi < 0), "ne": (lo > 0 or hi < 0, lo == hi == 0),
+    }
+    always, never = verdicts[cond.op]
+    return True if always else False if never else None
+
+
+__all__ = ["Bounds", "prove", "simplify", "simplify_bounded", "value_bounds"]

@@ -1,8 +1,14 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 import tilegraph as tg
 from tests.schedule.primitives.prim_workloads import assert_same_as_unscheduled, inputs_for, matmul
+from tilegraph import te
+from tilegraph.loop.ir import Block
+from tilegraph.loop.visit import replace_node, walk_stmts
+from tilegraph.te.expr import BinOp, Const
 
 
 def test_decompose_reduction_before_reduce_loop():
@@ -48,3 +54,40 @@ def test_decompose_reduction_refusals():
     sch.decompose_reduction("C", i)
     with pytest.raises(tg.ScheduleError, match="no init"):
         sch.decompose_reduction("C", i)
+
+
+def _reversed_sum(n=6):
+    """S[0] = sum over k of A[5 - k]: the reduce variable runs backwards, so the init (which runs
+    where v_k == 0) comes at the last step of the loop."""
+
+    a = te.placeholder((n,), name="A")
+    k = te.reduce_axis(n, "k")
+    wl = tg.Workload([a], [te.compute((1,), lambda i: te.sum(a[k], axis=k), name="S")])
+    sch = tg.Schedule(wl)
+    blk = next(s for s in walk_stmts(sch.func.body) if isinstance(s, Block))
+    reversed_binding = BinOp("sub", Const(n - 1), blk.bindings[1])
+    sch.func = replace_node(sch.func, blk, replace(blk, bindings=(blk.bindings[0], reversed_binding)))
+    return wl, sch
+
+
+def test_decompose_reduction_refuses_a_reduce_variable_that_runs_backwards():
+    wl, sch = _reversed_sum()
+    with pytest.raises(tg.ScheduleError, match="does not grow with loop k"):
+        sch.decompose_reduction("S", sch.loops("S")[-1])
+    x = np.arange(6, dtype=np.float32)
+    kernel = tg.build(sch, "cpu -isa=avx2")  # lowering keeps the init under its guard
+    np.testing.assert_array_equal(kernel(x), tg.interpret(sch, x))
+
+
+def test_decompose_reduction_refuses_when_another_block_under_the_loop_uses_the_output():
+
+    a = te.placeholder((4, 5), name="A")
+    k = te.reduce_axis(5, "k")
+    s = te.compute((4,), lambda i: te.sum(a[i, k], axis=k), name="S")
+    t = te.compute((4,), lambda i: s[i] * 2.0, name="T")
+    wl = tg.Workload([a], [s, t])
+    sch = tg.Schedule(wl)
+    i = sch.loops("S")[0]
+    sch.reverse_compute_at("T", i)
+    with pytest.raises(tg.ScheduleError, match="block T under i uses S"):
+        sch.decompose_reduction("S", i)

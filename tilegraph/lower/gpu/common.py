@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from tilegraph.loop.ir import Allocate, Block, BufferStore, For, IfThenElse, Stmt
-from tilegraph.loop.visit import walk_stmts
-from tilegraph.te.expr import BufferLoad, Expr
+from tilegraph.loop.ir import Allocate, BufferStore, For, Stmt
+from tilegraph.loop.visit import stmt_exprs, walk_stmts
+from tilegraph.te.expr import BufferLoad
 from tilegraph.te.visit import walk
 
 BLOCK_KINDS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_KINDS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 AXES = ("x", "y", "z")
-
-
-def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
-    """The expressions held directly by one statement node (not its children)."""
-    if isinstance(s, BufferStore):
-        return (*s.indices, s.value)
-    if isinstance(s, IfThenElse):
-        return (s.cond,)
-    if isinstance(s, Block):
-        return (*s.bindings, s.predicate)
-    return ()
 
 
 def shared_accesses(s: Stmt) -> tuple[frozenset[str], frozenset[str]]:

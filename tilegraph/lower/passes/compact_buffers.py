@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from tilegraph.loop.ir import Allocate, Block, Buffer, BufferStore, For, Func, IfThenElse, Stmt
+from tilegraph.loop.ir import Allocate, Block, Buffer, BufferStore, For, Func, Stmt
 from tilegraph.loop.region import Interval, RegionError, accesses, interval, union
-from tilegraph.loop.visit import blocks, replace_node, stmt_children
+from tilegraph.loop.visit import blocks, replace_node, stmt_children, stmt_exprs
 from tilegraph.schedule.primitives.nest import block_writes, replace_buffer
 from tilegraph.te.expr import BufferLoad, Const, Expr
 from tilegraph.te.simplify import simplify
@@ -84,16 +84,9 @@ def _access_paths(s: Stmt, name: str) -> list[list[Stmt]]:
     path: list[Stmt] = []
 
     def touches(x: Stmt) -> bool:
-        exprs: tuple[Expr, ...] = ()
-        if isinstance(x, BufferStore):
-            if x.buffer.name == name:
-                return True
-            exprs = (*x.indices, x.value)
-        elif isinstance(x, IfThenElse):
-            exprs = (x.cond,)
-        elif isinstance(x, Block):
-            exprs = (x.predicate, *x.bindings)
-        return any(isinstance(e, BufferLoad) and e.buffer.name == name for root in exprs for e in walk(root))
+        if isinstance(x, BufferStore) and x.buffer.name == name:
+            return True
+        return any(isinstance(e, BufferLoad) and e.buffer.name == name for root in stmt_exprs(x) for e in walk(root))
 
     def go(x: Stmt) -> None:
         path.append(x)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.loop.ir import Allocate, Buffer, BufferStore, Func, Stmt
-from tilegraph.loop.visit import rewrite_stmt, walk_stmts
+from tilegraph.loop.visit import rewrite_stmt, stmt_exprs, walk_stmts
 from tilegraph.lower.passes.common import map_exprs, rewrite_loads
 from tilegraph.lower.passes.lower_vectorize import VECTOR_TYPES
 from tilegraph.te.expr import BufferLoad, Const, Expr, Ramp
@@ -36,14 +36,9 @@ def run(func: Func, target: object) -> Func:
 def _accesses(s: Allocate) -> list[tuple[Expr, ...]]:
     out: list[tuple[Expr, ...]] = []
     for x in walk_stmts(s.body):
-        exprs: list[Expr] = []
-        if isinstance(x, BufferStore):
-            if x.buffer == s.buffer:
-                out.append(x.indices)
-            exprs = [*x.indices, x.value]
-        elif hasattr(x, "cond"):
-            exprs = [x.cond]  # type: ignore[attr-defined]
-        for e in exprs:
+        if isinstance(x, BufferStore) and x.buffer == s.buffer:
+            out.append(x.indices)
+        for e in stmt_exprs(x):
             out.extend(n.indices for n in walk(e) if isinstance(n, BufferLoad) and n.buffer == s.buffer)
     return out
 

@@ -21,19 +21,34 @@
 The init block gets copies of the loops between `loop` (included) and the block that feed its
 spatial variables (fresh names `<loop>_init`, same extents and kinds), and the conjuncts of the
 block's predicate that do not involve reduction loops. It is placed right before `loop`; the
-original block loses its init. `loop` must enclose the block and every loop that drives a reduce
-variable must be `loop` or inside it, so the init runs once per output element.
+original block loses its init.
+
+Legal when the init, run once before `loop`, does what it did inside: `loop` encloses the block
+and every loop that drives a reduce variable is `loop` or inside it; each reduce binding grows with
+the loops that drive it and is 0 at their first iteration (the init ran at the first reduction
+step); only loops stand between `loop` and the block (no condition, allocation or other block
+decides whether the init runs); and no other block under `loop` reads or writes what the init
+writes. Lowering decomposes every remaining init with this primitive (lower/passes/
+hoist_reduction_init.py), so the two can never disagree.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from tilegraph.loop.ir import TRUE, Block, BlockVar, For, Func, Stmt
-from tilegraph.loop.visit import replace_node, walk_stmts
+from tilegraph.loop.ir import TRUE, Block, BlockVar, BufferStore, For, Func, Seq, Stmt
+from tilegraph.loop.visit import loads_under, replace_node, walk_stmts
 from tilegraph.schedule.primitives.common import get_block, get_loop, require
-from tilegraph.schedule.primitives.nest import conjunction, fresh_block_name, fresh_loop_vars, insert_beside, loops_enclosing
-from tilegraph.te.expr import BinOp, Expr, Var
+from tilegraph.schedule.primitives.nest import (
+    conjunction,
+    fresh_block_name,
+    fresh_loop_vars,
+    insert_beside,
+    loops_enclosing,
+    path_to,
+)
+from tilegraph.te.arith import linear_in
+from tilegraph.te.expr import BinOp, Const, Expr, Var
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import free_vars, substitute, uses_var
 
@@ -62,6 +77,28 @@ def decompose_reduction(func: Func, block: str, loop: str) -> tuple[Func, tuple[
                 f"{where}: loop {x.var.name} feeds both spatial and reduce variables of {block}")
         if feeds_spatial:
             copied.append(x)
+    feeding = [x for x in inner if any(uses_var(b, x.var) for b in reduce_binds)]
+    for b in reduce_binds:
+        for x in feeding:
+            form = linear_in(b, x.var)
+            require(form is not None, f"{where}: a reduce binding of {block} is not affine in loop {x.var.name}")
+            assert form is not None
+            require(form[0] > 0 or not uses_var(b, x.var),
+                    f"{where}: a reduce variable of {block} does not grow with loop {x.var.name}")
+    at_start = {x.var: Const(0) for x in feeding}
+    require(all(simplify(substitute(b, at_start)) == Const(0) for b in reduce_binds),
+            f"{where}: the reduce variables of {block} are not 0 at the first step of {loop}; the init ran elsewhere")
+    between = path_to(func, target)
+    between = between[next(n for n, s in enumerate(between) if s is lp):-1]
+    require(all(isinstance(s, (For, Seq)) for s in between),
+            f"{where}: a condition or allocation between {loop} and {block} decides whether the init runs")
+    init_writes = {s.buffer.name for s in walk_stmts(target.init) if isinstance(s, BufferStore)}
+    for other in walk_stmts(lp):
+        if isinstance(other, Block) and other is not target:
+            touched = {s.buffer.name for s in walk_stmts(other) if isinstance(s, BufferStore)}
+            touched |= {load.buffer.name for load in loads_under(other)}
+            require(not (touched & init_writes),
+                    f"{where}: block {other.name} under {loop} uses {sorted(touched & init_writes)[0]}, which the init writes")
     spatial_vars = {iv.var for iv, _ in spatial}
     init_vars = {v for s in walk_stmts(target.init) for v in _stmt_vars(s)}
     require(init_vars <= spatial_vars, f"{where}: the init of {block} uses reduce variables")
@@ -93,8 +130,6 @@ def _conjuncts(e: Expr) -> list[Expr]:
 
 
 def _stmt_vars(s: Stmt) -> set[Var]:
-    from tilegraph.loop.ir import BufferStore
-
     if isinstance(s, BufferStore):
         out: set[Var] = set()
         for e in (*s.indices, s.value):

@@ -13,10 +13,19 @@ from dataclasses import replace
 from tilegraph.errors import ScheduleError
 from tilegraph.loop.ir import TRUE, Allocate, Block, BlockVar, Buffer, BufferStore, For, Func, Seq, Stmt, seq
 from tilegraph.loop.names import fresh_name
-from tilegraph.loop.visit import blocks, loop_names, map_stmt_exprs, replace_node, rewrite_stmt, stmt_children, walk_stmts
+from tilegraph.loop.visit import (
+    blocks,
+    loads_under,
+    loop_names,
+    map_stmt_exprs,
+    replace_node,
+    rewrite_stmt,
+    stmt_children,
+    walk_stmts,
+)
 from tilegraph.te.expr import BufferLoad, Expr, Var, binary
 from tilegraph.te.simplify import simplify
-from tilegraph.te.visit import rewrite, walk
+from tilegraph.te.visit import rewrite
 
 
 def path_to(func: Func, target: Stmt) -> list[Stmt]:
@@ -87,12 +96,9 @@ def child_holding(stmt_body: Stmt, pred: Callable[[Stmt], bool], last: bool = Fa
 
 # ------------------------------------------------------------------------------ buffer uses
 def block_reads(b: Block, buffer_name: str) -> bool:
-    for s in walk_stmts(b):
-        if isinstance(s, BufferStore):
-            exprs = (*s.indices, s.value)
-            if any(isinstance(x, BufferLoad) and x.buffer.name == buffer_name for e in exprs for x in walk(e)):
-                return True
-    return False
+    """Whether the block's body or init loads `buffer_name` (its bindings and predicate are loop
+    arithmetic, never loads)."""
+    return any(load.buffer.name == buffer_name for s in stmt_children(b) for load in loads_under(s))
 
 
 def block_writes(b: Block, buffer_name: str) -> bool:

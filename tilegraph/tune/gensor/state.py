@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tilegraph.te.arith import affine
 from tilegraph.te.expr import BinOp, Const, Expr, Reduce, TensorRead, Var
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.visit import rewrite, substitute, walk
@@ -171,31 +172,22 @@ def _affine_axes(e: Expr, index_of: dict[Var, int]) -> tuple[tuple[int, int], ..
 
 
 def _linear(e: Expr, index_of: dict[Var, int]) -> dict[int, int] | None:
-    if isinstance(e, Const):
-        return {}
-    if isinstance(e, Var):
-        return {index_of[e]: 1} if e in index_of else None
-    if isinstance(e, BinOp) and e.op in ("add", "sub"):
-        a, b = _linear(e.a, index_of), _linear(e.b, index_of)
-        if a is None or b is None:
+    """Coefficient per axis of an index affine in the axes (te/arith.py's affine form), or None."""
+    terms, _ = affine(e)
+    out: dict[int, int] = {}
+    for atom, c in terms.items():
+        if isinstance(atom, Var) and atom in index_of:
+            inner: dict[int, int] | None = {index_of[atom]: 1}
+        elif isinstance(atom, BinOp) and atom.op in ("max", "min") and (isinstance(atom.a, Const) or isinstance(atom.b, Const)):
+            # clamps of padding stages: max(h - 1, 0) moves like h - 1 except at the borders
+            inner = _linear(atom.b if isinstance(atom.a, Const) else atom.a, index_of)
+        else:
             return None
-        sign = 1 if e.op == "add" else -1
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = out.get(k, 0) + sign * v
-        return out
-    if isinstance(e, BinOp) and e.op in ("max", "min"):
-        # clamps of padding stages: max(h - 1, 0) moves like h - 1 except at the borders
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(y, Const):
-                return _linear(x, index_of)
-        return None
-    if isinstance(e, BinOp) and e.op == "mul":
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(y, Const) and isinstance(y.value, int):
-                inner = _linear(x, index_of)
-                return None if inner is None else {k: v * y.value for k, v in inner.items()}
-    return None
+        if inner is None:
+            return None
+        for axis, k in inner.items():
+            out[axis] = out.get(axis, 0) + c * k
+    return out
 
 
 # ----------------------------------------------------------------------------------------- the state

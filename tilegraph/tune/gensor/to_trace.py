@@ -45,11 +45,11 @@ from __future__ import annotations
 
 from tilegraph.errors import ScheduleError
 from tilegraph.loop.ir import BufferStore, For
-from tilegraph.loop.region import linear_terms
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.schedule.defaults import inline_producers
 from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
+from tilegraph.te.arith import affine
 from tilegraph.te.expr import BufferLoad
 from tilegraph.te.visit import uses_var, walk
 from tilegraph.te.workload import Workload
@@ -283,7 +283,7 @@ def _contiguous_inner_reduction(sch: Schedule, block: str) -> bool:
         return False
     loads = [e for st in walk_stmts(blk.body) if isinstance(st, BufferStore) for e in walk(st.value)
              if isinstance(e, BufferLoad) and e.indices]
-    return any(linear_terms(e.indices[-1])[0].get(driven[0]) == 1 for e in loads)
+    return any(affine(e.indices[-1], through_casts=True)[0].get(driven[0]) == 1 for e in loads)
 
 
 def _rfactor_width(state: EtirState, inner_extent: int, work: int) -> int:
