@@ -9,7 +9,7 @@ import scipy.special
 
 import tilegraph as tg
 from tilegraph import te
-from tilegraph.codegen.c import VECTOR_MATH, vector_math_helpers
+from tilegraph.codegen.vector_math import VECTOR_MATH, vector_math_helpers
 from tilegraph.runtime.kernel import Kernel
 
 NATIVE = tg.Target("cpu")

@@ -110,7 +110,7 @@ def check_case(wl: tg.Workload, data) -> None:  # noqa: ANN001
         COUNTS["opencl"] += 1
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(wl=WORKLOADS, data=st.data())
 def test_random_schedules_agree_on_every_backend(wl, data):
     check_case(wl, data)

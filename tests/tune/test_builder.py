@@ -1,6 +1,6 @@
 import pytest
 
-from tests.tune.helpers import BROKEN_C, GOOD_C, matmul_workload
+from tests.tune.helpers import BROKEN_C, GOOD_C, SourceBuilder, matmul_workload
 from tilegraph.schedule import Schedule
 from tilegraph.tune.builder import Builder
 from tilegraph.tune.measure import MeasureInput
@@ -18,10 +18,10 @@ def test_builds_real_traces_and_turns_failures_into_results(tune_dirs):
     inputs = [
         MeasureInput(wl, sch.trace.to_json()),
         MeasureInput(wl, illegal),
-        MeasureInput(wl, "{}", {"source_override": GOOD_C}),
-        MeasureInput(wl, "{}", {"source_override": BROKEN_C}),
+        MeasureInput(wl, "{}", {"source": GOOD_C}),
+        MeasureInput(wl, "{}", {"source": BROKEN_C}),
     ]
-    with Builder(max_workers=2, timeout_s=60) as builder:
+    with SourceBuilder(max_workers=2, timeout_s=60) as builder:
         real, bad_schedule, hand, broken = builder.build(inputs)
     assert real.ok and real.loader == "runtime" and real.lib_path.endswith(".so") and real.input_buffers
     assert not bad_schedule.ok and bad_schedule.error_kind == "build_error" and "ScheduleError" in bad_schedule.message
@@ -29,13 +29,14 @@ def test_builds_real_traces_and_turns_failures_into_results(tune_dirs):
     assert not broken.ok and broken.error_kind == "build_error" and "gcc" in broken.message
 
 
-def test_source_override_is_ignored_without_the_test_flag(tune_dirs, monkeypatch):
-    monkeypatch.delenv("TILEGRAPH_TEST_HOOKS")
+def test_the_production_builder_builds_the_trace_whatever_the_meta_says(tune_dirs):
     wl = matmul_workload()
     trace = Schedule(wl).trace.to_json()
     with Builder(max_workers=1) as builder:
-        (result,) = builder.build([MeasureInput(wl, trace, {"source_override": BROKEN_C})])
-    assert result.ok and result.loader == "runtime"
+        (result,) = builder.build([MeasureInput(wl, trace, {"source": BROKEN_C, "source_override": BROKEN_C})])
+        assert result.ok and result.loader == "runtime"
+        kernel = builder.kernel(wl, trace, {"source": BROKEN_C})
+    assert kernel.source != BROKEN_C and "tg_" in kernel.entry
 
 
 def test_build_timeout(tune_dirs):

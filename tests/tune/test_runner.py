@@ -1,7 +1,16 @@
 import numpy as np
 import pytest
 
-from tests.tune.helpers import GOOD_C, HANG_C, PARTIAL_C, SEGFAULT_C, WRONG_C, matmul_reference, matmul_workload
+from tests.tune.helpers import (
+    GOOD_C,
+    HANG_C,
+    PARTIAL_C,
+    SEGFAULT_C,
+    WRONG_C,
+    SourceBuilder,
+    matmul_reference,
+    matmul_workload,
+)
 from tilegraph.schedule import Schedule
 from tilegraph.tune.builder import Builder
 from tilegraph.tune.measure import MeasureInput, MeasurePolicy
@@ -14,8 +23,8 @@ pytestmark = pytest.mark.needs_cc
 def test_runner_classifies_every_misbehaviour_and_keeps_going(tune_dirs):
     wl = matmul_workload()
     sources = [GOOD_C, SEGFAULT_C, GOOD_C, HANG_C, WRONG_C, PARTIAL_C, GOOD_C]
-    with Builder(max_workers=2) as builder:
-        builds = builder.build([MeasureInput(wl, f'{{"n": {n}}}', {"source_override": s}) for n, s in enumerate(sources)])
+    with SourceBuilder(max_workers=2) as builder:
+        builds = builder.build([MeasureInput(wl, f'{{"n": {n}}}', {"source": s}) for n, s in enumerate(sources)])
     policy = MeasurePolicy(min_time_s=0.01, timeout_s=2.0)
     with Runner(policy, reference=matmul_reference) as runner:
         kinds = [runner.run(wl, b, seed=n) for n, b in enumerate(builds)]

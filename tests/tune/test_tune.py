@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import tilegraph as tg
-from tests.tune.helpers import GOOD_C, HANG_C, SEGFAULT_C, WRONG_C, matmul_reference, matmul_workload
+from tests.tune.helpers import GOOD_C, HANG_C, SEGFAULT_C, WRONG_C, SourceBuilder, matmul_reference, matmul_workload
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.tune import MeasurePolicy, MemoryDatabase, Record, SearchStrategy, best_schedule
 from tilegraph.tune.measure import target_fingerprint
@@ -26,7 +26,7 @@ class Scripted(SearchStrategy):
     def propose(self, ctx, n):
         if self.overrides:
             batch, self.overrides = self.overrides[:n], self.overrides[n:]
-            return [Candidate(sample_schedule(ctx.workload, 1000 + k).trace.to_json(), None, {"source_override": src})
+            return [Candidate(sample_schedule(ctx.workload, 1000 + k).trace.to_json(), None, {"source": src})
                     for k, src in batch]
         return self.inner.propose(ctx, n)
 
@@ -42,7 +42,7 @@ def test_bad_candidates_are_recorded_and_the_best_kernel_is_correct(tune_dirs):
     db = MemoryDatabase()
     strategy = Scripted([(0, SEGFAULT_C), (1, HANG_C), (2, WRONG_C), (3, GOOD_C)])
     result = tg.tune(wl, strategy=strategy, trials=8, db=db, progress=False, batch_size=4, policy=FAST,
-                     reference=matmul_reference)
+                     reference=matmul_reference, builder=SourceBuilder(max_workers=2))
     kinds = [r.kind for r in db.records()]
     assert kinds[:4] == ["crash", "timeout", "wrong_answer", "ok"]
     assert result.measured == 8 and result.failed == 3
@@ -97,10 +97,25 @@ def test_no_passing_candidate_is_a_clear_error(tune_dirs):
     strategy.inner.propose = lambda ctx, n: []
     with pytest.raises(tg.TilegraphError, match="no candidate .* passed its correctness check .*wrong_answer: 1"):
         tg.tune(wl, strategy=strategy, trials=4, db=MemoryDatabase(), progress=False, policy=FAST,
-                reference=matmul_reference)
+                reference=matmul_reference, builder=SourceBuilder(max_workers=1))
 
 
 def test_time_budget_stops_tuning(tune_dirs):
     wl = matmul_workload()
     result = tg.tune(wl, strategy="random", time_budget=0.5, db=MemoryDatabase(), progress=False, policy=FAST)
     assert result.measured >= 1 and result.tuning_time_s < 30
+
+
+def test_options_object_and_keywords_mean_the_same(tune_dirs):
+    from tilegraph.tune import TuneOptions
+
+    opts = TuneOptions(strategy="random", trials=2, seed=4, progress=False, policy=FAST)
+    a = tg.tune(matmul_workload(), db=MemoryDatabase(), options=opts)
+    b = tg.tune(matmul_workload(), db=MemoryDatabase(), strategy="random", trials=2, seed=4, progress=False, policy=FAST)
+    assert a.trace == b.trace and a.measured == b.measured == 2
+    assert opts.updated(trials=5).trials == 5 and opts.trials == 2
+    with pytest.raises(TypeError, match="unknown option.*'budget'.*time_budget"):
+        tg.tune(matmul_workload(), db=MemoryDatabase(), budget=3)
+    with pytest.raises(ValueError, match="conflicts"):
+        TuneOptions(num_threads=2, policy=MeasurePolicy(num_threads=1))
+    assert TuneOptions(num_threads=2).updated(num_threads=1).policy.num_threads == 1

@@ -21,7 +21,7 @@ from tilegraph.codegen.writer import CodeWriter
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Allocate, Barrier, Buffer, For, Stmt
 from tilegraph.loop.visit import walk_stmts
-from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_KINDS
+from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_IDX_KINDS
 from tilegraph.lower.gpu.split_host_device import DeviceKernel, GpuProgram
 
 
@@ -105,7 +105,7 @@ DIALECTS = {"cuda": CUDA, "opencl": OPENCL}
 
 
 def helpers(d: Dialect) -> str:
-    """floordiv/floormod/max/min/sigmoid helpers the C printer's expressions call."""
+    """floordiv/floormod/max/min/sigmoid/abs helpers the C printer's expressions call."""
     q = d.function_qualifier
     w = CodeWriter()
     ints = ("int8_t", "uint8_t", "int32_t", "int64_t")
@@ -117,6 +117,7 @@ def helpers(d: Dialect) -> str:
         w.line(f"{q} {t} tgh_min_{t}({t} a, {t} b) {{ return a < b ? a : b; }}")
     for t, f in floats:
         w.line(f"{q} {t} tgh_sigmoid_{t}({t} x) {{ return ({t})1 / (({t})1 + exp{f}(-x)); }}")
+        w.line(f"{q} {t} tgh_abs_{t}({t} x) {{ return fabs{f}(x); }}")
         w.line(f"{q} {t} tgh_max_{t}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}")
         w.line(f"{q} {t} tgh_min_{t}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}")
     return w.text()
@@ -137,7 +138,7 @@ class GpuPrinter(CFamilyPrinter):
         return f"((int32_t){template.format(axis=spelled)})"
 
     def loop(self, s: For) -> None:
-        if s.kind in BLOCK_KINDS or s.kind in THREAD_KINDS:
+        if s.kind in BLOCK_KINDS or s.kind in THREAD_IDX_KINDS:
             v = self.var(s.var)
             dims = self.kernel.grid if s.kind in BLOCK_KINDS else self.kernel.block
             full = dims[AXES.index(s.kind[-1])]

@@ -91,6 +91,9 @@ class Expr:
         return binary("pow", self, other)
 
     def __neg__(self) -> Expr:
+        # floats: IEEE negation (-(+0.0) is -0.0, as in numpy), which 0 - x is not; ints: 0 - x (wraps)
+        if self.dtype.is_float:
+            return binary("mul", self, Const(-1.0, self.dtype))
         return binary("sub", Const(0, self.dtype), self)
 
     # Comparisons are explicit builders; `==` stays structural equality.

@@ -2,6 +2,9 @@
 
     with Builder(max_workers=2, timeout_s=60) as builder:
         results = builder.build([MeasureInput(wl, trace_json), ...])   # one BuildResult each, in order
+        kernel = builder.kernel(wl, trace_json)                         # the final kernel, in this process
+
+The protocol tg.tune uses (TuneOptions.builder injects another implementation): build, kernel, close.
 
 A ScheduleError, a lowering or compiler error, a worker that dies, or a build that runs past its
 timeout becomes BuildResult(ok=False, error_kind="build_error" | "build_timeout", message): a bad
@@ -12,19 +15,15 @@ What a built kernel ships to the runner, per target, is tune/kernel_loader.py's 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
 import multiprocessing
 import os
-import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from tilegraph.config import cache_dir
 from tilegraph.te.workload import Workload
-from tilegraph.tune.measure import MeasureInput, die_with_parent, resolve_target, spawn_without_main, test_hooks_enabled
+from tilegraph.tune.measure import MeasureInput, die_with_parent, resolve_target, spawn_without_main
 from tilegraph.tune.result import ArgSpec, BuildResult
 
 _POLL_S = 0.05
@@ -49,27 +48,7 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
 
 
-def _compile_override(source: str, entry: str) -> str:
-    """Test hook only: compile hand-written C into a shared library, content-addressed."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
-    out_dir = cache_dir() / "tune_test_builds"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    lib = out_dir / f"{digest}.so"
-    if not lib.exists():
-        cc = shutil.which("gcc") or shutil.which("cc")
-        if cc is None:
-            raise RuntimeError("no C compiler (gcc) on PATH")
-        src = out_dir / f"{digest}.{os.getpid()}.c"
-        src.write_text(source)
-        tmp = out_dir / f"{digest}.{os.getpid()}.so"
-        proc = subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(tmp), str(src)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"gcc failed: {proc.stderr.strip().splitlines()[:1]}")
-        os.replace(tmp, lib)
-    return str(lib)
-
-
-def build_candidate(workload: Workload, trace_json: str, target: Any, meta: dict[str, Any], timeout_s: float) -> BuildResult:
+def build_candidate(workload: Workload, trace_json: str, target: Any, timeout_s: float) -> BuildResult:
     """Runs in a worker process. Never raises: every failure is a BuildResult."""
     start = time.perf_counter()
 
@@ -81,11 +60,6 @@ def build_candidate(workload: Workload, trace_json: str, target: Any, meta: dict
         signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
-        if "source_override" in meta:
-            entry = str(meta.get("entry", "tg_test_kernel"))
-            lib = _compile_override(str(meta["source_override"]), entry)
-            return BuildResult(True, lib_path=lib, entry=entry, source=str(meta["source_override"]),
-                               args=workload_args(workload), loader="raw", build_time_s=time.perf_counter() - start)
         from tilegraph.driver import build
         from tilegraph.schedule import Schedule
         from tilegraph.tune.kernel_loader import describe_kernel
@@ -136,14 +110,12 @@ class Builder:
         """Build every candidate; the result list is in input order."""
         if not inputs:
             return []
-        hooks = test_hooks_enabled()
         pool = self._ensure_pool()
         futures: list[cf.Future] = []
         try:
             for inp in inputs:
-                meta = {k: v for k, v in inp.meta.items() if k in ("source_override", "entry")} if hooks else {}
                 with spawn_without_main():  # the pool starts its workers on submit
-                    futures.append(pool.submit(build_candidate, inp.workload, inp.trace_json, self.target, meta,
+                    futures.append(pool.submit(build_candidate, inp.workload, inp.trace_json, self.target,
                                                self.timeout_s))
         except cf.BrokenExecutor:
             self._kill_pool()
@@ -183,6 +155,14 @@ class Builder:
                 for n, r in zip(pending, redo):
                     results[n] = r
         return [r for r in results if r is not None]
+
+    def kernel(self, workload: Workload, trace_json: str, meta: dict[str, Any] | None = None) -> Any:
+        """The kernel of a recorded schedule, built in this process (the build cache makes it cheap):
+        what tg.tune returns. `meta` is the record's (a builder that builds from it may use it)."""
+        from tilegraph.driver import build
+        from tilegraph.schedule import Schedule
+
+        return build(Schedule.replay(workload, trace_json), target=resolve_target(self.target))
 
     def _collect(self, fut: cf.Future) -> BuildResult:
         try:

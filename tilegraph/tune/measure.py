@@ -27,8 +27,6 @@ from tilegraph.runtime.timer import measure
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 
-TEST_HOOKS_ENV = "TILEGRAPH_TEST_HOOKS"
-
 
 @dataclass(frozen=True)
 class MeasurePolicy:
@@ -72,10 +70,6 @@ class MeasureInput:
     def trace_hash(self) -> str:
         return trace_hash(self.trace_json)
 
-
-def test_hooks_enabled() -> bool:
-    """Test-only hooks (e.g. Candidate.meta['source_override']) are honoured only with this env var set."""
-    return os.environ.get(TEST_HOOKS_ENV) == "1"
 
 
 # ---------------------------------------------------------------------------- target

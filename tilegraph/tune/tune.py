@@ -1,6 +1,6 @@
 """tg.tune: search schedules for a workload, measure them safely, keep every result.
 
-    result = tg.tune(wl, time_budget=60)          # or trials=200, strategy="random", db="my.db"
+    result = tg.tune(wl, time_budget=60)          # or trials=200, strategy="random", db="my.db" (tune/options.py)
     result = tg.tune(wl, target="opencl")         # GPU targets: the runner rebuilds each kernel per target
     result.kernel(*inputs); result.latency_s; result.gflops; result.trace
 
@@ -12,15 +12,11 @@ is done. The best "ok" record (earlier runs included) is rebuilt here and checke
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 from tilegraph.errors import TilegraphError
 from tilegraph.runtime.backends import require_runnable
@@ -29,23 +25,15 @@ from tilegraph.te.workload import Workload
 from tilegraph.testing.data import require_memory
 from tilegraph.tune.builder import Builder
 from tilegraph.tune.database import Database, Record, open_database
-from tilegraph.tune.measure import (
-    MeasureInput,
-    MeasurePolicy,
-    compare_outputs,
-    random_inputs,
-    resolve_target,
-    test_hooks_enabled,
-)
-from tilegraph.tune.result import BuildResult, RunResult, TuneResult
-from tilegraph.tune.runner import ReferenceFn, Runner
+from tilegraph.tune.measure import MeasureInput, compare_outputs, random_inputs, resolve_target
+from tilegraph.tune.options import TuneOptions
+from tilegraph.tune.result import RunResult, TuneResult
+from tilegraph.tune.runner import Runner
 from tilegraph.tune.strategy import SearchStrategy, get_strategy
 from tilegraph.tune.strategy.base import Candidate, TuneContext
 
 log = logging.getLogger("tilegraph.tune")
 
-DEFAULT_TRIALS = 200
-DEFAULT_BATCH = 8
 _EMPTY_ROUNDS_LIMIT = 3
 
 
@@ -62,47 +50,39 @@ def resolve_workload(workload: Workload | str, batch: int = 1) -> Workload:
     return workloads.get(workload, batch=batch)
 
 
-def tune(workload: Workload | str, target: Any = "cpu", strategy: str | SearchStrategy = "gensor",
-         time_budget: float | None = None, trials: int | None = None, db: Database | str | None = None,
-         seed: int = 0, progress: bool = True, num_threads: int | None = None, *,
-         batch_size: int = DEFAULT_BATCH, policy: MeasurePolicy | None = None, reference: ReferenceFn | None = None,
-         build_workers: int | None = None, build_timeout_s: float = 120.0) -> TuneResult:
-    """Tune `workload` and return the best kernel found (see module docstring)."""
-    if time_budget is not None and not time_budget > 0:
-        raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget}")
-    if trials is not None and (not isinstance(trials, int) or trials < 0):
-        raise ValueError(f"trials must be a non-negative integer, got {trials!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if time_budget is None and trials is None:
-        trials = DEFAULT_TRIALS
+def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | None = None,
+         options: TuneOptions | None = None, **option_fields: Any) -> TuneResult:
+    """Tune `workload` and return the best kernel found (see the module docstring). Everything else
+    is a TuneOptions field, given as `options=` or as keywords (strategy=, time_budget=, trials=,
+    seed=, progress=, num_threads=, batch_size=, policy=, reference=, builder=, runner=, ...)."""
+    opts = (options or TuneOptions()).updated(**option_fields)
     wl = resolve_workload(workload)
     tgt = resolve_target(target)
     fp = str(tgt.fingerprint)
-    search = strategy if isinstance(strategy, SearchStrategy) else get_strategy(strategy)
+    search = opts.strategy if isinstance(opts.strategy, SearchStrategy) else get_strategy(opts.strategy)
     require_runnable(tgt)  # candidates are run and timed: refuse a missing device before any work
     require_memory(wl)
     database = open_database(db)
     database.commit_workload(wl)
-    policy = policy or MeasurePolicy(num_threads=num_threads)
-    if num_threads is not None and policy.num_threads != num_threads:
-        raise ValueError(f"num_threads={num_threads} conflicts with policy.num_threads={policy.num_threads}")
 
     start = time.monotonic()
-    ctx = TuneContext(wl, tgt, seed, database, database.measured_hashes(wl.key, fp), trials,
-                      None if time_budget is None else start + time_budget, num_threads)
+    trials = opts.trial_limit
+    ctx = TuneContext(wl, tgt, opts.seed, database, database.measured_hashes(wl.key, fp), trials,
+                      None if opts.time_budget is None else start + opts.time_budget, opts.num_threads)
     counts: Counter[str] = Counter()
-    bar = _Progress(progress, wl, trials, time_budget)
+    bar = _Progress(opts.progress, wl, trials, opts.time_budget)
     build_target = target if isinstance(target, str) else tgt
-    builder = Builder(build_workers, build_timeout_s, build_target)
-    runner = Runner(policy, reference, target=build_target)
+    builder = opts.builder or Builder(opts.build_workers, opts.build_timeout_s, build_target)
+    runner = opts.runner or Runner(opts.policy, opts.reference, target=build_target)
     try:
-        _search(search, ctx, builder, runner, database, policy, batch_size, counts, bar, start)
+        _search(search, ctx, builder, runner, database, opts.batch_size, counts, bar, start)
+        kernel, best = _best_kernel(wl, tgt, database, builder, runner)
     finally:
         bar.close()
-        builder.close()
-        runner.close()
-    kernel, best = _best_kernel(wl, tgt, database, runner, build_target)
+        if opts.builder is None:
+            builder.close()
+        if opts.runner is None:
+            runner.close()
     elapsed = time.monotonic() - start
     measured = sum(counts.values())
     failures = {k: v for k, v in counts.items() if k != "ok"}
@@ -110,12 +90,11 @@ def tune(workload: Workload | str, target: Any = "cpu", strategy: str | SearchSt
                       sum(failures.values()), elapsed, search.name, wl.key, failures)
 
 
-def _search(search: SearchStrategy, ctx: TuneContext, builder: Builder, runner: Runner, db: Database,
-            policy: MeasurePolicy, batch_size: int, counts: Counter[str], bar: _Progress, start: float) -> None:
+def _search(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, db: Database,
+            batch_size: int, counts: Counter[str], bar: _Progress, start: float) -> None:
     wl, fp = ctx.workload, ctx.target_fingerprint
     empty_rounds = 0
     measured_here = 0
-    hooks = test_hooks_enabled()
 
     def out_of_budget() -> bool:
         if ctx.trials_left is not None and ctx.trials_left <= 0:
@@ -150,7 +129,7 @@ def _search(search: SearchStrategy, ctx: TuneContext, builder: Builder, runner: 
             if out_of_budget():
                 break
             run = runner.run(wl, build, seed=_check_seed(ctx.seed, len(ctx.measured) + n_cand))
-            meta = {k: v for k, v in cand.meta.items() if k != "source_override" or hooks}
+            meta = dict(cand.meta)
             if cand.predicted is not None:
                 meta["predicted"] = cand.predicted
             db.commit_record(Record.from_run(wl.key, fp, cand.trace_json, run, policy=runner.policy, meta=meta))
@@ -186,7 +165,7 @@ def _trace_of(record: Record) -> Any:
 
 
 # ---------------------------------------------------------------------------- the final kernel
-def _best_kernel(wl: Workload, tgt: Any, db: Database, runner: Runner, build_target: Any) -> tuple[Any, Record]:
+def _best_kernel(wl: Workload, tgt: Any, db: Database, builder: Any, runner: Any) -> tuple[Any, Record]:
     """The fastest recorded kernel that passes one more check here; earlier runs' records count."""
     fp = str(tgt.fingerprint)
     candidates = db.top_k(wl.key, fp, 5)
@@ -195,7 +174,7 @@ def _best_kernel(wl: Workload, tgt: Any, db: Database, runner: Runner, build_tar
         summary = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "nothing measured"
         raise TilegraphError(f"no candidate for {wl.op_name} passed its correctness check ({summary})")
     for rec in candidates:
-        kernel = load_record_kernel(wl, rec, build_target)
+        kernel = builder.kernel(wl, rec.trace_json, rec.meta)
         inputs = random_inputs(wl, seed=int(rec.created) % 9973 + 17)
         refs = runner.references(wl, inputs)
         outs = kernel(*inputs)
@@ -205,39 +184,6 @@ def _best_kernel(wl: Workload, tgt: Any, db: Database, runner: Runner, build_tar
             return kernel, rec
         log.warning("best record %s failed its re-check (%s); trying the next", rec.trace_hash, message)
     raise TilegraphError(f"no recorded kernel for {wl.op_name} passed its re-check on this machine")
-
-
-def load_record_kernel(wl: Workload, record: Record, target: Any) -> Any:
-    """Rebuild a recorded schedule in this process (the build cache makes this cheap)."""
-    if test_hooks_enabled() and "source_override" in record.meta:
-        from tilegraph.tune.builder import build_candidate
-
-        build = build_candidate(wl, record.trace_json, target, {k: record.meta[k] for k in ("source_override", "entry")
-                                                               if k in record.meta}, 60.0)
-        if not build.ok:
-            raise TilegraphError(f"could not rebuild the test kernel: {build.message}")
-        return RawKernel(build)
-    from tilegraph.driver import build as build_kernel
-    from tilegraph.schedule import Schedule
-
-    return build_kernel(Schedule.replay(wl, record.trace_json), target=target)
-
-
-class RawKernel:
-    """Test hook only: calls a hand-written C kernel with pointers (inputs, then outputs)."""
-
-    def __init__(self, build: BuildResult):
-        self.build = build
-        self.lib_path, self.entry, self.source = build.lib_path, build.entry, build.source
-        self._fn = getattr(ctypes.CDLL(str(build.lib_path)), str(build.entry))
-        self._fn.restype = None
-
-    def __call__(self, *inputs: np.ndarray, out: Sequence[np.ndarray] | None = None) -> Any:
-        specs = self.build.args
-        outs = list(out) if out is not None else [np.empty(a.shape, a.dtype) for a in specs if a.is_output]
-        arrays = [np.ascontiguousarray(x, dtype=a.dtype) for x, a in zip(inputs, specs)] + outs
-        self._fn(*[ctypes.c_void_p(a.ctypes.data) for a in arrays])
-        return outs[0] if len(outs) == 1 else outs
 
 
 # ---------------------------------------------------------------------------- progress display

@@ -17,7 +17,7 @@ from dataclasses import replace
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Allocate, Barrier, For, Stmt
 from tilegraph.loop.visit import walk_stmts
-from tilegraph.lower.gpu.common import AXES, THREAD_KINDS, allocated, thread_loops
+from tilegraph.lower.gpu.common import AXES, THREAD_IDX_KINDS, allocated, thread_loops
 from tilegraph.lower.gpu.split_host_device import DeviceKernel, GpuProgram
 
 MAX_THREADS = 1024
@@ -67,7 +67,7 @@ def _check_local_outside_threads(k: DeviceKernel) -> None:
         if isinstance(s, Allocate) and s.buffer.scope == "local" and not inside and thread_loops(s.body):
             raise LoweringError(f"local buffer {s.buffer.name} of kernel {k.name} would be shared by the threads of "
                                 "a block; compute it under the threadIdx loops (or use scope 'shared')")
-        inner = inside or (isinstance(s, For) and s.kind in THREAD_KINDS)
+        inner = inside or (isinstance(s, For) and s.kind in THREAD_IDX_KINDS)
         from tilegraph.loop.visit import stmt_children
 
         for c in stmt_children(s):

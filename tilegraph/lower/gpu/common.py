@@ -8,7 +8,7 @@ from tilegraph.te.expr import BufferLoad
 from tilegraph.te.visit import walk
 
 BLOCK_KINDS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-THREAD_KINDS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+THREAD_IDX_KINDS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")  # loop.verify.THREAD_KINDS adds vthread
 AXES = ("x", "y", "z")
 
 
@@ -29,4 +29,4 @@ def allocated(s: Stmt, scope: str) -> list[Allocate]:
 
 
 def thread_loops(s: Stmt) -> list[For]:
-    return [x for x in walk_stmts(s) if isinstance(x, For) and x.kind in THREAD_KINDS]
+    return [x for x in walk_stmts(s) if isinstance(x, For) and x.kind in THREAD_IDX_KINDS]

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from tilegraph.loop.ir import Block, BlockVar, BufferStore, For, Func, Stmt
 from tilegraph.loop.names import fresh_name
-from tilegraph.lower.gpu.common import THREAD_KINDS
+from tilegraph.lower.gpu.common import THREAD_IDX_KINDS
 from tilegraph.lower.passes.common import all_loop_names, canonical_index
 from tilegraph.te.expr import BufferLoad, Const, Expr, Var, all_of
 from tilegraph.te.simplify import simplify
@@ -45,7 +45,7 @@ def _visit(s: Stmt, threads: list[For], taken: set[str]) -> Stmt:
                 new = _cooperative(nest, threads, taken)
                 if new is not None:
                     return new
-        inner = [*threads, s] if s.kind in THREAD_KINDS else threads
+        inner = [*threads, s] if s.kind in THREAD_IDX_KINDS else threads
         body = _visit(s.body, inner, taken)
         return s if body is s.body else replace(s, body=body)
     from tilegraph.loop.visit import stmt_children, stmt_with_children

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Allocate, Barrier, BufferStore, For, Func, IfThenElse, Seq, Stmt, seq
-from tilegraph.lower.gpu.common import BLOCK_KINDS, THREAD_KINDS, shared_accesses
+from tilegraph.lower.gpu.common import BLOCK_KINDS, THREAD_IDX_KINDS, shared_accesses
 from tilegraph.te.visit import free_vars
 
 State = tuple[frozenset[str], frozenset[str]]  # (written since barrier, read since barrier)
@@ -74,7 +74,7 @@ def _sync(s: Stmt, state: State, ctx: _Context) -> tuple[Stmt, State]:
     if isinstance(s, Allocate):
         body, state = _sync(s.body, state, ctx)
         return replace(s, body=body), state
-    if isinstance(s, For) and s.kind in THREAD_KINDS:
+    if isinstance(s, For) and s.kind in THREAD_IDX_KINDS:
         inner = _Context(True, ctx.thread_vars | {s.var.name})
         body, state = _sync(s.body, state, inner)
         return replace(s, body=body), state

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Barrier, Block, Func
@@ -88,8 +89,8 @@ def lower_gpu(func: Func, target: object, dump: bool | None = None, barriers: bo
             print(f"# after {name}\n{func_str(func)}")
         verify(func)
     program = check_launch_bounds.run(split_host_device.split(func), target)
-    program.attrs["shapes"] = shapes
-    return program
+    # the params' shapes before flattening: kernels return outputs in them (a new value, never a mutation)
+    return replace(program, attrs={**program.attrs, "shapes": shapes})
 
 
 def has_barrier(func: Func) -> bool:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import GPU_LOOP_KINDS, Allocate, Buffer, BufferStore, For, Func, Seq, Stmt
-from tilegraph.loop.visit import walk_stmts
-from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_KINDS, allocated, stmt_exprs
+from tilegraph.loop.visit import stmt_exprs, walk_stmts
+from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_IDX_KINDS, allocated
 from tilegraph.te.expr import BufferLoad
 from tilegraph.te.visit import walk
 
@@ -50,7 +50,7 @@ class GpuProgram:
     temporaries: tuple[Buffer, ...]
     kernels: tuple[DeviceKernel, ...]
     lowered: Func
-    attrs: dict[str, object] = field(default_factory=dict, compare=False)
+    attrs: dict[str, object] = field(default_factory=dict, compare=False)  # set when made, never changed after
 
 
 def split(func: Func) -> GpuProgram:
@@ -63,7 +63,7 @@ def split(func: Func) -> GpuProgram:
         used = _global_buffers(nest)
         params = tuple(b for b in globals_ if b.name in used)
         kfunc = Func(f"{func.name}_k{n}", params, nest)
-        kernels.append(DeviceKernel(kfunc, _dims(nest, BLOCK_KINDS), _dims(nest, THREAD_KINDS), _shared_bytes(nest)))
+        kernels.append(DeviceKernel(kfunc, _dims(nest, BLOCK_KINDS), _dims(nest, THREAD_IDX_KINDS), _shared_bytes(nest)))
     return GpuProgram(func.name, func.params, tuple(temporaries), tuple(kernels), func)
 
 

@@ -1,0 +1,68 @@
+typedef char int8_t;
+typedef uchar uint8_t;
+typedef int int32_t;
+typedef uint uint32_t;
+typedef long int64_t;
+typedef ulong uint64_t;
+#define INT64_C(x) ((long)(x))
+#define expf exp
+#define logf log
+#define sqrtf sqrt
+#define tanhf tanh
+#define erff erf
+#define floorf floor
+#define ceilf ceil
+#define fabsf fabs
+#define powf pow
+#define llabs abs
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+static inline int32_t tgh_floordiv_int32_t(int32_t a, int32_t b) { if (b == 0) return 0; if (b == -1) return (int32_t)((uint32_t)0 - (uint32_t)a); int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t tgh_floormod_int32_t(int32_t a, int32_t b) { if (b == 0 || b == -1) return 0; int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t tgh_floordiv_int64_t(int64_t a, int64_t b) { if (b == 0) return 0; if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a); int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t tgh_floormod_int64_t(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline float tgh_floordiv_float(float a, float b) { return floorf(a / b); }
+static inline float tgh_floormod_float(float a, float b) { return a - floorf(a / b) * b; }
+static inline int8_t tgh_max_int8_t(int8_t a, int8_t b) { return a > b ? a : b; }
+static inline int8_t tgh_min_int8_t(int8_t a, int8_t b) { return a < b ? a : b; }
+static inline uint8_t tgh_max_uint8_t(uint8_t a, uint8_t b) { return a > b ? a : b; }
+static inline uint8_t tgh_min_uint8_t(uint8_t a, uint8_t b) { return a < b ? a : b; }
+static inline int32_t tgh_max_int32_t(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline int32_t tgh_min_int32_t(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int64_t tgh_max_int64_t(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t tgh_min_int64_t(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline float tgh_sigmoid_float(float x) { return (float)1 / ((float)1 + expf(-x)); }
+static inline float tgh_abs_float(float x) { return fabsf(x); }
+static inline float tgh_max_float(float a, float b) { return (a > b || a != a) ? a : b; }
+static inline float tgh_min_float(float a, float b) { return (a < b || a != a) ? a : b; }
+
+__kernel void __attribute__((reqd_work_group_size(32, 1, 1))) tg_matmul_k0(__global float* restrict b_a, __global float* restrict b_b, __global float* restrict b_matmul) {
+  __local float b_shared[34];
+  __local float b_a_shared[6];
+  {
+    const int32_t x_i_0_j_0_fused = ((int32_t)get_group_id(0));
+    {
+      const int32_t x_i_2_j_2_fused = ((int32_t)get_local_id(0));
+      {
+        float b_matmul_local[1];
+        for (int32_t x_k_0 = 0; x_k_0 < 24; ++x_k_0) {
+          barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+          if ((((((x_i_2_j_2_fused < 4) && (((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2)) >= 0)) && (((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2)) < 64)) && (((x_k_0 * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) >= 0)) && (((x_k_0 * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) < 48))) {
+            b_a_shared[((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 3) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))] = b_a[((((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 96) + (tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 48)) + (x_k_0 * 2)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))];
+          }
+          b_shared[((tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 17) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))] = b_b[((((x_k_0 * 64) + (tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 32)) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))];
+          barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+          for (int32_t x_k_1 = 0; x_k_1 < 2; ++x_k_1) {
+            if ((((x_k_0 * 2) + x_k_1) == 0)) {
+              b_matmul_local[0] = 0x0.0p+0f;
+            }
+            b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[((tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 3) + x_k_1)] * b_shared[((x_k_1 * 17) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))]));
+          }
+        }
+        b_matmul[((((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 64) + (tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 32)) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))] = b_matmul_local[0];
+      }
+    }
+  }
+}

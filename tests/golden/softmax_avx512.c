@@ -1,0 +1,110 @@
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef float v4sf __attribute__((vector_size(16)));
+typedef float v4sf_u __attribute__((vector_size(16), aligned(4)));
+typedef int32_t v4si __attribute__((vector_size(16)));
+typedef int32_t v4si_u __attribute__((vector_size(16), aligned(4)));
+typedef float v8sf __attribute__((vector_size(32)));
+typedef float v8sf_u __attribute__((vector_size(32), aligned(4)));
+typedef int32_t v8si __attribute__((vector_size(32)));
+typedef int32_t v8si_u __attribute__((vector_size(32), aligned(4)));
+typedef float v16sf __attribute__((vector_size(64)));
+typedef float v16sf_u __attribute__((vector_size(64), aligned(4)));
+typedef int32_t v16si __attribute__((vector_size(64)));
+typedef int32_t v16si_u __attribute__((vector_size(64), aligned(4)));
+
+static inline void* tgh_alloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }
+static inline int32_t tgh_floordiv_int32_t(int32_t a, int32_t b) { if (b == 0) return 0; if (b == -1) return (int32_t)((uint32_t)0 - (uint32_t)a); int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t tgh_floormod_int32_t(int32_t a, int32_t b) { if (b == 0 || b == -1) return 0; int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t tgh_floordiv_int64_t(int64_t a, int64_t b) { if (b == 0) return 0; if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a); int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t tgh_floormod_int64_t(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline float tgh_floordiv_float(float a, float b) { return floorf(a / b); }
+static inline float tgh_floormod_float(float a, float b) { return a - floorf(a / b) * b; }
+static inline double tgh_floordiv_double(double a, double b) { return floor(a / b); }
+static inline double tgh_floormod_double(double a, double b) { return a - floor(a / b) * b; }
+static inline float tgh_sigmoid_float(float x) { return (float)1 / ((float)1 + expf(-x)); }
+static inline double tgh_sigmoid_double(double x) { return (double)1 / ((double)1 + exp(-x)); }
+static inline float tgh_abs_float(float x) { union { float f; uint32_t u; } v = {x}; v.u &= 0x7fffffffu; return v.f; }
+static inline double tgh_abs_double(double x) { union { double f; uint64_t u; } v = {x}; v.u &= 0x7fffffffffffffffull; return v.f; }
+static inline float tgh_max_float(float a, float b) { return (a > b || a != a) ? a : b; }
+static inline float tgh_min_float(float a, float b) { return (a < b || a != a) ? a : b; }
+static inline double tgh_max_double(double a, double b) { return (a > b || a != a) ? a : b; }
+static inline double tgh_min_double(double a, double b) { return (a < b || a != a) ? a : b; }
+static inline int8_t tgh_max_int8_t(int8_t a, int8_t b) { return a > b ? a : b; }
+static inline int8_t tgh_min_int8_t(int8_t a, int8_t b) { return a < b ? a : b; }
+static inline uint8_t tgh_max_uint8_t(uint8_t a, uint8_t b) { return a > b ? a : b; }
+static inline uint8_t tgh_min_uint8_t(uint8_t a, uint8_t b) { return a < b ? a : b; }
+static inline int32_t tgh_max_int32_t(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline int32_t tgh_min_int32_t(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int64_t tgh_max_int64_t(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t tgh_min_int64_t(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline v4sf tgh_splat_v4sf(float x) { return (v4sf){x, x, x, x}; }
+static inline v4sf tgh_blend_v4sf(v4si m, v4sf a, v4sf b) { return (v4sf)((m & (v4si)a) | (~m & (v4si)b)); }
+static inline v4sf tgh_max_v4sf(v4sf a, v4sf b) { v4si m = (a > b) | (a != a); return (v4sf)((m & (v4si)a) | (~m & (v4si)b)); }
+static inline v4sf tgh_min_v4sf(v4sf a, v4sf b) { v4si m = (a < b) | (a != a); return (v4sf)((m & (v4si)a) | (~m & (v4si)b)); }
+static inline v4si tgh_splat_v4si(int32_t x) { return (v4si){x, x, x, x}; }
+static inline v4si tgh_blend_v4si(v4si m, v4si a, v4si b) { return (v4si)((m & (v4si)a) | (~m & (v4si)b)); }
+static inline v4si tgh_max_v4si(v4si a, v4si b) { v4si m = (a > b); return (v4si)((m & (v4si)a) | (~m & (v4si)b)); }
+static inline v4si tgh_min_v4si(v4si a, v4si b) { v4si m = (a < b); return (v4si)((m & (v4si)a) | (~m & (v4si)b)); }
+static inline v8sf tgh_splat_v8sf(float x) { return (v8sf){x, x, x, x, x, x, x, x}; }
+static inline v8sf tgh_blend_v8sf(v8si m, v8sf a, v8sf b) { return (v8sf)((m & (v8si)a) | (~m & (v8si)b)); }
+static inline v8sf tgh_max_v8sf(v8sf a, v8sf b) { v8si m = (a > b) | (a != a); return (v8sf)((m & (v8si)a) | (~m & (v8si)b)); }
+static inline v8sf tgh_min_v8sf(v8sf a, v8sf b) { v8si m = (a < b) | (a != a); return (v8sf)((m & (v8si)a) | (~m & (v8si)b)); }
+static inline v8si tgh_splat_v8si(int32_t x) { return (v8si){x, x, x, x, x, x, x, x}; }
+static inline v8si tgh_blend_v8si(v8si m, v8si a, v8si b) { return (v8si)((m & (v8si)a) | (~m & (v8si)b)); }
+static inline v8si tgh_max_v8si(v8si a, v8si b) { v8si m = (a > b); return (v8si)((m & (v8si)a) | (~m & (v8si)b)); }
+static inline v8si tgh_min_v8si(v8si a, v8si b) { v8si m = (a < b); return (v8si)((m & (v8si)a) | (~m & (v8si)b)); }
+static inline v16sf tgh_splat_v16sf(float x) { return (v16sf){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+static inline v16sf tgh_blend_v16sf(v16si m, v16sf a, v16sf b) { return (v16sf)((m & (v16si)a) | (~m & (v16si)b)); }
+static inline v16sf tgh_max_v16sf(v16sf a, v16sf b) { v16si m = (a > b) | (a != a); return (v16sf)((m & (v16si)a) | (~m & (v16si)b)); }
+static inline v16sf tgh_min_v16sf(v16sf a, v16sf b) { v16si m = (a < b) | (a != a); return (v16sf)((m & (v16si)a) | (~m & (v16si)b)); }
+static inline v16si tgh_splat_v16si(int32_t x) { return (v16si){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+static inline v16si tgh_blend_v16si(v16si m, v16si a, v16si b) { return (v16si)((m & (v16si)a) | (~m & (v16si)b)); }
+static inline v16si tgh_max_v16si(v16si a, v16si b) { v16si m = (a > b); return (v16si)((m & (v16si)a) | (~m & (v16si)b)); }
+static inline v16si tgh_min_v16si(v16si a, v16si b) { v16si m = (a < b); return (v16si)((m & (v16si)a) | (~m & (v16si)b)); }
+static inline v16sf tgh_exp_v16sf(v16sf x) {
+  const v16sf shifter = tgh_splat_v16sf(0x1.8p+23f);
+  v16sf xc = tgh_blend_v16sf(x < -104.0f, tgh_splat_v16sf(-104.0f), x);
+  xc = tgh_blend_v16sf(xc > 89.0f, tgh_splat_v16sf(89.0f), xc);
+  v16sf t = xc * 0x1.7154760000000p+0f + shifter;
+  v16sf n = t - shifter;
+  v16si ni = (v16si)t - 0x4b400000;
+  v16sf r = xc - n * 0x1.6300000000000p-1f;
+  r = r - n * (-0x1.bd01060000000p-13f);
+  v16sf p = (((((((0x1.a01a020000000p-13f * r + 0x1.6c16c20000000p-10f) * r + 0x1.1111120000000p-7f) * r + 0x1.5555560000000p-5f) * r + 0x1.5555560000000p-3f) * r + 0x1.0000000000000p-1f) * r + 0x1.0000000000000p+0f) * r + 0x1.0000000000000p+0f);
+  v16si n1 = ni >> 1;
+  v16si n2 = ni - n1;
+  return p * (v16sf)((n1 + 127) << 23) * (v16sf)((n2 + 127) << 23);
+}
+
+void tg_softmax(float* restrict b_x, float* restrict b_softmax, int32_t num_threads) {
+  if (num_threads < 1) num_threads = 1;
+  {
+    float b_softmax_expsum[5] __attribute__((aligned(64)));
+    {
+      float b_softmax_max[5] __attribute__((aligned(64)));
+#pragma omp parallel for num_threads(num_threads)
+      for (int32_t x_o = 0; x_o < 5; ++x_o) {
+        b_softmax_max[x_o] = (-INFINITY);
+        for (int32_t x_r = 0; x_r < 33; ++x_r) {
+          b_softmax_max[x_o] = tgh_max_float(b_softmax_max[x_o], b_x[((x_o * 33) + x_r)]);
+        }
+      }
+#pragma omp parallel for num_threads(num_threads)
+      for (int32_t x_o_1 = 0; x_o_1 < 5; ++x_o_1) {
+        b_softmax_expsum[x_o_1] = 0x0.0p+0f;
+        for (int32_t x_r_1 = 0; x_r_1 < 33; ++x_r_1) {
+          b_softmax_expsum[x_o_1] = (b_softmax_expsum[x_o_1] + expf((b_x[((x_o_1 * 33) + x_r_1)] - b_softmax_max[x_o_1])));
+        }
+      }
+#pragma omp parallel for num_threads(num_threads)
+      for (int32_t x_i0 = 0; x_i0 < 5; ++x_i0) {
+        *(v16sf_u*)(b_softmax + (x_i0 * 33)) = (tgh_exp_v16sf(((*(v16sf_u*)(b_x + (x_i0 * 33))) - tgh_splat_v16sf(b_softmax_max[x_i0]))) / tgh_splat_v16sf(b_softmax_expsum[x_i0]));
+        *(v16sf_u*)(b_softmax + ((x_i0 * 33) + 16)) = (tgh_exp_v16sf(((*(v16sf_u*)(b_x + ((x_i0 * 33) + 16))) - tgh_splat_v16sf(b_softmax_max[x_i0]))) / tgh_splat_v16sf(b_softmax_expsum[x_i0]));
+        b_softmax[((x_i0 * 33) + 32)] = (expf((b_x[((x_i0 * 33) + 32)] - b_softmax_max[x_i0])) / b_softmax_expsum[x_i0]);
+      }
+    }
+  }
+}
