@@ -154,3 +154,11 @@ def test_register_tiled_gemm_keeps_accumulators_in_vector_registers(rng):
     a = rng.standard_normal((24, 10)).astype(np.float32)
     b = rng.standard_normal((10, 64)).astype(np.float32)
     _close(_run(kernel, a, b), a.astype(np.float64) @ b)
+    # the lowered IR, registers included, means the same in the interpreter (whatever the host's ISA)
+    from tilegraph.loop.ir import Allocate
+    from tilegraph.loop.visit import walk_stmts
+    from tilegraph.lower.pipeline import lower
+
+    lowered = lower(sch.func, tg.Target("cpu", isa="avx512"))
+    assert any(s.buffer.dtype.lanes == 16 for s in walk_stmts(lowered.body) if isinstance(s, Allocate))
+    _close(np.asarray(tg.interpret(lowered, a, b)).reshape(24, 64), a.astype(np.float64) @ b)

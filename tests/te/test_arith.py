@@ -35,6 +35,8 @@ def test_rebuild_and_linear_in():
 
 def test_canonical_index_cancels_terms():
     assert canonical_index((j * 32 + 5) - j * 32) == Const(5)
+    assert canonical_index((i * 4 + 1) * 7 + j) == (i * 28 + j) + 7
+    assert canonical_index(i - i * 2) == Const(0) - i
 
 
 def test_bounds():

@@ -176,3 +176,15 @@ def test_rewrites_introduce_no_int32_overflow():
     assert simplify(BinOp("sub", x, int_min)) == BinOp("sub", x, int_min)
     assert simplify(BinOp("add", BinOp("add", x, Const(2**31 - 1)), Const(1))) != BinOp("add", x, int_min)
     assert simplify(BinOp("sub", x, Const(5))) == BinOp("add", x, Const(-5))
+
+
+def test_prove_uses_loop_ranges():
+    from tilegraph import dtype as dt
+    from tilegraph.te.expr import Const, Var
+    from tilegraph.te.simplify import prove
+
+    i = Var("i")
+    assert prove((i * 4 + 3).lt(16), {"i": (0, 3)}) is True
+    assert prove((i * 4 + 3).lt(16), {"i": (0, 4)}) is None
+    assert prove(i.lt(0), {"i": (0, 4)}) is False
+    assert prove(Const(True, dt.bool_), {}) is True

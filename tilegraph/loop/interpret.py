@@ -100,7 +100,7 @@ def run_func(func: Func, buffers: dict[str, np.ndarray], thread_order: str = "lo
         if arr is None and b in func.params:
             raise ValueError(f"buffers: no array for param {b.name} of {func.name}")
         if arr is None:
-            arr = poisoned(b.storage_shape, b.dtype.numpy)
+            arr = poisoned(_storage_shape(b), b.dtype.numpy)
         elif not isinstance(arr, np.ndarray) or arr.shape not in (b.shape, b.storage_shape):
             raise ValueError(f"buffers[{b.name!r}]: expected an array of shape {b.shape}, got {np.shape(arr)}")
         elif arr.dtype != b.dtype.numpy:
@@ -158,6 +158,11 @@ def _checked_input(b: Buffer, a: object) -> np.ndarray:
     storage = poisoned(b.storage_shape, b.dtype.numpy)
     storage[tuple(slice(0, s) for s in b.shape)] = a
     return storage
+
+
+def _storage_shape(b: Buffer) -> tuple[int, ...]:
+    """A buffer of vector registers (dtype float32x16) stores each element's lanes on a last axis."""
+    return (*b.storage_shape, b.dtype.lanes) if b.dtype.lanes > 1 else b.storage_shape
 
 
 def _visible(arr: np.ndarray, b: Buffer) -> np.ndarray:
@@ -354,7 +359,7 @@ class Machine:
         """Run `run` with fresh poisoned storage for `b`: one copy per lane (shared: per block)."""
         axes = tuple(a for a, kind in enumerate(self.lane_kinds)
                      if not (b.scope == "shared" and kind in THREAD_KINDS))
-        shape = (*(self.lane_shape[a] for a in axes), *b.storage_shape)
+        shape = (*(self.lane_shape[a] for a in axes), *_storage_shape(b))
         saved = self.stores.get(b.name)
         self.stores[b.name] = Store(poisoned(shape, b.dtype.numpy), axes, b.scope)
         try:
@@ -401,6 +406,10 @@ class Machine:
         value = self.eval(s.value, env, mask)
         idx = [self.eval(i, env, mask) for i in s.indices]
         full = self._indices(s.buffer, st, idx, mask, "store to")
+        if s.buffer.dtype.lanes > 1 and not any(_is_lanes(i) for i in full):
+            # a vector register (promote_registers): the element at `full` is a whole vector
+            st.array[full] = value if mask is None else np.where(mask, value, st.array[full])
+            return
         if mask is None and not _is_lanes(value) and not any(_is_lanes(i) for i in full):
             st.array[full] = value
             return

@@ -16,6 +16,10 @@ def sample_perfect_tile(rng: random.Random, extent: int, n: int, max_innermost: 
     """n factors whose product is exactly `extent`; the innermost is at most `max_innermost`."""
     if n < 1:
         raise ScheduleError(f"sample_tile: n must be >= 1, got {n}")
+    if n == 1:  # one factor: the extent itself
+        if max_innermost is not None and extent > max_innermost:
+            raise ScheduleError(f"sample_tile: one factor of {extent} cannot be at most {max_innermost}")
+        return [extent]
     inner_choices = [d for d in divisors(extent) if max_innermost is None or d <= max_innermost]
     factors = [rng.choice(inner_choices)]
     rest = extent // factors[0]

@@ -18,7 +18,7 @@ from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Barrier, Block, Func
 from tilegraph.loop.printer import func_str
 from tilegraph.loop.verify import verify
-from tilegraph.loop.visit import walk_stmts
+from tilegraph.loop.visit import stmt_exprs, walk_stmts
 from tilegraph.lower.gpu import (
     check_launch_bounds,
     compact_gpu_buffers,
@@ -28,7 +28,6 @@ from tilegraph.lower.gpu import (
     lower_thread_kinds,
     split_host_device,
 )
-from tilegraph.lower.gpu.common import stmt_exprs
 from tilegraph.lower.gpu.split_host_device import GpuProgram
 from tilegraph.lower.passes import expand_unroll, flatten_buffers, hoist_reduction_init, lower_blocks, simplify
 from tilegraph.te.expr import Broadcast, Ramp, Reduce, TensorRead

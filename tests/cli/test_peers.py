@@ -1,0 +1,24 @@
+"""cli/peers.py: the peers' equivalent of a workload, from the op library's reference metadata."""
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph import te, workloads
+from tilegraph.cli.peers import PeerUnavailable, peer_function
+
+
+def test_numpy_runs_the_same_matmul():
+    wl = workloads.from_spec("matmul:6,5,4")
+    a, b = (np.random.default_rng(n).standard_normal(t.shape).astype("float32") for n, t in enumerate(wl.inputs))
+    np.testing.assert_allclose(np.asarray(peer_function("numpy", wl, [a, b])()), a @ b, rtol=1e-5)
+
+
+def test_unknown_peers_and_workloads_without_an_equivalent_are_clear():
+    wl = workloads.from_spec("matmul:6,5,4")
+    with pytest.raises(ValueError, match="unknown peer 'mxnet'"):
+        peer_function("mxnet", wl, [])
+    x = te.placeholder((3,), name="X")
+    hand = tg.Workload([x], [te.compute((3,), lambda i: x[i] * 3.0, name="Y")])
+    with pytest.raises(PeerUnavailable):
+        peer_function("numpy", hand, [np.zeros(3, np.float32)])
