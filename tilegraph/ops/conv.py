@@ -34,16 +34,23 @@ IntOrTuple = int | Sequence[int]
 _SPATIAL_NAMES = {1: ("l",), 2: ("h", "w"), 3: ("d", "h", "w")}
 
 
+def _conv_arguments(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTuple, dilation: IntOrTuple,
+                    dims: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Check a convolution's tensors (float, same dtype, ranks dims + 2) and return its
+    (strides, pads, dilations), one per spatial dimension."""
+    check_tensor(x, "x", dims + 2)
+    check_tensor(w, "w", dims + 2)
+    check_float(x, "x")
+    same_dtype({"x": x, "w": w})
+    return (as_tuple(stride, dims, "stride", 1), as_tuple(padding, dims, "padding", 0),
+            as_tuple(dilation, dims, "dilation", 1))
+
+
 def _conv_channels_last(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTuple, dilation: IntOrTuple,
                         groups: int, name: str) -> Tensor:
     """x (N, *S, CI), w (*K, CI/groups, CO) -> (N, *O, CO), for 1 to 3 spatial dimensions."""
     dims = x.ndim - 2
-    check_tensor(w, "w", dims + 2)
-    check_float(x, "x")
-    same_dtype({"x": x, "w": w})
-    strides = as_tuple(stride, dims, "stride", 1)
-    pads = as_tuple(padding, dims, "padding", 0)
-    dilations = as_tuple(dilation, dims, "dilation", 1)
+    strides, pads, dilations = _conv_arguments(x, w, stride, padding, dilation, dims)
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ValueError(f"argument groups must be a positive int, got {groups!r}")
     ci, co = x.shape[-1], w.shape[-1]
@@ -100,13 +107,7 @@ def conv3d_ndhwc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTup
 def conv2d_nchw(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
                 name: str = "conv2d_nchw") -> Tensor:
     """x (N, CI, H, W), w (CO, CI, KH, KW) -> (N, CO, OH, OW)."""
-    check_tensor(x, "x", 4)
-    check_tensor(w, "w", 4)
-    check_float(x, "x")
-    same_dtype({"x": x, "w": w})
-    sh, sw = as_tuple(stride, 2, "stride", 1)
-    ph, pw = as_tuple(padding, 2, "padding", 0)
-    dh, dw = as_tuple(dilation, 2, "dilation", 1)
+    (sh, sw), (ph, pw), (dh, dw) = _conv_arguments(x, w, stride, padding, dilation, 2)
     n, ci, h, wd = x.shape
     co, wci, kh, kw = w.shape
     if wci != ci:
@@ -126,13 +127,7 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTupl
 def depthwise_conv2d_nhwc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
                           dilation: IntOrTuple = 1, name: str = "depthwise_conv2d_nhwc") -> Tensor:
     """x (N, H, W, C), w (KH, KW, C, M) -> (N, OH, OW, C*M); output channel c reads input channel c // M."""
-    check_tensor(x, "x", 4)
-    check_tensor(w, "w", 4)
-    check_float(x, "x")
-    same_dtype({"x": x, "w": w})
-    sh, sw = as_tuple(stride, 2, "stride", 1)
-    ph, pw = as_tuple(padding, 2, "padding", 0)
-    dh, dw = as_tuple(dilation, 2, "dilation", 1)
+    (sh, sw), (ph, pw), (dh, dw) = _conv_arguments(x, w, stride, padding, dilation, 2)
     n, h, wd, c = x.shape
     kh, kw, wc, mult = w.shape
     if wc != c:

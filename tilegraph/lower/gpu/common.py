@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from tilegraph.loop.ir import Allocate, BufferStore, For, Stmt
-from tilegraph.loop.visit import stmt_exprs, walk_stmts
-from tilegraph.te.expr import BufferLoad
-from tilegraph.te.visit import walk
+from tilegraph.loop.visit import loads_under, walk_stmts
 
 BLOCK_KINDS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_IDX_KINDS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")  # loop.verify.THREAD_KINDS adds vthread
 AXES = ("x", "y", "z")
 
 
+def accesses_in_scope(s: Stmt, scope: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(names read, names written) of the buffers of `scope` anywhere under `s`."""
+    writes = {x.buffer.name for x in walk_stmts(s) if isinstance(x, BufferStore) and x.buffer.scope == scope}
+    reads = {load.buffer.name for load in loads_under(s) if load.buffer.scope == scope}
+    return frozenset(reads), frozenset(writes)
+
+
 def shared_accesses(s: Stmt) -> tuple[frozenset[str], frozenset[str]]:
     """(names read, names written) of shared-scope buffers anywhere under `s`."""
-    reads: set[str] = set()
-    writes: set[str] = set()
-    for x in walk_stmts(s):
-        if isinstance(x, BufferStore) and x.buffer.scope == "shared":
-            writes.add(x.buffer.name)
-        for e in stmt_exprs(x):
-            reads.update(n.buffer.name for n in walk(e) if isinstance(n, BufferLoad) and n.buffer.scope == "shared")
-    return frozenset(reads), frozenset(writes)
+    return accesses_in_scope(s, "shared")
 
 
 def allocated(s: Stmt, scope: str) -> list[Allocate]:

@@ -17,11 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import GPU_LOOP_KINDS, Allocate, Buffer, BufferStore, For, Func, Seq, Stmt
-from tilegraph.loop.visit import stmt_exprs, walk_stmts
-from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_IDX_KINDS, allocated
-from tilegraph.te.expr import BufferLoad
-from tilegraph.te.visit import walk
+from tilegraph.loop.ir import GPU_LOOP_KINDS, Allocate, Buffer, For, Func, Seq, Stmt
+from tilegraph.loop.visit import walk_stmts
+from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_IDX_KINDS, accesses_in_scope, allocated
 
 
 @dataclass(frozen=True)
@@ -113,13 +111,8 @@ def _shared_bytes(nest: Stmt) -> int:
 
 
 def _global_buffers(nest: Stmt) -> set[str]:
-    out: set[str] = set()
-    for x in walk_stmts(nest):
-        if isinstance(x, BufferStore) and x.buffer.scope == "global":
-            out.add(x.buffer.name)
-        for e in stmt_exprs(x):
-            out.update(n.buffer.name for n in walk(e) if isinstance(n, BufferLoad) and n.buffer.scope == "global")
-    return out
+    reads, writes = accesses_in_scope(nest, "global")
+    return set(reads | writes)
 
 
 def uses_gpu_loops(s: Stmt) -> bool:
