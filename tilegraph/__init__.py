@@ -21,6 +21,7 @@ from tilegraph.schedule import Schedule, Trace
 from tilegraph.target import Target
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database import open_database as _open_database
+from tilegraph.tune.options import TuneOptions
 from tilegraph.tune.tune import tune  # bound last: `tg.tune` is the function, not the package
 from tilegraph.version import __version__
 
@@ -37,6 +38,6 @@ def build(obj: Schedule | Workload, target: str | Target = "cpu", db: _Any = Non
 __all__ = [
     "te", "ops", "workloads", "Workload", "Schedule", "Trace", "ScheduleError", "BuildError", "DatabaseError",
     "LoweringError", "TilegraphError", "WorkloadError", "__version__", "interpret",
-    "Target", "build", "tune", "set_num_threads", "get_num_threads",
+    "Target", "build", "tune", "TuneOptions", "set_num_threads", "get_num_threads",
 ]
 
