@@ -27,6 +27,7 @@ import numpy as np
 
 import tilegraph as tg
 from tilegraph import workloads
+from tilegraph.runtime.timer import measure
 from tilegraph.testing import random_inputs, reference_outputs
 
 STRATEGIES = ("gensor", "roller", "random")
@@ -90,14 +91,8 @@ def torch_program(wid: str, inputs: list[np.ndarray]) -> Any:
 
 
 def median_call_s(fn: Any, min_time: float) -> float:
-    fn()
-    samples: list[float] = []
-    start = time.perf_counter()
-    while time.perf_counter() - start < min_time or len(samples) < 3:
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    """tilegraph's one timing loop (runtime/timer.py), for tilegraph and the peers alike."""
+    return measure(fn, warmup=1, min_time=min_time, repeat=3).median
 
 
 def race(calls: dict[str, Any], rounds: int, min_time: float) -> dict[str, float]:

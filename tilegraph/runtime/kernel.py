@@ -5,7 +5,7 @@ The C ABI of an entry point, pointers for inputs then outputs, then the thread c
     void entry(const float* A, const float* B, float* C, int32_t num_threads);
 
     kernel = Kernel(lib_path, "tg_add", inputs=[A, B], outputs=[C], source=c_code, target=Target())
-    c = kernel(a, b)                      # allocates C (poisoned: NaN) and returns it
+    c = kernel(a, b)                      # allocates C with np.empty and returns it
     kernel(a, b, out=c, num_threads=2)    # writes into c
     kernel.time(a, b)                     # TimingResult (seconds per call), runtime/launch.py
 
@@ -94,6 +94,15 @@ class Kernel(KernelBase):
     def __repr__(self) -> str:
         params = ", ".join(f"{b.name}: {b.dtype}{list(b.shape)}" for b in (*self.inputs, *self.outputs))
         return f"Kernel({self.entry}({params}), target={self.target.kind}/{self.target.isa})"
+
+    def __call__(self, *inputs: np.ndarray, out: np.ndarray | Sequence[np.ndarray] | None = None,
+                 num_threads: int | None = None) -> np.ndarray | tuple[np.ndarray, ...]:
+        """The protocol's call without a Launch object in between: on a kernel of a few
+        microseconds, benchmarks calling it in a loop see every allocation."""
+        arguments, outputs, thread_count = self._prepare(inputs, out, num_threads)
+        self._function(*arguments)
+        self.last_num_threads = thread_count
+        return outputs[0] if len(outputs) == 1 else outputs
 
     def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
              num_threads: int | None = None) -> _CpuLaunch:

@@ -20,7 +20,6 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from tilegraph.dtype import poisoned
 from tilegraph.runtime.timer import CacheFlusher, TimingResult, measure
 from tilegraph.target import Target
 from tilegraph.te.buffer import Buffer
@@ -67,9 +66,11 @@ class KernelBase:
         raise NotImplementedError
 
     def output_arrays(self, out: Any) -> list[np.ndarray]:
-        """The arrays `out=` names (checked by `bind`), or fresh ones poisoned with NaN / extreme values."""
+        """The arrays `out=` names (checked by `bind`), or fresh ones (np.empty: a call allocates its
+        outputs as a numpy function would; whoever checks a kernel poisons them first, as the tuner's
+        runner does, and GPU kernels poison theirs, which travel to the device anyway)."""
         if out is None:
-            return [poisoned(b.shape, b.dtype.numpy) for b in self.outputs]
+            return [np.empty(b.shape, b.dtype.numpy) for b in self.outputs]
         given = [out] if isinstance(out, np.ndarray) else list(out) if isinstance(out, (list, tuple)) else None
         if given is None:
             raise TypeError(f"out must be a numpy array or a tuple of them, got {type(out).__name__}")

@@ -60,9 +60,9 @@ def inline_producers(sch: Schedule, policy: str = "cheap", keep: frozenset[str] 
             continue
         if not isinstance(block.body, BufferStore) or not is_alloc(sch.func, block.body.buffer.name):
             continue
-        padding = tags.get(name) == "pad" or is_padding(block)
-        if padding and keep_padding:
+        if keep_padding and is_padding(block):  # a pad of width 0 is a plain copy: inlined like one
             continue
+        padding = tags.get(name) == "pad" or is_padding(block)
         if policy == "cheap" and not padding and not _worth_inlining(sch.func, block, tags.get(name)):
             continue
         try:

@@ -38,7 +38,7 @@ from dataclasses import replace
 
 from tilegraph.loop.ir import TRUE, Block, BlockVar, BufferStore, For, Func, Seq, Stmt
 from tilegraph.loop.visit import loads_under, replace_node, walk_stmts
-from tilegraph.schedule.primitives.common import get_block, get_loop, require
+from tilegraph.schedule.primitives.common import get_block, get_loop, require, substitute_in_stmt
 from tilegraph.schedule.primitives.nest import (
     conjunction,
     fresh_block_name,
@@ -100,18 +100,23 @@ def decompose_reduction(func: Func, block: str, loop: str) -> tuple[Func, tuple[
             require(not (touched & init_writes),
                     f"{where}: block {other.name} under {loop} uses {sorted(touched & init_writes)[0]}, which the init writes")
     spatial_vars = {iv.var for iv, _ in spatial}
-    init_vars = {v for s in walk_stmts(target.init) for v in _stmt_vars(s)}
-    require(init_vars <= spatial_vars, f"{where}: the init of {block} uses reduce variables")
-
     new_vars = fresh_loop_vars(func, [f"{x.var.name}_init" for x in copied])
     mapping: dict[Var, Expr] = {x.var: nv for x, nv in zip(copied, new_vars)}
+    # The init runs where every reduce variable is 0 (rfactor's inits index by one), so it may name
+    # them as 0; it may also name the loops above `loop` (compacted buffers index by them) and the
+    # copied loops (renamed), but no loop that drives the reduction.
+    reduce_vars = {iv.var for iv in target.iter_vars if iv.kind == "reduce"}
+    init_body = substitute_in_stmt(target.init, {**{v: Const(0, v.dtype) for v in reduce_vars}, **mapping})
+    init_vars = {v for s in walk_stmts(init_body) for v in _stmt_vars(s)}
+    allowed = spatial_vars | {x.var for x in above} | set(new_vars)
+    require(init_vars <= allowed, f"{where}: the init of {block} uses a variable of a loop that drives its reduction")
     visible = {x.var for x in above} | set(mapping)
     kept = [c for c in _conjuncts(target.predicate) if free_vars(c) <= visible]
     init_block = Block(
         fresh_block_name(func, f"{block}_init"),
         tuple(BlockVar(iv.var, iv.extent, "spatial") for iv, _ in spatial),
         tuple(simplify(substitute(b, mapping)) for _, b in spatial),
-        target.init,
+        init_body,
         None,
         conjunction([substitute(c, mapping) for c in kept]) if kept else TRUE,
     )
