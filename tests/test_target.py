@@ -30,7 +30,7 @@ def test_detection_matches_this_machine():
     elif {"avx2", "fma"} <= flags:
         assert (target.isa, target.vector_bits) == ("avx2", 256)
     assert target.l1d_bytes > 0 and target.l2_bytes >= target.l1d_bytes and target.l3_bytes > 0
-    assert target.cpu_model and target.cc_version is not None
+    assert target.cpu_model and target.compiler_version
     assert "-ffast-math" not in target.cflags
     assert {"-O3", "-fopenmp", "-shared", "-fPIC"} <= set(target.cflags)
     assert host_supports(target)
@@ -170,3 +170,18 @@ def test_the_host_isa_can_be_narrowed_but_not_widened(monkeypatch):
             Target()
     finally:
         target_module._detect_cpu.cache_clear()  # monkeypatch restores the variable after the test
+
+
+def test_making_a_target_runs_no_compiler(monkeypatch):
+    import subprocess
+
+    import tilegraph.target as target_module
+
+    target_module.compiler_version.cache_clear()
+    calls = []
+    real_run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda cmd, *a, **k: calls.append(cmd) or real_run(cmd, *a, **k))
+    t = Target("cpu", isa="avx2")
+    assert calls == [] and t.cc_version is None
+    assert t.compiler_version and t.fingerprint and len(calls) == 1, "asked once, when the fingerprint needs it"
+    assert Target("cpu", isa="avx2", cc_version="gcc 99").compiler_version == "gcc 99"

@@ -1,8 +1,10 @@
 """What a kernel is compiled for: `Target("cpu" | "cuda" | "opencl", **overrides)`.
 
-Every field left out is detected on this machine (CPU: /proc/cpuinfo, /sys cache topology,
-gcc) or taken from a spec table (GPUs); an override wins over detection and the fields derived
-from it follow (an overridden `isa` sets `vector_bits`, `fma` and explicit `-m` flags):
+Every field left out is detected on this machine (CPU: /proc/cpuinfo, /sys cache topology; a cuda
+target asks nvidia-smi, once per process) or taken from a spec table (GPUs); an override wins over
+detection and the fields derived from it follow (an overridden `isa` sets `vector_bits`, `fma` and
+explicit `-m` flags). Making a Target runs no compiler: `compiler_version` asks the compiler when a
+fingerprint or a build first needs it.
 
     >>> t = Target.from_string("cpu -isa=avx2 -cores=2")
     >>> t.isa, t.vector_bits, t.num_cores, "-mavx2" in t.cflags
@@ -118,11 +120,22 @@ class Target:
         return max(1, self.vector_bits // as_dtype(dtype).scalar.bits)
 
     @property
+    def compiler_version(self) -> str:
+        """`cc_version` when given, else the compiler's own answer (`<cc> --version`, run once per
+        process and compiler, and only when a fingerprint or a build needs it; "" without one)."""
+        if self.cc_version is not None:
+            return self.cc_version
+        if not self.cc:
+            return ""
+        return _nvcc_version(self.cc) if self.kind == "cuda" else compiler_version(self.cc)
+
+    @property
     def fingerprint(self) -> str:
         """A stable key for the tuning database: `<kind>-<isa>-<cores>c-<hash>`; the hash covers
         every field (the compiler by name and version, not path) and the codegen version."""
         described = {f.name: getattr(self, f.name) for f in fields(self)}
         described["cc"] = os.path.basename(self.cc) if self.cc else self.cc
+        described["cc_version"] = self.compiler_version
         described["codegen_version"] = CODEGEN_VERSION
         digest = hashlib.sha256(json.dumps(described, sort_keys=True, default=list).encode()).hexdigest()
         cores = self.num_cores if self.num_cores is not None else self.num_sms
@@ -251,7 +264,7 @@ def _fill_cpu(t: Target) -> dict[str, Any]:
         "l3_bytes": _pick(t.l3_bytes, host["l3_bytes"] if on_host else 2 << 20),
         "cpu_model": t.cpu_model if t.cpu_model is not None else (host["cpu_model"] if on_host else arch),
         "cc": cc,
-        "cc_version": t.cc_version if t.cc_version is not None else compiler_version(cc),
+        "cc_version": t.cc_version,  # asked of the compiler only when needed: Target.compiler_version
         "cflags": t.cflags if t.cflags is not None else _default_cflags(arch, isa, native),
     }
 
@@ -423,7 +436,7 @@ def _fill_cuda(t: Target) -> dict[str, Any]:
         "max_threads_per_block": _pick(t.max_threads_per_block, 1024),
         "warp_size": _pick(t.warp_size, 32),
         "cc": cc,
-        "cc_version": t.cc_version if t.cc_version is not None else _nvcc_version(cc),
+        "cc_version": t.cc_version,
         "cflags": t.cflags if t.cflags is not None else ("-O3", f"-arch=sm_{sm}", "--shared", "-Xcompiler", "-fPIC"),
     }
 

@@ -83,7 +83,7 @@ def _compile(source: str, target: Target, name: str, timeout: float,
     cc = resolve_compiler(target.cc)
     cflags = tuple(target.cflags)
     key_parts = {"kind": target.kind, "source": source, "cflags": cflags, "cc": os.path.basename(cc),
-                 "cc_version": target.cc_version, "codegen_version": CODEGEN_VERSION}
+                 "cc_version": target.compiler_version, "codegen_version": CODEGEN_VERSION}
     if target.kind == "cpu":
         del key_parts["kind"]  # keys of C libraries built before CUDA joined the cache stay valid
     if any("native" in flag for flag in cflags):
@@ -107,7 +107,7 @@ def _compile(source: str, target: Target, name: str, timeout: float,
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    manifest = {"name": name, "kind": target.kind, "cc": cc, "cc_version": target.cc_version, "cflags": list(cflags),
+    manifest = {"name": name, "kind": target.kind, "cc": cc, "cc_version": target.compiler_version, "cflags": list(cflags),
                 "codegen_version": CODEGEN_VERSION, "created": time.time()}
     return cache.publish(workdir, key, manifest)
 

@@ -271,7 +271,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     info: dict[str, Any] = {
         "fingerprint": t.fingerprint, "arch": t.arch, "isa": t.isa, "vector_bits": t.vector_bits,
         "cores": t.num_cores, "cpu_model": t.cpu_model, "l1d_bytes": t.l1d_bytes, "l2_bytes": t.l2_bytes,
-        "l3_bytes": t.l3_bytes, "compiler": t.cc, "compiler_version": t.cc_version,
+        "l3_bytes": t.l3_bytes, "compiler": t.cc, "compiler_version": t.compiler_version,
         "cflags": " ".join(t.cflags or ()), "cache_dir": str(cache_dir()), "database": str(args.db or default_path()),
     }
     info.update(_measured_peaks(t, args.remeasure))
