@@ -8,7 +8,9 @@ def pytest_collection_modifyitems(config, items):
     skip_cc = pytest.mark.skip(reason="no C compiler (gcc) on PATH")
     skip_nvcc = pytest.mark.skip(reason="nvcc not on PATH")
     skip_gpu = pytest.mark.skip(reason="no NVIDIA GPU")
+    skip_qemu = pytest.mark.skip(reason="no aarch64 cross compiler or qemu-aarch64 (scripts/setup.sh installs them)")
     has_gpu = shutil.which("nvidia-smi") is not None
+    has_qemu = shutil.which("qemu-aarch64") is not None and shutil.which("aarch64-linux-gnu-gcc") is not None
     for item in items:
         if "needs_cc" in item.keywords and shutil.which("gcc") is None:
             item.add_marker(skip_cc)
@@ -16,6 +18,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_nvcc)
         if "needs_gpu" in item.keywords and not has_gpu:
             item.add_marker(skip_gpu)
+        if "needs_qemu" in item.keywords and not has_qemu:
+            item.add_marker(skip_qemu)
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ KINDS = ("cpu", "cuda", "opencl")
 CPU_ISAS = ("avx512", "avx2", "neon", "generic")
 ISA_VECTOR_BITS = {"avx512": 512, "avx2": 256, "neon": 128, "generic": 128}
 CC_ENV = "TILEGRAPH_CC"
+CROSS_COMPILERS = {"aarch64": "aarch64-linux-gnu-gcc", "x86_64": "x86_64-linux-gnu-gcc"}  # for a foreign arch
 HOST_ISA_ENV = "TILEGRAPH_HOST_ISA"
 ISA_ORDER = {"x86_64": ("generic", "avx2", "avx512"), "aarch64": ("generic", "neon")}  # each runs the ones before
 
@@ -191,6 +192,11 @@ def as_target(value: Target | str | None) -> Target:
     raise TypeError(f"target must be a Target or a str such as 'cpu', got {type(value).__name__}")
 
 
+def host_arch() -> str:
+    """This machine's architecture ("x86_64", "aarch64", ...)."""
+    return str(_detect_cpu()["arch"])
+
+
 def host_supports(target: Target) -> bool:
     """Whether code built for `target` (a CPU target) can run on this machine."""
     if target.kind != "cpu":
@@ -251,8 +257,12 @@ def _fill_cpu(t: Target) -> dict[str, Any]:
         fma = host["fma"]
     else:
         fma = isa != "generic"
-    cc = t.cc or os.environ.get(CC_ENV) or shutil.which("gcc") or "gcc"
     on_host = arch == host["arch"]
+    if on_host:
+        cc = t.cc or os.environ.get(CC_ENV) or shutil.which("gcc") or "gcc"
+    else:  # a cross compiler; its kernels run under an emulator (runtime/emulated.py)
+        cross = CROSS_COMPILERS.get(arch, f"{arch}-linux-gnu-gcc")
+        cc = t.cc or shutil.which(cross) or cross
     return {
         "arch": arch,
         "isa": isa,

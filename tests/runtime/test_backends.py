@@ -12,12 +12,13 @@ from tilegraph.target import Target
 def test_every_target_kind_has_a_backend():
     from tilegraph.target import KINDS
 
-    assert set(backends.BACKENDS) == set(KINDS)
+    assert set(backends.BACKENDS) == {*KINDS, "cpu-emulated"}
     assert {k for k, b in backends.BACKENDS.items() if b.is_gpu} == {"cuda", "opencl"}
+    assert [k for k, b in backends.BACKENDS.items() if not b.timeable] == ["cpu-emulated"]
 
 
 def test_an_unknown_kind_is_a_clear_error():
-    with pytest.raises(ValueError, match="no backend for target kind 'tpu'; registered: cpu, cuda, opencl"):
+    with pytest.raises(ValueError, match="no backend for target kind 'tpu'; registered: cpu, cpu-emulated, cuda, opencl"):
         backends.backend_for("tpu")
 
 

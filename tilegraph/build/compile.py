@@ -4,6 +4,9 @@
         -> ~/.cache/tilegraph/build/<sha256>/kernel.so
     compile_c(source, target)            later calls: the manifest's hash matches, gcc is not run
     compile_cuda(source, target)         the same with nvcc and the cuda Target's flags (-arch=sm_XX ...)
+    compile_executable(source, target)   a program (kernel + main) for a cpu target of another
+                                         architecture, run under an emulator (runtime/emulated.py);
+                                         cached under the same file name as libraries
     check_cuda_syntax(source, target)    nvcc -c only: catches errors without a GPU, caches nothing
 
 The key covers the target kind, the source, the flags, the compiler and its version, and
@@ -27,6 +30,7 @@ from tilegraph.build.toolchain import (
     CompilerFailed,
     compile_command,
     cuda_compile_command,
+    executable_command,
     resolve_compiler,
     run_compiler,
 )
@@ -55,6 +59,13 @@ def compile_cuda(source: str, target: Target, name: str = "kernel", timeout: flo
     return _compile(source, target, name, timeout, cuda_compile_command)
 
 
+def compile_executable(source: str, target: Target, name: str = "kernel", timeout: float = DEFAULT_TIMEOUT_S) -> Path:
+    """Compile a C program (a kernel plus its `main`) for a cpu `target`, typically of another
+    architecture, with the target's (cross) compiler; cached like the libraries."""
+    _check_arguments(source, target, "cpu", "compile_executable")
+    return _compile(source, target, name, timeout, executable_command, artifact="executable")
+
+
 def check_cuda_syntax(source: str, target: Target, timeout: float = NVCC_TIMEOUT_S) -> None:
     """nvcc -c: syntax and type errors of CUDA `source` as a BuildError, without a GPU."""
     _check_arguments(source, target, "cuda", "check_cuda_syntax")
@@ -79,13 +90,15 @@ def _check_arguments(source: str, target: Target, kind: str, fn: str) -> None:
 
 
 def _compile(source: str, target: Target, name: str, timeout: float,
-             command: Callable[[str, Sequence[str], Path, Path], list[str]]) -> Path:
+             command: Callable[[str, Sequence[str], Path, Path], list[str]], artifact: str = "library") -> Path:
     cc = resolve_compiler(target.cc)
     cflags = tuple(target.cflags)
     key_parts = {"kind": target.kind, "source": source, "cflags": cflags, "cc": os.path.basename(cc),
                  "cc_version": target.compiler_version, "codegen_version": CODEGEN_VERSION}
     if target.kind == "cpu":
         del key_parts["kind"]  # keys of C libraries built before CUDA joined the cache stay valid
+    if artifact != "library":
+        key_parts["artifact"] = artifact
     if any("native" in flag for flag in cflags):
         key_parts["host"] = [target.arch, target.cpu_model]
     key = cache_key(key_parts)

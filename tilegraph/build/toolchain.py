@@ -42,6 +42,12 @@ def compile_command(cc: str, cflags: Sequence[str], source: Path | str, output: 
     return [cc, *cflags, "-o", str(output), str(source), "-lm"]
 
 
+def executable_command(cc: str, cflags: Sequence[str], source: Path | str, output: Path | str) -> list[str]:
+    """A program instead of a shared library: the Target's flags without -shared/-fPIC."""
+    flags = [f for f in cflags if f not in ("-shared", "-fPIC")]
+    return [cc, *flags, "-o", str(output), str(source), "-lm"]
+
+
 NVCC_QUIET = ("-diag-suppress", "177")  # "declared but never referenced": unused helper functions
 
 

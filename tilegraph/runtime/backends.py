@@ -15,6 +15,7 @@ through it.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from tilegraph.runtime.kernel import Kernel
 from tilegraph.runtime.launch import KernelProtocol
 from tilegraph.schedule.defaults import default_gpu_schedule, default_schedule
 from tilegraph.schedule.schedule import Schedule
-from tilegraph.target import Target, gpu_visible
+from tilegraph.target import Target, gpu_visible, host_arch
 from tilegraph.te.workload import Workload
 
 
@@ -37,9 +38,10 @@ class Backend:
     build: Callable[[Schedule, Target], KernelProtocol]
     default_schedule: Callable[[Workload, Target], Schedule]
     unavailable: Callable[[], str | None]  # why this machine cannot run its kernels, or None
-    loader: str                             # tune/kernel_loader.LOADERS key
+    loader: str | None                      # tune/kernel_loader.LOADERS key (None: not tuned here)
     is_gpu: bool = False
     needs_compiler: bool = True             # Target.cc must exist (OpenCL compiles in its driver)
+    timeable: bool = True                   # False: kernels run here (correctness) but their times mean nothing
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -52,19 +54,26 @@ def register(backend: Backend) -> Backend:
 
 
 def backend_for(target: Target | str) -> Backend:
+    """The backend of a target kind; a cpu Target of another architecture gets "cpu-emulated"."""
     kind = target.kind if isinstance(target, Target) else str(target)
+    if isinstance(target, Target) and kind == "cpu" and target.arch not in (None, host_arch()):
+        kind = "cpu-emulated"
     try:
         return BACKENDS[kind]
     except KeyError:
         raise ValueError(f"no backend for target kind {kind!r}; registered: {', '.join(sorted(BACKENDS))}") from None
 
 
-def require_runnable(target: Target) -> None:
-    """Refuse a target whose kernels cannot run on this machine (tuning and timing run them);
-    building alone needs only the compiler."""
-    reason = backend_for(target).unavailable()
+def require_runnable(target: Target, timed: bool = False) -> None:
+    """Refuse a target whose kernels cannot run on this machine, or (`timed`, as tuning needs) whose
+    runs here cannot be timed; building alone needs only the compiler."""
+    backend = backend_for(target)
+    reason = backend.unavailable()
     if reason is not None:
         raise ResourceError(reason)
+    if timed and not backend.timeable:
+        raise ResourceError(f"{target.arch} kernels run here under an emulator, for correctness only; their times mean "
+                            f"nothing, so tuning needs an {target.arch} machine (tg.build and kernel(...) work here)")
 
 
 # ------------------------------------------------------------------------------ cpu
@@ -75,6 +84,22 @@ def _build_cpu(sch: Schedule, target: Target) -> KernelProtocol:
     n_inputs = len(sch.workload.inputs)
     return Kernel(lib, src.entry, inputs=sch.func.params[:n_inputs], outputs=sch.func.params[n_inputs:],
                   source=src.code, target=target, lowered=lowered)
+
+
+def _build_emulated(sch: Schedule, target: Target) -> KernelProtocol:
+    from tilegraph.runtime.emulated import EmulatedKernel
+
+    lowered = lower(sch.func, target)
+    src = codegen_c(lowered)
+    n_inputs = len(sch.workload.inputs)
+    return EmulatedKernel(src.code, src.entry, sch.func.params[:n_inputs], sch.func.params[n_inputs:], target, lowered)
+
+
+def _emulator_unavailable() -> str | None:
+    from tilegraph.runtime.emulated import EMULATORS
+
+    missing = [arch for arch, (emulator, _) in EMULATORS.items() if shutil.which(emulator) is None]
+    return None if not missing else f"no emulator for {', '.join(missing)} programs (install qemu-user)"
 
 
 # ------------------------------------------------------------------------------ GPUs
@@ -113,6 +138,8 @@ def _gpu_default(wl: Workload, target: Any) -> Schedule:
 
 
 register(Backend("cpu", _build_cpu, default_schedule, lambda: None, loader="runtime"))
+register(Backend("cpu-emulated", _build_emulated, default_schedule, _emulator_unavailable, loader=None,
+                 timeable=False))
 register(Backend("opencl", _build_opencl, _gpu_default, _opencl_unavailable, loader="opencl", is_gpu=True,
                  needs_compiler=False))
 register(Backend("cuda", _build_cuda, _gpu_default, _cuda_unavailable, loader="cuda", is_gpu=True))

@@ -30,6 +30,7 @@ HARDWARE_MODEL_VERSION = 4  # 3: longer FMA runs (short 2-thread runs read low o
 # 4: the FMA probe is compiled for the target's ISA (not -march=native) with as many chains as its
 #    register file holds (16 chains spilled on AVX2's 16 registers: peaks read 3x low)
 NOMINAL_GHZ = 2.5
+VECTOR_REGISTERS = {"avx512": 32, "avx2": 16, "neon": 32, "generic": 16}  # architectural SIMD registers
 TYPICAL_GHZ = 3.5  # turbo clock assumed when turning a measured peak into FMA units per cycle
 
 
@@ -120,11 +121,11 @@ def _facts_from_target(target: Any) -> _StaticFacts:
 
 def _nominal(facts: _StaticFacts) -> HardwareModel:
     lanes = max(1, facts.vector_bits // 32)
-    fma_units = 2 if facts.isa in ("avx512", "avx2") else 1
+    fma_units = 2 if facts.isa in ("avx512", "avx2", "neon") else 1  # Neoverse and Apple cores issue 2+ FMA pipes
     per_core = NOMINAL_GHZ * 1e9 * fma_units * lanes * 2
     return HardwareModel(
         isa=facts.isa, cores=facts.cores, simd_lanes_fp32=lanes, fma_units=fma_units, fma_latency_cycles=4,
-        vector_registers=32 if facts.isa == "avx512" else 16, l1d_bytes=facts.l1d_bytes, l2_bytes=facts.l2_bytes,
+        vector_registers=VECTOR_REGISTERS.get(facts.isa, 16), l1d_bytes=facts.l1d_bytes, l2_bytes=facts.l2_bytes,
         l3_bytes=facts.l3_bytes, peak_flops_1t=per_core, peak_flops_all=per_core * facts.cores,
         bandwidth_bytes={"l1": 64 * NOMINAL_GHZ * 1e9, "l2": 32 * NOMINAL_GHZ * 1e9, "l3": 60e9, "dram": 20e9},
         measured=False, fingerprint=facts.fingerprint,

@@ -49,6 +49,8 @@ class GpuKernelSpec:
 def describe_kernel(kernel: Any, target: Any, args: tuple[ArgSpec, ...], build_time_s: float) -> BuildResult:
     """A BuildResult that lets load_kernel rebuild `kernel` (built for `target`) in another process."""
     loader = backend_for(target).loader
+    if loader is None:
+        raise ValueError(f"kernels for {target} are not measured here (no loader for a measurement worker)")
     if loader == "runtime":
         return BuildResult(True, lib_path=str(kernel.lib_path), entry=str(kernel.entry), source=kernel.source, args=args,
                            loader="runtime", build_time_s=build_time_s, input_buffers=tuple(kernel.inputs),

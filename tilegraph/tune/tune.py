@@ -60,7 +60,7 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
     tgt = resolve_target(target)
     fp = str(tgt.fingerprint)
     search = opts.strategy if isinstance(opts.strategy, SearchStrategy) else get_strategy(opts.strategy)
-    require_runnable(tgt)  # candidates are run and timed: refuse a missing device before any work
+    require_runnable(tgt, timed=True)  # candidates are run and timed: refuse a missing device before any work
     require_memory(wl)
     database = open_database(db)
     database.commit_workload(wl)
