@@ -7,3 +7,5 @@ Modules: suites (what is measured), protocol (how it is timed), peers/ (the othe
 tilegraph_system (tilegraph itself), report (Markdown, CSV, PNG), run (the command line).
 This package imports nothing heavy at import time so `run` can size thread pools first.
 """
+
+SUITES = ("ansor-cpu", "transformer-gemm", "resnet50-conv")  # here, so parsing arguments loads no numpy

@@ -130,6 +130,8 @@ def markdown(rows: Sequence[Row], meta: dict[str, Any]) -> str:
                                     or meta.get("peak_note", "unavailable")),
         f"- software: {meta.get('software', '')}",
         f"- threading: {meta.get('threading', '')}",
+        f"- ISA: {meta.get('isa', 'host')}" + (f" (every system restricted: {meta['isa_environment']})"
+                                                 if meta.get("isa_environment") else ""),
         f"- protocol: {meta.get('protocol', '')}",
         "- foreign load: cores other processes kept busy while the row's thread setting was timed "
         "(/proc/stat); rows with foreign load > 0.3 are noisy, 2-thread rows especially",

@@ -30,8 +30,18 @@ DEFAULT_PEERS = "torch,torch_compile,numpy,tvm"
 SHORT_PEERS = "torch,numpy"
 
 
+# What restricts each system to an ISA (an avx2 measurement on an AVX-512 host): tilegraph's host
+# override, PyTorch's ATen kernels and oneDNN, MKL, OpenBLAS (numpy), and TVM's LLVM target CPU.
+ISA_ENVIRONMENTS = {
+    "avx2": {"TILEGRAPH_HOST_ISA": "avx2", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "OPENBLAS_CORETYPE": "Haswell", "TILEGRAPH_TVM_MCPU": "haswell"},
+    "avx512": {"TILEGRAPH_HOST_ISA": "avx512", "ATEN_CPU_CAPABILITY": "avx512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE",
+               "MKL_ENABLE_INSTRUCTIONS": "AVX512", "OPENBLAS_CORETYPE": "SkylakeX", "TILEGRAPH_TVM_MCPU": "skylake-avx512"},
+}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from benchmarks.suites import SUITES
+    from benchmarks import SUITES
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("suites", nargs="+", metavar="SUITE", help=f"one or more of {', '.join(SUITES)}, or all")
@@ -51,6 +61,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="output directory (default benchmarks/results/<date>-<machine>)")
     parser.add_argument("--workloads", default="", help="comma list of workload names to keep (default: the whole suite)")
     parser.add_argument("--tvm-venv", default=None, help="TVM venv (default .venv-tvm or $TILEGRAPH_TVM_VENV)")
+    parser.add_argument("--isa", choices=sorted(ISA_ENVIRONMENTS), default=None,
+                        help="measure as a machine of this ISA would: tilegraph targets it (TILEGRAPH_HOST_ISA) and the "
+                             "peers are restricted to it (oneDNN/MKL/ATen/OpenBLAS dispatch, TVM -mcpu)")
     args = parser.parse_args(argv)
     suites = list(SUITES) if args.suites == ["all"] else args.suites
     for s in suites:
@@ -130,9 +143,37 @@ def default_out_dir(fingerprint: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"{date}-{machine}")
 
 
+def restrict_isa(isa: str | None) -> dict[str, str]:
+    """Set the environment that makes tilegraph and every peer use `isa` (before any of them loads)."""
+    if isa is None:
+        return {}
+    loaded = [m for m in ("numpy", "torch", "tilegraph") if m in sys.modules]
+    if loaded:
+        raise SystemExit(f"--isa must be set before {', '.join(loaded)} load; run `python -m benchmarks.run ... --isa {isa}`")
+    env = ISA_ENVIRONMENTS[isa]
+    os.environ.update(env)
+    return env
+
+
+def _early_options(argv: list[str] | None) -> tuple[str | None, int]:
+    """--isa and the largest --threads, read before anything imports numpy (validating the other
+    arguments does): both are environment variables that numpy, torch and tilegraph read at import."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--isa", choices=sorted(ISA_ENVIRONMENTS), default=None)
+    early.add_argument("--threads", default="1,2")
+    known, _ = early.parse_known_args(argv)
+    try:
+        threads = max(int(t) for t in known.threads.split(",") if t.strip())
+    except ValueError:
+        threads = 1  # parse_args reports the bad value
+    return known.isa, max(threads, 1)
+
+
 def main(argv: list[str] | None = None) -> int:
+    isa, max_threads = _early_options(argv)
+    isa_env = restrict_isa(isa)
+    threading = set_thread_environment(max_threads)
     args = parse_args(argv)
-    threading = set_thread_environment(max(args.threads))
     # Tuning is measured cold: a fresh build cache and one fresh database per strategy, so tuning
     # time includes compilation and no strategy reuses another's (or an earlier run's) measurements.
     cold = tempfile.mkdtemp(prefix="tilegraph-bench-")
@@ -159,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": now, "fingerprint": fingerprint, "cpu_model": cpu_model(), "cores": os.cpu_count(),
         "hostname": socket.gethostname(), "peaks_gflops": {t: v / 1e9 for t, v in peaks.items()}, "peak_note": peak_note,
         "software": software_versions(args.peers), "threading": threading, "suites": args.suites,
+        "isa": args.isa or "host", "isa_environment": isa_env,
         "protocol": (f"{args.rounds} interleaved rounds, samples >= {args.min_sample} s, settle {args.settle} s, "
                      f"median and IQR / min-max spread; tuning budget {args.budget} s per workload and system; "
                      "tuning is cold (fresh build cache, one fresh database per strategy)"),

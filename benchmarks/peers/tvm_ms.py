@@ -72,7 +72,7 @@ class TvmPeer:
             raise PeerSkip(f"op {case.op or case.name!r} has no TVM te definition in tvm_worker.py")
         request = {"op": case.op, "params": case.params, "name": case.name, "trials": trials_for_budget(self.budget_s),
                    "threads": self.threads, "rounds": self.rounds, "min_sample_s": self.min_sample_s,
-                   "num_cores": self.num_cores, "seed": 0}
+                   "num_cores": self.num_cores, "seed": 0, "mcpu": os.environ.get("TILEGRAPH_TVM_MCPU")}
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["TVM_NUM_THREADS"] = str(max(self.threads))
         timeout = 3 * self.budget_s + 240

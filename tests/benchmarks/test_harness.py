@@ -253,3 +253,29 @@ def test_short_run_end_to_end(tmp_path):
     systems = {r["system"]: r for r in recs}
     assert systems["numpy"]["status"] == "ok"
     assert systems["tilegraph-roller"]["status"] in ("ok", "wrong", "failed", "skipped")
+
+
+def test_isa_restriction_must_come_before_the_peers_load():
+    import pytest as _pytest
+
+    from benchmarks.run import ISA_ENVIRONMENTS, restrict_isa
+
+    assert restrict_isa(None) == {}
+    assert ISA_ENVIRONMENTS["avx2"]["ATEN_CPU_CAPABILITY"] == "avx2"
+    with _pytest.raises(SystemExit, match="before numpy"):
+        restrict_isa("avx2")  # numpy is loaded in this process
+
+
+def test_an_avx2_run_targets_avx2_and_says_so(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.run", "ansor-cpu", "--short", "--isa", "avx2", "--peers", "",
+                           "--threads", "1", "--strategies", "gensor", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["isa"] == "avx2" and meta["fingerprint"].startswith("cpu-avx2-")
+    assert "ISA: avx2 (every system restricted" in (out / "report.md").read_text()
