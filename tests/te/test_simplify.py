@@ -8,7 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tilegraph.te.expr import BinOp, Const, Expr, Var
+from tilegraph.te.printer import expr_str
 from tilegraph.te.simplify import simplify, simplify_bounded, value_bounds
+from tilegraph.te.visit import free_vars
 
 J0, J1, J2, J3 = (Var(f"j_{n}") for n in range(4))
 VARS = (J0, J1, J2, J3)
@@ -188,3 +190,16 @@ def test_prove_uses_loop_ranges():
     assert prove((i * 4 + 3).lt(16), {"i": (0, 4)}) is None
     assert prove(i.lt(0), {"i": (0, 4)}) is False
     assert prove(Const(True, dt.bool_), {}) is True
+
+
+def test_a_divisor_of_the_divisor_folds_the_lane_variable_out() -> None:
+    """(co_0*32 + co_1*8 + co_2) // 16 with co_2 < 8: an 8-lane vector never straddles a 16-channel
+    group, so the quotient is free of co_2 (grouped convolutions on AVX2 loaded their input by gather)."""
+    co0, co1, co2 = Var("co_0"), Var("co_1"), Var("co_2")
+    index = co0 * 32 + co1 * 8 + co2
+    ranges = {co1: 4, co2: 8}
+    quotient, remainder = simplify(index // 16, ranges), simplify(index % 16, ranges)
+    assert expr_str(quotient) == "((co_0 * 2) + (co_1 // 2))"
+    assert expr_str(remainder) == "(((co_1 % 2) * 8) + co_2)"
+    assert co2 not in free_vars(quotient)
+    assert expr_str(simplify(index // 16, {co1: 4, co2: 9})) != expr_str(quotient), "co_2 < 9 may straddle"

@@ -177,6 +177,9 @@ def _fold_div_mod(e: BinOp, known: Mapping[str, Bounds]) -> Expr | None:
         if not multiple and q == 0 and k == 0:
             return e.a
         return _affine_expr(rest, r - k * c, e.dtype, known)
+    coarser = _fold_by_a_divisor(e, terms, constant, c, known)
+    if coarser is not None:
+        return coarser
     if not multiple and q == 0:
         return None
     remainder = _affine_expr(rest, r, e.dtype, known)
@@ -184,6 +187,30 @@ def _fold_div_mod(e: BinOp, known: Mapping[str, Bounds]) -> Expr | None:
         return _simp(BinOp("floormod", remainder, e.b), known)
     quotient = _simp(BinOp("floordiv", remainder, e.b), known)
     return _simp(BinOp("add", _affine_expr(multiple, q, e.dtype, known), quotient), known)
+
+
+def _fold_by_a_divisor(e: BinOp, terms: Mapping[Expr, int], constant: int, c: int,
+                       known: Mapping[str, Bounds]) -> Expr | None:
+    """a = g*Q + R with g a divisor of c and every value of R in [0, g): a // c = Q // (c/g) and
+    a % c = (Q % (c/g))*g + R. The 8-lane tile of a 16-channel group, (co_0*32 + co_1*8 + co_2) // 16
+    with co_2 in [0, 8), becomes (co_0*4 + co_1) // 2: free of the lane variable, so a load it
+    indexes is a broadcast, not a gather."""
+    for g in range(c // 2, 1, -1):
+        if c % g:
+            continue
+        quotient = {x: k // g for x, k in terms.items() if k % g == 0}
+        rest = {x: k for x, k in terms.items() if k % g}
+        q, r = divmod(constant, g)
+        bounds = affine_bounds(rest, r, known)
+        if not rest or not quotient or bounds is None or bounds[0] < 0 or bounds[1] >= g:
+            continue
+        inner = _affine_expr(quotient, q, e.dtype, known)
+        outer = Const(c // g, e.dtype)
+        if e.op == "floordiv":
+            return _simp(BinOp("floordiv", inner, outer), known)
+        high = BinOp("mul", _simp(BinOp("floormod", inner, outer), known), Const(g, e.dtype))
+        return _simp(BinOp("add", high, _affine_expr(rest, r, e.dtype, known)), known)
+    return None
 
 
 def _affine_expr(terms: Mapping[Expr, int], constant: int, dtype: DType, known: Mapping[str, Bounds]) -> Expr:

@@ -134,3 +134,21 @@ def test_casts_between_float_and_int_are_vector_conversions():
     assert isinstance(store.value, Cast) and isinstance(store.value.value, Cast)
     a = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
     np.testing.assert_array_equal(np.asarray(tg.interpret(out, a)).reshape(2, 8), np.trunc(a * np.float32(10)))
+
+
+def test_a_grouped_convolutions_input_is_broadcast_per_8_lane_vector():
+    """GRP-2 as Gensor tiles it for AVX2: 8-lane vectors inside 16-channel groups. Every input load
+    is one scalar broadcast (the group index folds out of the lane variable), never a gather."""
+    import tilegraph as tg
+    from tilegraph import workloads
+    from tilegraph.codegen.c import codegen_c
+    from tilegraph.lower.pipeline import lower
+    from tilegraph.tune.strategy.base import TuneContext
+    from tilegraph.tune.strategy.gensor import GensorStrategy
+
+    wl = workloads.get("GRP-2")
+    target = tg.Target("cpu", isa="avx2", num_cores=2)
+    cand = GensorStrategy(top_k=1, measure_hardware=False).propose(TuneContext(wl, target, seed=0, db=None), 1)[0]
+    code = codegen_c(lower(tg.Schedule.replay(wl, cand.trace_json).func, target)).code
+    loads = code.count("b_x[")
+    assert loads > 0 and code.count("tgh_splat_v8sf(b_x[") == loads
