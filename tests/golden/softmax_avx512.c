@@ -84,26 +84,35 @@ void tg_softmax(float* restrict b_x, float* restrict b_softmax, int32_t num_thre
   {
     float b_softmax_expsum[5] __attribute__((aligned(64)));
     {
-      float b_softmax_max[5] __attribute__((aligned(64)));
+      float b_softmax_exp[165] __attribute__((aligned(64)));
+      {
+        float b_softmax_max[5] __attribute__((aligned(64)));
 #pragma omp parallel for num_threads(num_threads)
-      for (int32_t x_o = 0; x_o < 5; ++x_o) {
-        b_softmax_max[x_o] = (-INFINITY);
-        for (int32_t x_r = 0; x_r < 33; ++x_r) {
-          b_softmax_max[x_o] = tgh_max_float(b_softmax_max[x_o], b_x[((x_o * 33) + x_r)]);
+        for (int32_t x_o = 0; x_o < 5; ++x_o) {
+          b_softmax_max[x_o] = (-INFINITY);
+          for (int32_t x_r = 0; x_r < 33; ++x_r) {
+            b_softmax_max[x_o] = tgh_max_float(b_softmax_max[x_o], b_x[((x_o * 33) + x_r)]);
+          }
         }
-      }
 #pragma omp parallel for num_threads(num_threads)
-      for (int32_t x_o_1 = 0; x_o_1 < 5; ++x_o_1) {
-        b_softmax_expsum[x_o_1] = 0x0.0p+0f;
-        for (int32_t x_r_1 = 0; x_r_1 < 33; ++x_r_1) {
-          b_softmax_expsum[x_o_1] = (b_softmax_expsum[x_o_1] + expf((b_x[((x_o_1 * 33) + x_r_1)] - b_softmax_max[x_o_1])));
+        for (int32_t x_i0 = 0; x_i0 < 5; ++x_i0) {
+          *(v16sf_u*)(b_softmax_exp + (x_i0 * 33)) = tgh_exp_v16sf(((*(v16sf_u*)(b_x + (x_i0 * 33))) - tgh_splat_v16sf(b_softmax_max[x_i0])));
+          *(v16sf_u*)(b_softmax_exp + ((x_i0 * 33) + 16)) = tgh_exp_v16sf(((*(v16sf_u*)(b_x + ((x_i0 * 33) + 16))) - tgh_splat_v16sf(b_softmax_max[x_i0])));
+          b_softmax_exp[((x_i0 * 33) + 32)] = expf((b_x[((x_i0 * 33) + 32)] - b_softmax_max[x_i0]));
         }
-      }
 #pragma omp parallel for num_threads(num_threads)
-      for (int32_t x_i0 = 0; x_i0 < 5; ++x_i0) {
-        *(v16sf_u*)(b_softmax + (x_i0 * 33)) = (tgh_exp_v16sf(((*(v16sf_u*)(b_x + (x_i0 * 33))) - tgh_splat_v16sf(b_softmax_max[x_i0]))) / tgh_splat_v16sf(b_softmax_expsum[x_i0]));
-        *(v16sf_u*)(b_softmax + ((x_i0 * 33) + 16)) = (tgh_exp_v16sf(((*(v16sf_u*)(b_x + ((x_i0 * 33) + 16))) - tgh_splat_v16sf(b_softmax_max[x_i0]))) / tgh_splat_v16sf(b_softmax_expsum[x_i0]));
-        b_softmax[((x_i0 * 33) + 32)] = (expf((b_x[((x_i0 * 33) + 32)] - b_softmax_max[x_i0])) / b_softmax_expsum[x_i0]);
+        for (int32_t x_o_1 = 0; x_o_1 < 5; ++x_o_1) {
+          b_softmax_expsum[x_o_1] = 0x0.0p+0f;
+          for (int32_t x_r_1 = 0; x_r_1 < 33; ++x_r_1) {
+            b_softmax_expsum[x_o_1] = (b_softmax_expsum[x_o_1] + b_softmax_exp[((x_o_1 * 33) + x_r_1)]);
+          }
+        }
+#pragma omp parallel for num_threads(num_threads)
+        for (int32_t x_i0_1 = 0; x_i0_1 < 5; ++x_i0_1) {
+          *(v16sf_u*)(b_softmax + (x_i0_1 * 33)) = ((*(v16sf_u*)(b_softmax_exp + (x_i0_1 * 33))) / tgh_splat_v16sf(b_softmax_expsum[x_i0_1]));
+          *(v16sf_u*)(b_softmax + ((x_i0_1 * 33) + 16)) = ((*(v16sf_u*)(b_softmax_exp + ((x_i0_1 * 33) + 16))) / tgh_splat_v16sf(b_softmax_expsum[x_i0_1]));
+          b_softmax[((x_i0_1 * 33) + 32)] = (b_softmax_exp[((x_i0_1 * 33) + 32)] / b_softmax_expsum[x_i0_1]);
+        }
       }
     }
   }

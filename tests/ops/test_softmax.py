@@ -9,7 +9,8 @@ def test_softmax(check, shape, axis):
     out = ops.softmax(x, axis)
     assert out.shape == shape and out.op.tag == "softmax"
     stages = {t.name for t in out.inputs}
-    assert stages == {"x", "softmax_max", "softmax_expsum"}
+    assert stages == {"softmax_exp", "softmax_expsum"}, "the output reads exp once computed, not exp again"
+    assert {t.name for t in out.inputs[0].inputs} == {"x", "softmax_max"}
     check([x], out)
 
 

@@ -55,3 +55,13 @@ def test_default_schedules_keep_the_meaning(make, rng):
     gpu = default_gpu_schedule(wl)
     assert gpu_anchor(gpu) in gpu.block_names()
     np.testing.assert_allclose(tg.interpret(gpu, *inputs, thread_order="random", seed=3), want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_tuner_keeps_a_math_stage_a_reduction_and_a_later_stage_both_read():
+    wl = tg.Workload(*(lambda x: ([x], [ops.softmax(x)]))(te.placeholder((4, 9), name="x")))
+    kept = tg.Schedule(wl)
+    inline_producers(kept, "all", keep={"softmax_expsum"}, keep_costly=True)
+    assert "softmax_exp" in kept.block_names(), "exp computed once, read by the sum and the division"
+    gpu_like = tg.Schedule(wl)
+    inline_producers(gpu_like, "all", keep={"softmax_expsum"})
+    assert "softmax_exp" not in gpu_like.block_names()

@@ -37,7 +37,7 @@ GPU_FLAT_THREADS = 64
 
 # ------------------------------------------------------------------------------ the inline policy
 def inline_producers(sch: Schedule, policy: str = "cheap", keep: frozenset[str] | set[str] = frozenset(),
-                     keep_padding: bool = False) -> None:
+                     keep_padding: bool = False, keep_costly: bool = False) -> None:
     """compute_inline intermediate spatial blocks into their readers (outputs and reductions stay).
 
     policy "cheap" (default schedules): padding stages and plain arithmetic always; transposes
@@ -46,7 +46,9 @@ def inline_producers(sch: Schedule, policy: str = "cheap", keep: frozenset[str] 
     once (never recomputed per reduction step).
     policy "all" (the tuners, which tile the anchor themselves): every one, producers last first.
     `keep` names blocks never inlined; `keep_padding` keeps padding stages (a micro-kernel would
-    otherwise hold a guard per broadcast). A stage the primitive refuses keeps its loop nest.
+    otherwise hold a guard per broadcast); `keep_costly` keeps a math stage that a reduction and
+    another block read (on a CPU, softmax's exp computed once beats twice; a GPU recomputes rather
+    than round-trip global memory). A stage the primitive refuses keeps its loop nest.
     """
     if policy not in ("cheap", "all"):
         raise ValueError(f"inline policy must be 'cheap' or 'all', got {policy!r}")
@@ -62,6 +64,8 @@ def inline_producers(sch: Schedule, policy: str = "cheap", keep: frozenset[str] 
             continue
         if keep_padding and is_padding(block):  # a pad of width 0 is a plain copy: inlined like one
             continue
+        if keep_costly and _costly_into_reduction(sch.func, block):
+            continue  # exp/log/tanh... read by a reduction and again after it: inlining recomputes it
         padding = tags.get(name) == "pad" or is_padding(block)
         if policy == "cheap" and not padding and not _worth_inlining(sch.func, block, tags.get(name)):
             continue
@@ -86,6 +90,14 @@ def _worth_inlining(func: Func, block: Block, tag: str | None) -> bool:
     if any(isinstance(x, Call) for x in walk(block.body.value)):  # type: ignore[attr-defined]
         return not into_reduction and all(_load_count(c, buffer) == 1 for c in consumers)
     return True
+
+
+def _costly_into_reduction(func: Func, block: Block) -> bool:
+    """A stage calling a math function whose value a reduction reads and another block reads too."""
+    if not any(isinstance(x, Call) for x in walk(block.body.value)):  # type: ignore[attr-defined]
+        return False
+    consumers = [find_block(func, r) for r in readers(func.body, block.body.buffer.name)]  # type: ignore[attr-defined]
+    return len(consumers) > 1 and any(iv.kind == "reduce" for c in consumers for iv in c.iter_vars)
 
 
 def _load_count(block: Block, buffer: str) -> int:

@@ -97,7 +97,7 @@ def _inline_stages(sch: Schedule, workload: Workload, space: IterSpace, micro: b
     """Every spatial stage but the anchor and the outputs is inlined (the tuner tiles the anchor
     itself); with a micro-kernel, padding stays a separate copy (a guard per broadcast would sit
     in the micro-kernel)."""
-    inline_producers(sch, "all", keep={space.anchor}, keep_padding=micro)
+    inline_producers(sch, "all", keep={space.anchor}, keep_padding=micro, keep_costly=True)
 
 
 def _try(fn, *args) -> bool:  # noqa: ANN001
