@@ -34,22 +34,13 @@ OPENCL = tg.Target("opencl", device_name="golden", num_sms=8, shared_memory_byte
 
 
 def gemm_microkernel() -> tg.Schedule:
-    """Packed B panel, register tile of 6 rows, 16-wide vectors, write-back per tile (odd sizes)."""
+    """Packed B panel, register tile of 6 rows, 16-wide vectors, write-back per tile (odd sizes):
+    the primitive chain tests/schedule/primitives/test_gemm_microkernel.py checks, made parallel."""
+    from tests.schedule.primitives.test_gemm_microkernel import microkernel_schedule
+
     a, b = te.placeholder((37, 50), name="A"), te.placeholder((50, 64), name="B")
-    sch = tg.Schedule(tg.Workload([a, b], [ops.matmul(a, b, name="C")]))
-    i, j, k = sch.loops("C")
-    io, ii = sch.split(i, 6)
-    jo, ji = sch.split(j, 32)
-    ko, ki = sch.split(k, 256)
-    jm, jv = sch.split(ji, 16)
-    sch.reorder(io, jo, ko, ii, ki, jm, jv)
-    packed = sch.cache_read("C", "B", "global", layout={"split": [[1, 16]], "order": [1, 0, 2]})
-    sch.compute_at(packed, ko)
-    wb = sch.cache_write("C", "local")
-    sch.reverse_compute_at(wb, jo)
-    sch.vectorize(jv)
-    sch.unroll(ii)
-    sch.parallel(io)
+    sch = microkernel_schedule(tg.Workload([a, b], [ops.matmul(a, b, name="C")]))
+    sch.parallel(sch.loops("C")[0])
     return sch
 
 

@@ -8,7 +8,7 @@ from tilegraph.loop.interpret import interpret
 from tilegraph.lower.passes import compact_buffers
 
 
-def _microkernel(wl):
+def microkernel_schedule(wl):
     sch = tg.Schedule(wl)
     i, j, k = sch.loops("C")
     io, ii = sch.split(i, 6)
@@ -27,7 +27,7 @@ def _microkernel(wl):
 
 def test_gemm_microkernel_chain_interprets_correctly():
     wl = matmul(37, 64, 50)
-    sch = _microkernel(wl)
+    sch = microkernel_schedule(wl)
     a, b = inputs_for(wl)
     assert_same_as_unscheduled(sch, [a, b], a.astype(np.float64) @ b.astype(np.float64))
     assert tg.Schedule.replay(wl, sch.trace.to_json()).func == sch.func
@@ -35,7 +35,7 @@ def test_gemm_microkernel_chain_interprets_correctly():
 
 def test_gemm_microkernel_compacts_to_small_tiles():
     wl = matmul(37, 64, 50)
-    sch = _microkernel(wl)
+    sch = microkernel_schedule(wl)
     compact = compact_buffers.run(sch.func)
     text = str(tg.Schedule(wl, func=compact))
     assert not compact.allocs
