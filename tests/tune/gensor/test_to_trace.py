@@ -179,3 +179,24 @@ def test_rfactored_reductions_compile_and_match(kind):
         kernel(*args, out=outs, num_threads=2)
         for got, ref in zip(outs, refs):
             np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_softmax_runs_every_stage_per_row_with_exp_computed_once_and_vectorized():
+    import tilegraph as tg
+    from tilegraph import workloads
+    from tilegraph.loop.visit import loops_above
+    from tilegraph.target import Target
+    from tilegraph.tune.strategy.base import TuneContext
+    from tilegraph.tune.strategy.gensor import GensorStrategy
+
+    wl = workloads.from_spec("softmax:6,96")
+    target = Target("cpu", isa="avx2", num_cores=2)
+    cand = GensorStrategy(top_k=1, measure_hardware=False).propose(TuneContext(wl, target, seed=0, db=None), 1)[0]
+    sch = tg.Schedule.replay(wl, cand.trace_json)
+    exp_loops = loops_above(sch.func, "softmax_exp")
+    out_loops = loops_above(sch.func, "softmax")
+    assert exp_loops[0] is out_loops[0] and exp_loops[0].kind == "parallel", "one parallel loop over rows"
+    assert exp_loops[-1].kind == "vectorized"
+    x = np.random.default_rng(0).standard_normal((6, 96)).astype("float32")
+    want = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(tg.interpret(sch, x), want / want.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)

@@ -50,7 +50,7 @@ from tilegraph.schedule.defaults import inline_producers
 from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.te.arith import affine
-from tilegraph.te.expr import BufferLoad
+from tilegraph.te.expr import BufferLoad, Call
 from tilegraph.te.visit import uses_var, walk
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.state import EtirState, IterSpace, can_pack
@@ -74,12 +74,12 @@ def state_to_schedule(workload: Workload, space: IterSpace, state: EtirState) ->
     if micro:
         _micro_kernel(sch, workload, space, state)
     elif _is_row_reduction(sch, space):
-        _stages_at_rows(sch, workload)
+        _stages_at_rows(sch, workload, state.vec_width or 1)
         for name in _row_reduction_blocks(sch, workload):
             _rfactor_reduction(sch, name, state)
     else:
         _tile_blocked(sch, space, state)
-        _stages_at_rows(sch, workload)
+        _stages_at_rows(sch, workload, state.vec_width or 1)
     _schedule_other_blocks(sch, workload, space, state.vec_width or 1)
     return sch
 
@@ -346,11 +346,13 @@ def _parallel_leading(sch: Schedule, loops: list[str]) -> None:
 # ----------------------------------------------------------------------------------------- other blocks
 
 
-def _stages_at_rows(sch: Schedule, workload: Workload) -> None:
-    """Multi-stage row operators (softmax, normalisations): compute every reduction stage at the
+def _stages_at_rows(sch: Schedule, workload: Workload, vec_width: int = 1) -> None:
+    """Multi-stage row operators (softmax, normalisations): compute every stage left as a block
+    (the reductions, and a math stage kept to be computed once, such as softmax's exp) at the
     output's row loop, so one parallel loop over rows runs all stages while the row is in cache."""
     outputs = [t for t in workload.outputs if not t.op.reduce_axes]
-    stages = [t for t in workload.computes if t.op.reduce_axes and t not in workload.outputs]
+    stages = [t for t in workload.computes if t not in workload.outputs and t.name in sch.block_names()
+              and (t.op.reduce_axes or any(isinstance(e, Call) for e in walk(t.op.body)))]
     if len(outputs) != 1 or not stages or outputs[0].name not in sch.block_names():
         return
     loops = sch.loops(outputs[0].name)
@@ -358,8 +360,8 @@ def _stages_at_rows(sch: Schedule, workload: Workload) -> None:
         return
     row = loops[-2]
     for t in reversed(stages):
-        if t.name in sch.block_names():
-            _try(sch.compute_at, t.name, row)
+        if t.name in sch.block_names() and _try(sch.compute_at, t.name, row) and not t.op.reduce_axes:
+            _try(_vectorize_tile_nest, sch, t.name, vec_width, False)  # its row, a vector at a time
 
 
 def _schedule_other_blocks(sch: Schedule, workload: Workload, space: IterSpace, vec_width: int) -> None:
