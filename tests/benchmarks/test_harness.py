@@ -6,6 +6,7 @@ import csv
 import importlib
 import math
 import os
+import platform
 
 import numpy as np
 import pytest
@@ -266,6 +267,7 @@ def test_isa_restriction_must_come_before_the_peers_load():
         restrict_isa("avx2")  # numpy is loaded in this process
 
 
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="--isa avx2 needs an x86-64 host")
 def test_an_avx2_run_targets_avx2_and_says_so(tmp_path):
     import json
     import subprocess

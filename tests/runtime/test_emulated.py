@@ -10,11 +10,13 @@ from tilegraph import workloads
 from tilegraph.loop.ir import Buffer
 from tilegraph.runtime.backends import backend_for
 from tilegraph.runtime.emulated import EmulatedKernel, harness
+from tilegraph.target import host_arch
 from tilegraph.testing import random_inputs, reference_outputs
 from tilegraph.tune.hardware import hardware_model
 from tilegraph.tune.strategy.base import TuneContext
 from tilegraph.tune.strategy.gensor import GensorStrategy
 
+pytestmark = pytest.mark.skipif(host_arch() != "x86_64", reason="these tests emulate aarch64 from an x86-64 host")
 ARM = tg.Target("cpu", arch="aarch64", num_cores=2)
 SPECS = ["matmul:37,29,23", "conv2d_nhwc:1,9,7,3,5,3,2,1", "softmax:5,33"]
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from tilegraph.runtime.backends import backend_for
-from tilegraph.runtime.launch import Launch, check_flat_arrays
+from tilegraph.runtime.launch import Launch
 from tilegraph.tune.result import ArgSpec, BuildResult
 
 
@@ -142,4 +142,4 @@ LOADERS: dict[str, Callable[[BuildResult], LoadedKernel]] = {
     "runtime": _load_runtime, "raw": _load_raw, "opencl": _load_opencl, "cuda": _load_cuda,
 }
 
-__all__ = ["LOADERS", "GpuKernelSpec", "LoadedKernel", "check_flat_arrays", "describe_kernel", "load_kernel"]
+__all__ = ["LOADERS", "GpuKernelSpec", "LoadedKernel", "describe_kernel", "load_kernel"]
