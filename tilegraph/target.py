@@ -31,6 +31,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from tilegraph.dtype import DType, as_dtype
+from tilegraph.microarch import GENERIC, MICROARCHS, identify
 from tilegraph.version import CODEGEN_VERSION
 
 KINDS = ("cpu", "cuda", "opencl")
@@ -93,6 +94,7 @@ class Target:
     l2_bytes: int | None = None
     l3_bytes: int | None = None
     cpu_model: str | None = None
+    uarch: str | None = None
     cc: str | None = None
     cc_version: str | None = None
     cflags: tuple[str, ...] | None = None
@@ -236,6 +238,11 @@ def _validate(target: Target) -> None:
         value = getattr(target, name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ValueError(f"Target {name} must be a positive integer, got {value!r}")
+    if target.kind == "cpu" and target.uarch is not None:
+        known = MICROARCHS.get(target.uarch)
+        if known is None or known.arch != target.arch:
+            valid = sorted(name for name, m in MICROARCHS.items() if m.arch == target.arch)
+            raise ValueError(f"unknown {target.arch} microarchitecture {target.uarch!r}; valid: {', '.join(valid)}")
     if target.kind != "cpu" or target.num_cores is None:
         return
     host = _detect_cpu()
@@ -258,6 +265,9 @@ def _fill_cpu(t: Target) -> dict[str, Any]:
     else:
         fma = isa != "generic"
     on_host = arch == host["arch"]
+    uarch = _pick(t.uarch, host["uarch"] if on_host else GENERIC.get(arch))
+    facts = MICROARCHS.get(uarch or "")  # caches of a foreign core come from its table entry
+    foreign_l1, foreign_l2 = ((facts.l1d_kib << 10, facts.l2_kib << 10) if facts else (32 << 10, 1 << 20))
     if on_host:
         cc = t.cc or os.environ.get(CC_ENV) or shutil.which("gcc") or "gcc"
     else:  # a cross compiler; its kernels run under an emulator (runtime/emulated.py)
@@ -269,10 +279,11 @@ def _fill_cpu(t: Target) -> dict[str, Any]:
         "vector_bits": _pick(t.vector_bits, ISA_VECTOR_BITS.get(isa, 128)),
         "fma": fma,
         "num_cores": _pick(t.num_cores, host["num_cores"]),
-        "l1d_bytes": _pick(t.l1d_bytes, host["l1d_bytes"] if on_host else 32 << 10),
-        "l2_bytes": _pick(t.l2_bytes, host["l2_bytes"] if on_host else 1 << 20),
+        "l1d_bytes": _pick(t.l1d_bytes, host["l1d_bytes"] if on_host else foreign_l1),
+        "l2_bytes": _pick(t.l2_bytes, host["l2_bytes"] if on_host else foreign_l2),
         "l3_bytes": _pick(t.l3_bytes, host["l3_bytes"] if on_host else 2 << 20),
         "cpu_model": t.cpu_model if t.cpu_model is not None else (host["cpu_model"] if on_host else arch),
+        "uarch": uarch,
         "cc": cc,
         "cc_version": t.cc_version,  # asked of the compiler only when needed: Target.compiler_version
         "cflags": t.cflags if t.cflags is not None else _default_cflags(arch, isa, native),
@@ -321,8 +332,23 @@ def _detect_cpu() -> dict[str, Any]:
         "fma": "fma" in flags or arch == "aarch64",
         "num_cores": num_cores,
         "cpu_model": info.get("model name") or info.get("Hardware") or platform.processor() or arch,
+        "uarch": identify(info.get("vendor_id", ""), _int(info.get("cpu family")), _int(info.get("model")), flags,
+                          arch, _arm_part(info)),
         **caches,
     }
+
+
+def _int(text: str | None) -> int | None:
+    """A /proc/cpuinfo number (decimal, or 0x-prefixed hex as ARM cores print them)."""
+    try:
+        return int(text, 0) if text else None
+    except ValueError:
+        return None
+
+
+def _arm_part(info: dict[str, str]) -> tuple[int, int] | None:
+    implementer, part = _int(info.get("CPU implementer")), _int(info.get("CPU part"))
+    return (implementer, part) if implementer is not None and part is not None else None
 
 
 def _forced_isa(arch: str, detected: str, forced: str) -> str:

@@ -56,3 +56,49 @@ def test_fma_probe_keeps_every_chain_in_registers(tmp_path, isa, flags, register
     body = text[start:text.index(".size", start)]
     assert body.count("vfmadd") >= chains
     assert not re.search(r"\((%rsp|%rbp)\)", body), f"{isa}: the FMA chains spill to the stack"
+
+
+def test_fma_facts_come_from_the_microarchitecture():
+    """FMA units and latency are the core's (microarch.py), per vector width: a Zen 4 issues one
+    full-width FMA per cycle at AVX-512 and two at AVX2; nothing is inferred from a clock."""
+    from tilegraph.target import Target
+
+    zen4_512 = hardware_model(Target("cpu", isa="avx512", uarch="zen4"), measure=False)
+    zen4_256 = hardware_model(Target("cpu", isa="avx2", uarch="zen4"), measure=False)
+    haswell = hardware_model(Target("cpu", isa="avx2", uarch="haswell"), measure=False)
+    assert (zen4_512.fma_units, zen4_256.fma_units, haswell.fma_units) == (1, 2, 2)
+    assert (zen4_512.vector_registers, zen4_256.vector_registers) == (32, 16)
+    assert haswell.fma_latency_cycles == 5 and haswell.min_accumulators == 10
+    assert zen4_512.nominal_peak_flops_1t == zen4_512.peak_flops_1t == pytest.approx(3.5e9 * 1 * 16 * 2)
+
+
+def test_a_peak_far_from_the_nominal_one_warns():
+    """The AVX2 probe that spilled measured a third of the machine's peak; such a measurement now
+    names the problem instead of silently steering the search."""
+    import dataclasses
+
+    from tilegraph.target import Target
+
+    nominal = hardware_model(Target("cpu", isa="avx2", uarch="zen3"), measure=False)
+    assert nominal.peak_warning == ""  # nothing measured, nothing to doubt
+    spilled = dataclasses.replace(nominal, measured=True, peak_flops_1t=nominal.nominal_peak_flops_1t / 3)
+    assert "0.33x the nominal 112 GFLOP/s of a zen3 core with 2 FMA unit(s)" in spilled.peak_warning
+    assert "--remeasure" in spilled.peak_warning
+    fine = dataclasses.replace(nominal, measured=True, peak_flops_1t=nominal.nominal_peak_flops_1t * 1.2)
+    assert fine.peak_warning == ""
+    unknown = dataclasses.replace(spilled, uarch="generic-x86")
+    assert unknown.peak_warning == ""  # an unknown core's nominal clock is a guess: no warning on it
+
+
+@pytest.mark.needs_cc
+def test_measuring_warns_when_the_peak_is_implausible(tmp_path, monkeypatch):
+    monkeypatch.setattr(hardware, "_cache_dir", lambda: tmp_path)
+    from tilegraph.target import Target, host_arch
+
+    named = {"x86_64": "haswell", "aarch64": "neoverse-n1"}.get(host_arch())
+    if named is None:
+        pytest.skip("no named core for this architecture")
+    monkeypatch.setattr(hardware, "PEAK_SANITY", (1e6, 1e7))  # no real machine is this fast
+    with pytest.warns(RuntimeWarning, match="measured fp32 peak"):
+        hw = hardware_model(Target("cpu", uarch=named), measure=True)
+    assert hw.measured and hw.peak_warning

@@ -4,7 +4,7 @@
                     [--db PATH] [--json]
     tilegraph bench GMM-4 --vs numpy,torch [--target cpu] [--db PATH] [--json]
     tilegraph db list | best | distill | export FILE | import FILE | merge OTHER.db   [--db PATH]
-    tilegraph info [--json] [--remeasure]
+    tilegraph info [--json] [--remeasure] [--target "cpu -isa=avx2"]
 
 Bad input (unknown workload, malformed shape, negative budget, unusable database, missing
 compiler) prints one line `tilegraph: error: ...` on stderr and exits with code 2.
@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", parents=[db_opt], help="target fingerprint, ISA, cores, caches, compiler, paths")
     info.add_argument("--json", action="store_true")
+    info.add_argument("--target", default="cpu",
+                      help='a target string: "cpu -isa=avx2" (an AVX2 machine), "cpu -arch=aarch64 -uarch=neoverse-n1"')
     info.add_argument("--remeasure", action="store_true",
                       help="measure the peaks again instead of using the cached measurement (do it on a quiet machine)")
     return parser
@@ -248,17 +250,24 @@ def _cmd_db(args: argparse.Namespace) -> int:
 
 def _measured_peaks(target: Any, remeasure: bool = False) -> dict[str, Any]:
     """The hardware model's peaks (measured once by micro-benchmarks, cached under the fingerprint)."""
+    from tilegraph.target import host_supports
     from tilegraph.tune.hardware import hardware_model
 
-    hw = hardware_model(target, remeasure=remeasure)
-    source = "measured" if hw.measured else "nominal (no compiler to measure with)"
+    runs_here = host_supports(target)
+    hw = hardware_model(target, measure=runs_here, remeasure=remeasure)
+    source = ("measured" if hw.measured else "nominal (no compiler to measure with)" if runs_here
+              else "nominal (this machine cannot run the target's ISA)")
     peaks: dict[str, Any] = {
+        "fma_units": hw.fma_units, "fma_latency_cycles": hw.fma_latency_cycles, "vector_registers": hw.vector_registers,
         "peak_gflops_1_thread": round(hw.peak_flops_1t / 1e9, 1),
         f"peak_gflops_{hw.cores}_threads": round(hw.peak_flops_all / 1e9, 1),
+        "nominal_peak_gflops_1_thread": round(hw.nominal_peak_flops_1t / 1e9, 1),
     }
     for level, bw in hw.bandwidth_bytes.items():
         peaks[f"bandwidth_{level}_gb_s"] = round(bw / 1e9, 1)
     peaks["peaks_source"] = source
+    if hw.peak_warning:
+        peaks["warning"] = hw.peak_warning
     return peaks
 
 
@@ -267,10 +276,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from tilegraph.target import Target
     from tilegraph.tune.database import default_path
 
-    t = Target()
+    t = Target.from_string(args.target)
     info: dict[str, Any] = {
         "fingerprint": t.fingerprint, "arch": t.arch, "isa": t.isa, "vector_bits": t.vector_bits,
-        "cores": t.num_cores, "cpu_model": t.cpu_model, "l1d_bytes": t.l1d_bytes, "l2_bytes": t.l2_bytes,
+        "cores": t.num_cores, "cpu_model": t.cpu_model, "uarch": t.uarch, "l1d_bytes": t.l1d_bytes, "l2_bytes": t.l2_bytes,
         "l3_bytes": t.l3_bytes, "compiler": t.cc, "compiler_version": t.compiler_version,
         "cflags": " ".join(t.cflags or ()), "cache_dir": str(cache_dir()), "database": str(args.db or default_path()),
     }

@@ -3,14 +3,17 @@
     hw = hardware_model(Target("cpu"))          # measured once per machine, then read from the cache
     hw.peak_flops(cores=2), hw.bandwidth("l2"), hw.vector_registers, hw.cache_bytes("l1")
 
-Static facts (cores, SIMD lanes, FMA units, vector registers, cache sizes) come from the Target
-(the one CPU detection, target.py; no target means the host's). Peak FLOP/s and the read
+Static facts (cores, SIMD lanes, vector registers, cache sizes) come from the Target (the one
+CPU detection, target.py; no target means the host's); FMA units, FMA latency and the nominal
+clock come from the Target's microarchitecture (microarch.py). Peak FLOP/s and the read
 bandwidth of each memory level are measured by small C micro-benchmarks (FMA chains, as many
 independent accumulators as the target's vector registers hold, on one thread and on all cores;
 streaming reads sized for L1, L2, L3 and DRAM), compiled with gcc and run through ctypes. Results
 are cached as JSON under the target fingerprint in the cache dir, so measurement (< 3 s) happens
 once per machine. Without a C compiler, or with measure=False, the model falls back to nominal
-numbers derived from the static facts.
+numbers derived from the static facts. A measured single-core peak far from the nominal one
+(outside PEAK_SANITY) warns (`peak_warning`): a busy or throttled machine, or a misdetected core,
+would otherwise steer the search with wrong constants.
 """
 
 from __future__ import annotations
@@ -21,17 +24,20 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tilegraph.microarch import GENERIC, VECTOR_REGISTERS, microarch
+
 MEMORY_LEVELS = ("l1", "l2", "l3", "dram")
-HARDWARE_MODEL_VERSION = 4  # 3: longer FMA runs (short 2-thread runs read low on shared hosts)
+HARDWARE_MODEL_VERSION = 5  # 3: longer FMA runs (short 2-thread runs read low on shared hosts)
 # 4: the FMA probe is compiled for the target's ISA (not -march=native) with as many chains as its
 #    register file holds (16 chains spilled on AVX2's 16 registers: peaks read 3x low)
-NOMINAL_GHZ = 2.5
-VECTOR_REGISTERS = {"avx512": 32, "avx2": 16, "neon": 32, "generic": 16}  # architectural SIMD registers
-TYPICAL_GHZ = 3.5  # turbo clock assumed when turning a measured peak into FMA units per cycle
+# 5: FMA units and latency from the microarchitecture table (microarch.py), not from an assumed
+#    clock; the nominal peak is kept beside the measured one
+PEAK_SANITY = (0.5, 1.6)  # measured / nominal single-thread peak outside this range: a warning
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,23 @@ class HardwareModel:
     bandwidth_bytes: dict[str, float] = field(default_factory=dict)
     measured: bool = False
     fingerprint: str = ""
+    uarch: str = ""
+    nominal_peak_flops_1t: float = 0.0  # the microarchitecture's FMA units x lanes x nominal clock
+
+    @property
+    def peak_warning(self) -> str:
+        """A sentence when the measured peak is far from the nominal one (busy, throttled or
+        misdetected machine), else ""."""
+        if not self.measured or not self.nominal_peak_flops_1t or self.uarch.startswith("generic"):
+            return ""
+        ratio = self.peak_flops_1t / self.nominal_peak_flops_1t
+        if PEAK_SANITY[0] <= ratio <= PEAK_SANITY[1]:
+            return ""
+        return (f"the measured fp32 peak ({self.peak_flops_1t / 1e9:.0f} GFLOP/s on one core) is {ratio:.2f}x the "
+                f"nominal {self.nominal_peak_flops_1t / 1e9:.0f} GFLOP/s of a {self.uarch} core with {self.fma_units} "
+                f"FMA unit(s) at {self.isa}: the machine was busy or throttled while measuring (remeasure on a quiet "
+                f"machine: `tilegraph info --remeasure`), or the core is not a {self.uarch} (name it: "
+                f"Target(uarch=...))")
 
     @property
     def cache_line_bytes(self) -> int:
@@ -103,6 +126,7 @@ class _StaticFacts:
     l2_bytes: int
     l3_bytes: int
     fingerprint: str
+    uarch: str = "generic-x86"
     isa_flags: tuple[str, ...] = ("-march=native",)  # the target's -m flags: the probe runs what kernels run
 
 
@@ -116,19 +140,22 @@ def _facts_from_target(target: Any) -> _StaticFacts:
     return _StaticFacts(isa=str(t.isa or "generic"), cores=int(t.num_cores or 1), vector_bits=int(t.vector_bits or 128),
                         l1d_bytes=int(t.l1d_bytes or 32 << 10), l2_bytes=int(t.l2_bytes or 1 << 20),
                         l3_bytes=int(t.l3_bytes or 8 << 20), fingerprint=str(t.fingerprint),
+                        uarch=str(t.uarch or GENERIC.get(str(t.arch), "generic-x86")),
                         isa_flags=tuple(f for f in (t.cflags or ()) if f.startswith("-m")))
 
 
 def _nominal(facts: _StaticFacts) -> HardwareModel:
+    """The model from static facts alone: FMA units, latency and clock from the microarchitecture."""
+    core = microarch(facts.uarch)
     lanes = max(1, facts.vector_bits // 32)
-    fma_units = 2 if facts.isa in ("avx512", "avx2", "neon") else 1  # Neoverse and Apple cores issue 2+ FMA pipes
-    per_core = NOMINAL_GHZ * 1e9 * fma_units * lanes * 2
+    per_core = core.nominal_peak_flops(facts.vector_bits)
     return HardwareModel(
-        isa=facts.isa, cores=facts.cores, simd_lanes_fp32=lanes, fma_units=fma_units, fma_latency_cycles=4,
-        vector_registers=VECTOR_REGISTERS.get(facts.isa, 16), l1d_bytes=facts.l1d_bytes, l2_bytes=facts.l2_bytes,
-        l3_bytes=facts.l3_bytes, peak_flops_1t=per_core, peak_flops_all=per_core * facts.cores,
-        bandwidth_bytes={"l1": 64 * NOMINAL_GHZ * 1e9, "l2": 32 * NOMINAL_GHZ * 1e9, "l3": 60e9, "dram": 20e9},
-        measured=False, fingerprint=facts.fingerprint,
+        isa=facts.isa, cores=facts.cores, simd_lanes_fp32=lanes, fma_units=core.fma_units(facts.vector_bits),
+        fma_latency_cycles=core.fma_latency, vector_registers=VECTOR_REGISTERS.get(facts.isa, 16),
+        l1d_bytes=facts.l1d_bytes, l2_bytes=facts.l2_bytes, l3_bytes=facts.l3_bytes, peak_flops_1t=per_core,
+        peak_flops_all=per_core * facts.cores,
+        bandwidth_bytes={"l1": 64 * core.ghz * 1e9, "l2": 32 * core.ghz * 1e9, "l3": 60e9, "dram": 20e9},
+        measured=False, fingerprint=facts.fingerprint, uarch=core.name, nominal_peak_flops_1t=per_core,
     )
 
 
@@ -316,17 +343,11 @@ def _measure(nominal: HardwareModel, isa_flags: tuple[str, ...] = ("-march=nativ
             dll.bench_read(data.ctypes.data, n, 1, threads, ctypes.byref(sink))
             bandwidth[level] = max(dll.bench_read(data.ctypes.data, n, reps, threads, ctypes.byref(sink))
                                    for _ in range(3))
-    return HardwareModel(
-        **{**asdict(nominal), "peak_flops_1t": peak_1t, "peak_flops_all": max(peak_all, peak_1t),
-           "bandwidth_bytes": bandwidth, "measured": True, "fma_units": effective_fma_units(peak_1t, nominal)},
-    )
-
-
-def effective_fma_units(peak_1t: float, nominal: HardwareModel) -> int:
-    """Full-width FMAs retired per cycle, from the measured peak at a typical clock: cores that split
-    wide vectors into halves (AMD Zen 4 with AVX-512) measure like one unit, not two."""
-    per_unit = nominal.simd_lanes_fp32 * 2 * TYPICAL_GHZ * 1e9
-    return max(1, min(nominal.fma_units, round(peak_1t / per_unit)))
+    model = HardwareModel(**{**asdict(nominal), "peak_flops_1t": peak_1t, "peak_flops_all": max(peak_all, peak_1t),
+                             "bandwidth_bytes": bandwidth, "measured": True})
+    if model.peak_warning:
+        warnings.warn(model.peak_warning, RuntimeWarning, stacklevel=3)
+    return model
 
 
 __all__ = ["HardwareModel", "MEMORY_LEVELS", "hardware_model"]
