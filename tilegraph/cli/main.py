@@ -161,7 +161,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             print(json.dumps(row), flush=True)
     if not args.json:
         _table("tuning results", ["workload", "strategy", "best latency", "GFLOP/s", "measured/failed", "tuning time"],
-               [[r["workload"], r["strategy"], _us(r["latency_s"]), f"{r['gflops']:.2f}", f"{r['measured']}/{r['failed']}",
+               [[r["workload"], r["strategy"], _us(r["latency_s"]) + ("" if r["timed"] else " predicted (emulated: not timed)"),
+                 f"{r['gflops']:.2f}", f"{r['measured']}/{r['failed']}",
                  f"{r['tuning_time_s']:.1f} s"] for r in rows])
     return 0
 

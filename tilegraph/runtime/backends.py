@@ -73,7 +73,8 @@ def require_runnable(target: Target, timed: bool = False) -> None:
         raise ResourceError(reason)
     if timed and not backend.timeable:
         raise ResourceError(f"{target.arch} kernels run here under an emulator, for correctness only; their times mean "
-                            f"nothing, so tuning needs an {target.arch} machine (tg.build and kernel(...) work here)")
+                            f"nothing: time them on an {target.arch} machine (tg.build, kernel(...) and tg.tune, "
+                            f"which checks candidates without timing them, work here)")
 
 
 # ------------------------------------------------------------------------------ cpu

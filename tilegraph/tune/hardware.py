@@ -127,12 +127,13 @@ class _StaticFacts:
     l3_bytes: int
     fingerprint: str
     uarch: str = "generic-x86"
+    runs_here: bool = True
     isa_flags: tuple[str, ...] = ("-march=native",)  # the target's -m flags: the probe runs what kernels run
 
 
 def _facts_from_target(target: Any) -> _StaticFacts:
     """The static facts of a CPU target: one detection (target.py) serves the Target and the model."""
-    from tilegraph.target import Target, as_target
+    from tilegraph.target import Target, as_target, host_supports
 
     t = target if isinstance(target, Target) else as_target(target)
     if t.kind != "cpu":
@@ -140,7 +141,7 @@ def _facts_from_target(target: Any) -> _StaticFacts:
     return _StaticFacts(isa=str(t.isa or "generic"), cores=int(t.num_cores or 1), vector_bits=int(t.vector_bits or 128),
                         l1d_bytes=int(t.l1d_bytes or 32 << 10), l2_bytes=int(t.l2_bytes or 1 << 20),
                         l3_bytes=int(t.l3_bytes or 8 << 20), fingerprint=str(t.fingerprint),
-                        uarch=str(t.uarch or GENERIC.get(str(t.arch), "generic-x86")),
+                        uarch=str(t.uarch or GENERIC.get(str(t.arch), "generic-x86")), runs_here=host_supports(t),
                         isa_flags=tuple(f for f in (t.cflags or ()) if f.startswith("-m")))
 
 
@@ -189,7 +190,7 @@ def hardware_model(target: Any = None, measure: bool = True, remeasure: bool = F
     """
     facts = _facts_from_target(target)
     nominal = _nominal(facts)
-    if not measure:
+    if not measure or not facts.runs_here:  # another machine's core: its facts are all there is
         return nominal
     path = _cache_path(facts.fingerprint)
     if path.exists() and not remeasure:

@@ -92,10 +92,13 @@ class TuneResult:
     strategy: str
     workload_key: str
     failures: dict[str, int] = field(default_factory=dict)
+    # False for a target whose kernels ran here only under an emulator (tune/checked_only.py): every
+    # candidate was checked, none timed, and latency_s / gflops are the model's prediction
+    timed: bool = True
 
     def summary(self) -> dict[str, Any]:
         return {
             "workload_key": self.workload_key, "strategy": self.strategy, "latency_s": self.latency_s,
             "gflops": self.gflops, "tuning_time_s": self.tuning_time_s, "measured": self.measured,
-            "failed": self.failed,
+            "failed": self.failed, "timed": self.timed,
         }

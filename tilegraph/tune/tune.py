@@ -2,6 +2,7 @@
 
     result = tg.tune(wl, time_budget=60)          # or trials=200, strategy="random", db="my.db" (tune/options.py)
     result = tg.tune(wl, target="opencl")         # GPU targets: the runner rebuilds each kernel per target
+    result = tg.tune(wl, Target("cpu", arch="aarch64"), trials=4)   # checked under qemu, not timed (checked_only.py)
     result.kernel(*inputs); result.latency_s; result.gflops; result.trace
 
 Loop: propose -> skip traces already recorded for this workload and target (resume) -> build the
@@ -19,11 +20,12 @@ from collections import Counter
 from typing import Any
 
 from tilegraph.errors import TilegraphError
-from tilegraph.runtime.backends import require_runnable
+from tilegraph.runtime.backends import backend_for, require_runnable
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.testing.data import require_memory
 from tilegraph.tune.builder import Builder
+from tilegraph.tune.checked_only import tune_checked_only
 from tilegraph.tune.database import Database, Record, open_database
 from tilegraph.tune.measure import MeasureInput, compare_outputs, random_inputs, resolve_target
 from tilegraph.tune.options import TuneOptions
@@ -60,8 +62,11 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
     tgt = resolve_target(target)
     fp = str(tgt.fingerprint)
     search = opts.strategy if isinstance(opts.strategy, SearchStrategy) else get_strategy(opts.strategy)
-    require_runnable(tgt, timed=True)  # candidates are run and timed: refuse a missing device before any work
     require_memory(wl)
+    if not backend_for(tgt).timeable:  # another architecture under an emulator: checked, never timed or stored
+        require_runnable(tgt)
+        return tune_checked_only(wl, tgt, search, opts)
+    require_runnable(tgt, timed=True)  # candidates are run and timed: refuse a missing device before any work
     database = open_database(db)
     database.commit_workload(wl)
 
