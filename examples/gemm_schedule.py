@@ -1,26 +1,32 @@
 """A hand-written GEMM schedule built only from tilegraph's public primitives, raced against torch.
 
-    python examples/gemm_schedule.py [--size 1024] [--rounds 7] [--mr 4] [--nr 64]
+    python examples/gemm_schedule.py [--size 1024] [--rounds 7] [--mr 6] [--nr 64] [--isa avx2|avx512]
 
 The schedule (C = A @ B, row-major, fp32):
 
-    for jr in N/NR (parallel):                    # one panel of NR columns per iteration
-      B_pack[K, NR] = B[:, jr*NR : jr*NR+NR]      # cache_read + compute_at: contiguous panel, L2-resident
-      for ic in M/MR:
+    for jr in N/NC (parallel):                    # one panel of NC = max(NR, 64) columns per iteration
+      B_pack[K, NC] = B[:, jr*NC : jr*NC+NC]      # cache_read + compute_at: contiguous panel, L2-resident
+      for ic in M/MR, for js in NC/NR:
         acc[MR, NR] = 0                           # cache_write: accumulators, held in vector registers
         for k in K:
-          for ir in MR (unrolled), for jv in NR/16 (unrolled), for jl in 16 (vectorized):
-            acc[ir, jv*16+jl] += A[ic*MR+ir, k] * B_pack[k, jv*16+jl]     # broadcast x vector FMA
-        C[ic*MR : , jr*NR : ] = acc               # reverse_compute_at: write back once per tile
+          for ir in MR (unrolled), for jv in NR/L (unrolled), for jl in L (vectorized: L lanes):
+            acc[ir, jv*L+jl] += A[ic*MR+ir, k] * B_pack[k, js*NR+jv*L+jl] # broadcast x vector FMA
+        C[ic*MR : , jr*NC+js*NR : ] = acc         # reverse_compute_at: write back once per tile
 
-It prints our GFLOP/s and torch.matmul's, timed alternately in the same process (median of
-several rounds), their ratio, and the machine's measured FMA peak, for 1 and 2 threads.
+The register tile fits the target's register file: MR x NR/L accumulators, NR/L operand vectors
+and a broadcast (AVX-512: 32 registers, 6 x 64 floats; AVX2: 16 registers, 6 x 16, walking a
+64-column panel of B). It prints our GFLOP/s and torch.matmul's, timed alternately in the same process (median
+of several rounds), their ratio, and the measured FMA peak, for 1 and 2 threads. `--isa avx2` on an
+AVX-512 machine measures as an AVX2 machine would: tilegraph compiles for AVX2 and torch (ATen,
+oneDNN, MKL) is restricted to AVX2 too.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -28,23 +34,52 @@ import numpy as np
 import tilegraph as tg
 from tilegraph import ops, te
 
+# What restricts torch to an ISA (read when torch loads and first calls oneDNN / MKL); the
+# benchmark harness restricts every peer the same way (benchmarks/run.py --isa).
+TORCH_ISA = {
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "avx512": {"ATEN_CPU_CAPABILITY": "avx512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE", "MKL_ENABLE_INSTRUCTIONS": "AVX512"},
+}
 
-def gemm_schedule(m: int, n: int, k: int, mr: int = 4, nr: int = 64) -> tg.Schedule:
+
+# Columns of B packed per panel: a narrow register tile (AVX2's 16) still walks a 64-column panel,
+# so A streams from memory once per 64 columns of C, not once per 16.
+PANEL_COLUMNS = 64
+
+
+def register_tile(target: tg.Target) -> tuple[int, int]:
+    """(MR, NR) for the target: 6 rows, and as many vectors of columns as fit beside their
+    accumulators, the B vectors and the A broadcast in the vector registers (AVX2: 6 x 2 + 2 + 1 of
+    16 registers, 6 x 16 floats; AVX-512: 6 x 4 + 4 + 1 of 32, 6 x 64; NEON: 6 x 16)."""
+    from tilegraph.microarch import VECTOR_REGISTERS
+
+    rows, vectors = 6, (VECTOR_REGISTERS[str(target.isa)] - 2) // 7
+    return rows, max(1, vectors) * target.lanes("float32")
+
+
+def gemm_schedule(m: int, n: int, k: int, mr: int | None = None, nr: int | None = None,
+                  target: tg.Target | None = None) -> tg.Schedule:
     """The register-tiled, B-packed, parallel GEMM schedule described in the module docstring."""
+    target = target or tg.Target("cpu")
+    default_mr, default_nr = register_tile(target)
+    mr, nr = mr or default_mr, nr or default_nr
     a = te.placeholder((m, k), "float32", name="A")
     b = te.placeholder((k, n), "float32", name="B")
     c = ops.matmul(a, b, name="C")
     sch = tg.Schedule(tg.Workload([a, b], [c]))
-    lanes = 16
+    lanes = target.lanes("float32")
+
+    nc = max(nr, PANEL_COLUMNS) if n % max(nr, PANEL_COLUMNS) == 0 else nr
 
     i, j, kk = sch.loops(c)
-    jr, jn = sch.split(j, [None, nr])
+    jr, jn = sch.split(j, [None, nc])
     ic, ir = sch.split(i, [None, mr])
-    jv, jl = sch.split(jn, [nr // lanes, lanes])
-    sch.reorder(jr, ic, kk, ir, jv, jl)
+    js, jt = sch.split(jn, [nc // nr, nr])
+    jv, jl = sch.split(jt, [nr // lanes, lanes])
+    sch.reorder(jr, ic, js, kk, ir, jv, jl)
 
     acc = sch.cache_write(c, "local")
-    sch.reverse_compute_at(acc, ic)
+    sch.reverse_compute_at(acc, js)
     pack = sch.cache_read(c, "B", "global")
     sch.compute_at(pack, jr)
 
@@ -82,14 +117,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--mr", type=int, default=4)
-    parser.add_argument("--nr", type=int, default=64)
+    parser.add_argument("--mr", type=int, default=None, help="register tile rows (default: by the target's registers)")
+    parser.add_argument("--nr", type=int, default=None, help="register tile columns (a multiple of the vector lanes)")
+    parser.add_argument("--isa", choices=sorted(TORCH_ISA), default=None,
+                        help="measure as a machine with this ISA (tilegraph and torch both restricted to it)")
     args = parser.parse_args()
+    if args.isa:
+        if "torch" in sys.modules:
+            raise SystemExit("--isa must be applied before torch is imported")
+        os.environ.update(TORCH_ISA[args.isa])
     size = args.size
     flops = 2.0 * size**3
 
-    sch = gemm_schedule(size, size, size, args.mr, args.nr)
-    kernel = tg.build(sch, target="cpu")
+    target = tg.Target("cpu", isa=args.isa) if args.isa else tg.Target("cpu")
+    sch = gemm_schedule(size, size, size, args.mr, args.nr, target)
+    mr, nr = (args.mr or register_tile(target)[0], args.nr or register_tile(target)[1])
+    kernel = tg.build(sch, target=target)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
@@ -97,7 +140,7 @@ def main() -> None:
     kernel(a, b, out=(c,))
     ref = a.astype(np.float64) @ b.astype(np.float64)
     rel = float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
-    print(f"GEMM {size}^3 fp32, relative error vs float64 numpy: {rel:.2e}")
+    print(f"GEMM {size}^3 fp32 on {target.isa} ({mr}x{nr} register tile), relative error vs float64 numpy: {rel:.2e}")
     if not rel < 1e-5:
         raise SystemExit("the scheduled kernel is wrong; not timing it")
 
@@ -109,7 +152,7 @@ def main() -> None:
 
     from tilegraph.tune.hardware import hardware_model
 
-    hw = hardware_model(tg.Target("cpu"))
+    hw = hardware_model(target)
     print(f"measured FMA peak: {hw.peak_flops_1t / 1e9:.0f} GFLOP/s (1 thread), "
           f"{hw.peak_flops_all / 1e9:.0f} GFLOP/s ({hw.cores} threads)")
 
