@@ -8,7 +8,7 @@
 Terms (all per run; C = cores used = min(cores, parallel tasks)):
     executed     = flops_per_point * Π_spatial ceil(E/l2)*l2 * Π_reduce ceil(R/rstep)*rstep    (tails are paid)
     micro-kernel, per reduction step: acc = accumulator vectors, loads = vector loads + broadcasts
-        cycles   = max(acc / fma_units, loads / 2 load ports, fma_latency) + loop overhead / unroll
+        cycles   = max(acc / fma_units, loads / 2 load ports, fma_latency) + loop overhead / unroll + fixed
                    + 4 x broadcasts indexed through a floormod of a fused parallel loop
         eff      = (acc / fma_units) / cycles
     T_comp       = executed / (peak_per_core * C * eff * vec_width / lanes)
@@ -24,8 +24,8 @@ Terms (all per run; C = cores used = min(cores, parallel tasks)):
 Register micro-kernel family (`_evaluate_micro`): each register tile streams its operands' panels
 over the whole reduction, from L1, L2 or memory (packed panels stream 2x faster than the measured L3
 bandwidth). Unpacked panels whose rows are >= 4 KiB apart are latency-bound: T_mem includes
-25 cycles per panel row touched. Non-dividing L2 blocks guard the kernel: T_comp x 1.5, x 4 when the
-vector axis is ragged, and x 2 more behind a fused parallel loop. Calibrated with
+25 cycles per panel row touched. Non-dividing L2 blocks guard the kernel: T_comp x 4 when the
+vector axis is ragged, and x 2 more behind a fused parallel loop (other guards are unswitched). Calibrated with
 benchmarks/model_quality.py (GMM-4 and C2D-2, 1 thread, Zen 4).
 """
 
@@ -41,11 +41,20 @@ CAPACITY_FRACTION = 0.75
 PARALLEL_OVERHEAD_S = 3e-6
 TILE_OVERHEAD_CYCLES = 12
 KSTEP_OVERHEAD_CYCLES = 1.0
+# Cycles per reduction step that unrolling does not remove (address arithmetic, the broadcasts'
+# issue slots, the operand streams' L1 misses): measured GMM-4 micro-kernels lose a nearly fixed
+# 1.7-4.5 cycles per step to their ideal FMA count (AVX2 4x16 and 6x16; AVX-512 8x32, 4x64, 6x64
+# and 12x32 on a Sapphire Rapids-class core), which is why larger register tiles run faster even
+# when a smaller one already covers FMA latency x units.
+KSTEP_FIXED_CYCLES = 2.0
 NOMINAL_HZ = 3.0e9
 # A tile that does not divide its axis puts a guard inside the micro-kernel. On the vector axis
-# the guard splits every vector FMA into a checked vector / scalar pair; behind a fused parallel
-# loop gcc no longer hoists the guards (measured on GMM-4, 1 thread: ~1.5x, ~4x, and ~2x more).
-GUARDED_KERNEL_PENALTY = 1.5
+# the guard splits every vector FMA into a checked vector / scalar pair (~4x, and ~2x more behind a
+# fused parallel loop, measured on GMM-4 on Zen 4). Guards on another axis are invariant in the
+# reduction loop and gcc unswitches them: GMM-4 with 6-row tiles (1024 = 170 x 6 + 4) runs 12-15%
+# faster than with 4- or 8-row tiles on AVX2 and AVX-512, fused or not; the tail's extra work is
+# already in the executed FLOPs.
+GUARDED_KERNEL_PENALTY = 1.0
 GUARDED_VECTOR_PENALTY = 4.0
 GUARDED_FUSED_PENALTY = 2.0
 # Unpacked panels with rows this far apart touch a new page per row: the hardware prefetcher
@@ -115,7 +124,7 @@ class PerfModel:
         if not sp.has_reduce:
             loads += acc  # elementwise: every output vector is stored once per "step"
         cycles = max(acc / hw.fma_units, loads / 2.0, float(hw.fma_latency_cycles if sp.has_reduce else 1))
-        cycles += KSTEP_OVERHEAD_CYCLES / max(1, state.unroll)
+        cycles += KSTEP_OVERHEAD_CYCLES / max(1, state.unroll) + (KSTEP_FIXED_CYCLES if sp.has_reduce else 0.0)
         cycles += FUSED_INDEX_CYCLES * self._fused_index_loads(state, unit)
         spill = max(0.0, acc + state.interleave + 1 - hw.vector_registers)
         cycles += 2.0 * spill
@@ -247,8 +256,9 @@ class PerfModel:
         ragged = [a for a, (e, t) in enumerate(zip(sp.spatial, state.l2)) if e % t]
         if not ragged:
             return 1.0
-        penalty = GUARDED_VECTOR_PENALTY if state.vec_axis in ragged else GUARDED_KERNEL_PENALTY
-        return penalty * (GUARDED_FUSED_PENALTY if state.parallel >= 2 else 1.0)
+        if state.vec_axis not in ragged:
+            return GUARDED_KERNEL_PENALTY
+        return GUARDED_VECTOR_PENALTY * (GUARDED_FUSED_PENALTY if state.parallel >= 2 else 1.0)
 
     # ------------------------------------------------------------------ Roller's prior
     def reuse_score(self, state: EtirState, grown: EtirState, level: str) -> float:
