@@ -24,7 +24,8 @@ Terms (all per run; C = cores used = min(cores, parallel tasks)):
 Register micro-kernel family (`_evaluate_micro`): each register tile streams its operands' panels
 over the whole reduction, from L1, L2 or memory (packed panels stream 2x faster than the measured L3
 bandwidth). Unpacked panels whose rows are >= 4 KiB apart are latency-bound: T_mem includes
-25 cycles per panel row touched. Non-dividing L2 blocks guard the kernel: T_comp x 4 when the
+25 cycles per panel row touched; vector-loaded operands add 10 cycles per page-apart position a
+register tile touches (`far_rows`). Non-dividing L2 blocks guard the kernel: T_comp x 4 when the
 vector axis is ragged, and x 2 more behind a fused parallel loop (other guards are unswitched). Calibrated with
 benchmarks/model_quality.py (GMM-4 and C2D-2, 1 thread, Zen 4).
 """
@@ -34,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tilegraph.tune.gensor.state import EtirState, IterSpace, footprint_bytes, packable_operands, parallel_tasks
+from tilegraph.tune.gensor.state import EtirState, IterSpace, Operand, footprint_bytes, packable_operands, parallel_tasks
 from tilegraph.tune.hardware import HardwareModel
 
 CAPACITY_FRACTION = 0.75
@@ -62,6 +63,15 @@ GUARDED_FUSED_PENALTY = 2.0
 # miss, which the micro-kernel cannot hide (measured ~9 ns per row on GMM-4, 1 thread).
 STRIDED_ROW_BYTES = 4096
 STRIDED_ROW_CYCLES = 25.0
+# Operands a micro-kernel loads as vectors (depthwise convolution's input) from positions a page or
+# more apart (`far_rows`): each is a new stream the prefetcher must pick up, paid on top of the
+# kernel's time. DEP-2: 14-row register tiles (29 input rows 28 KiB apart) run 1.3-1.9x slower than
+# 7- or 14-column ones (3 rows), AVX2 and AVX-512, with the same FLOPs and bytes.
+FAR_ROW_CYCLES = 10.0
+# Those loads behind a fused parallel loop: their addresses and the inlined padding's guards take a
+# floordiv/floormod of the fused index per load, which gcc does not hoist (DEP-2: 3.3x slower with
+# three loops fused than with one).
+FUSED_GUARDED_LOADS_PENALTY = 3.0
 # Contiguous (packed) panels stream with the prefetcher ahead of the micro-kernel: a panel that
 # overflows L2 is still served faster than the all-core L3 bandwidth we measure.
 PACKED_STREAM_SPEEDUP = 2.0
@@ -204,6 +214,8 @@ class PerfModel:
         peak_core = hw.peak_flops(cores) / cores
         t_comp = sp.flops_per_point * padded / (peak_core * cores * eff * vec_eff)
         t_comp *= self._guard_penalty(state)
+        # every guarded load recomputes the fused index: the kernel's whole time grows, memory-bound or not
+        fused_loads = FUSED_GUARDED_LOADS_PENALTY if state.parallel >= 2 and sp.producers and self._vector_streams(state) else 1.0
 
         n_reg = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.reg))
         n_l2 = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.l2))
@@ -213,7 +225,7 @@ class PerfModel:
         block_tiles = self._tiles(state.l2, None)
         f_reg = {o.name: float(footprint_bytes(o, reg_tiles)) for o in sp.operands}
         q_l1 = q_l2 = q_mem = 0.0
-        copy_s = strided_rows = 0.0
+        copy_s = strided_rows = far = 0.0
         for o in sp.operands:
             streamed = n_reg * f_reg[o.name]
             f_block = float(footprint_bytes(o, block_tiles))
@@ -231,6 +243,8 @@ class PerfModel:
                     row_bytes = o.shape[-1] * o.dtype_bytes
                     panel_rows = f_reg[o.name] / (state.reg[state.vec_axis] * o.dtype_bytes)
                     strided_rows += n_reg * panel_rows * min(1.0, row_bytes / STRIDED_ROW_BYTES)
+                elif o.name in self._vector_streams(state):
+                    far += n_reg * far_rows(o, reg_tiles)
             q_mem += n_l2 * f_block
             if packed:
                 copy_s += n_l2 * f_block / hw.bandwidth("l2", cores)
@@ -243,12 +257,19 @@ class PerfModel:
         overhead = n_reg * (TILE_OVERHEAD_CYCLES + math.prod(state.reg) / max(1, state.vec_width)) / (NOMINAL_HZ * cores)
         if state.parallel:
             overhead += PARALLEL_OVERHEAD_S
-        seconds = imbalance * (max(t_comp, t_mem) + copy_s) + 0.1 * min(t_comp, t_mem) + overhead
+        overhead += far * FAR_ROW_CYCLES / (NOMINAL_HZ * cores)
+        seconds = imbalance * (max(t_comp, t_mem) * fused_loads + copy_s) + 0.1 * min(t_comp, t_mem) + overhead
         reg_fp = (math.prod(state.reg) + sum(footprint_bytes(o, self._tiles(state.reg, tuple(1 for _ in sp.reduce)))
                                               / o.dtype_bytes for o in sp.operands)) * 4
         fp_l1 = sum(f_reg.values())
         fp_l2 = self._inputs_fp(block_tiles)
         return Breakdown(seconds, t_comp, t_mem, eff, cores, imbalance, (q_l1, q_l2, q_mem), (reg_fp, fp_l1, fp_l2))
+
+    def _vector_streams(self, state: EtirState) -> list[str]:
+        """Operands the micro-kernel loads as vectors without a packed copy (depthwise's input);
+        to_trace inlines their padding, so their loads carry the padding's guards."""
+        return [o.name for o in self.space.operands if o.name not in self.packable and state.vec_width > 1
+                and o.contiguous_axis() == state.vec_axis]
 
     def _guard_penalty(self, state: EtirState) -> float:
         """Slowdown of a micro-kernel whose L2 blocks do not divide their axes (guards inside)."""
@@ -273,3 +294,18 @@ class PerfModel:
 
 
 __all__ = ["Breakdown", "PerfModel"]
+
+
+def far_rows(op: Operand, tiles: tuple[int, ...]) -> float:
+    """Positions of `op` a page or more apart that one tile touches: the product of the touched
+    extents of the dimensions whose stride is at least STRIDED_ROW_BYTES. A depthwise register tile
+    of 14 output rows touches 29 input rows 28 KiB apart; one of 7 columns touches 3."""
+    rows = 1.0
+    stride = op.dtype_bytes
+    for d in range(len(op.shape) - 1, -1, -1):
+        dim = op.dims[d]
+        touched = op.shape[d] if dim is None else min(op.shape[d], sum(c * (tiles[a] - 1) for a, c in dim) + 1)
+        if stride >= STRIDED_ROW_BYTES:
+            rows *= touched
+        stride *= op.shape[d]
+    return rows
