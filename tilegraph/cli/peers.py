@@ -71,7 +71,14 @@ def _torch_table(torch: Any) -> dict[str, Callable[..., Callable[[], Any]]]:
         wc = w.permute(3, 2, 0, 1).contiguous()
         return lambda: F.conv2d(xc, wc, stride=stride, padding=padding, dilation=dilation)
 
+    def layer_norm(x: Any, gamma: Any, beta: Any, axis: Any = -1, epsilon: float = 1e-5, **_: Any) -> Any:
+        axes = sorted(a % x.dim() for a in ((axis,) if isinstance(axis, int) else axis))
+        if axes != list(range(x.dim() - len(axes), x.dim())):
+            raise PeerUnavailable(f"torch's layer_norm normalises trailing axes only, got axis={axis!r}")
+        return lambda: F.layer_norm(x, tuple(gamma.shape), gamma, beta, eps=epsilon)
+
     return {
+        "layer_norm": layer_norm,
         "matmul": matmul,
         "dense": lambda x, w, bias=None, **_: (lambda: F.linear(x, w, bias)),
         "batch_matmul": lambda a, b, **_: (lambda: torch.bmm(a, b)),

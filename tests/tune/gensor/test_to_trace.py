@@ -219,3 +219,24 @@ def test_padding_is_inlined_only_into_vector_loads(spec, inlined):
     pad = next(t.name for t in wl.computes if t.name.endswith("_pad"))
     assert (pad not in sch.block_names()) == inlined
     _check(wl, sch)
+
+
+@pytest.mark.needs_cc
+def test_the_transposed_operand_of_batch_matmul_is_packed_transposed():
+    """TBG reads value[b, j, h, d] along j (the vector axis) with a stride of h*d floats: every
+    vector was a gather. The packed copy puts j last ([b, h, d, j]), so the micro-kernel loads
+    whole vectors (TBG-2 on AVX2 vs torch: 0.65x -> 0.83x at 2 threads)."""
+    from tilegraph.tune.gensor.state import pack_order, packable_operands
+
+    wl = workloads.from_spec("transpose_batch_matmul:1,19,3,10")
+    space = IterSpace.from_workload(wl)
+    value = next(o for o in space.operands if o.name == "value")
+    assert pack_order(value, space.vec_axis) == (0, 2, 3, 1) and "value" in packable_operands(space)
+    state = canonical(space, EtirState((1, 1, 3, 16), (1, 1, 3, 16), (1, 1, 6, 16), (10,), 3, 8, pack=("value",)))
+    sch = state_to_schedule(wl, space, state)
+    assert "value_global" in sch.block_names()
+    _check(wl, sch)
+    kernel = tg.build(sch, tg.Target("cpu", isa="avx2"))
+    if tg.target.host_supports(kernel.target):
+        args = random_inputs(wl, seed=3)
+        np.testing.assert_allclose(kernel(*args), reference_outputs(wl, args)[0], rtol=1e-4, atol=1e-4)

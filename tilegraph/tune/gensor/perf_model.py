@@ -35,7 +35,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tilegraph.tune.gensor.state import EtirState, IterSpace, Operand, footprint_bytes, packable_operands, parallel_tasks
+from tilegraph.tune.gensor.state import (
+    EtirState,
+    IterSpace,
+    Operand,
+    footprint_bytes,
+    packable_operands,
+    parallel_tasks,
+    vector_contiguous,
+)
 from tilegraph.tune.hardware import HardwareModel
 
 CAPACITY_FRACTION = 0.75
@@ -128,7 +136,7 @@ class PerfModel:
         for o in sp.operands:
             elems = footprint_bytes(o, unit) / o.dtype_bytes
             if state.vec_width > 1 and state.vec_axis in o.axes_used():
-                loads += elems / state.vec_width if o.contiguous_axis() == state.vec_axis else elems
+                loads += elems / state.vec_width if vector_contiguous(o, state) else elems
             else:
                 loads += elems  # broadcasts (or scalar loads)
         if not sp.has_reduce:

@@ -280,8 +280,9 @@ def canonical(space: IterSpace, s: EtirState) -> EtirState:
 
 
 def packable_operands(space: IterSpace) -> tuple[str, ...]:
-    """Operands worth packing into panels: read along the vector axis contiguously, reused across
-    another spatial axis (the B of a GEMM, the weights of a conv)."""
+    """Operands worth packing into panels: read along the vector axis (contiguously, or through a
+    dimension the copy moves last, see `pack_order`), reused across another spatial axis (the B of
+    a GEMM, the weights of a conv, the transposed operand of a batch matmul)."""
     v = space.vec_axis
     if space.kind != "reuse" or v < 0:
         return ()
@@ -289,9 +290,30 @@ def packable_operands(space: IterSpace) -> tuple[str, ...]:
     for o in space.operands:
         used = o.axes_used()
         reused = any(e > 1 and a not in used for a, e in enumerate(space.spatial))
-        if o.contiguous_axis() == v and reused and any(a >= space.num_spatial for a in used):
+        along_v = o.contiguous_axis() == v or pack_order(o, v) is not None
+        if along_v and reused and any(a >= space.num_spatial for a in used):
             out.append(o.name)
     return tuple(out)
+
+
+def pack_order(o: Operand, v: int) -> tuple[int, ...] | None:
+    """The dimension order of a packed copy that makes `o` contiguous along axis v: the dimension
+    indexed by v alone (coefficient 1) moves last. None when `o` already is contiguous along v, or
+    has no such dimension. TBG's value[b, j, h, d] read along j is copied as [b, h, d, j]."""
+    if o.contiguous_axis() == v:
+        return None
+    dims = [d for d, dim in enumerate(o.dims) if dim is not None and len(dim) == 1 and dim[0] == (v, 1)]
+    if len(dims) != 1:
+        return None
+    return tuple([d for d in range(len(o.dims)) if d != dims[0]] + dims)
+
+
+def vector_contiguous(o: Operand, s: EtirState) -> bool:
+    """Whether the micro-kernel reads `o` as whole vectors: contiguous along the vector axis, or
+    packed into a copy that is (pack_order)."""
+    if s.vec_width <= 1 or s.vec_axis < 0:
+        return False
+    return o.contiguous_axis() == s.vec_axis or (o.name in s.pack and pack_order(o, s.vec_axis) is not None)
 
 
 def can_pack(space: IterSpace, s: EtirState, name: str) -> bool:
@@ -328,7 +350,8 @@ def footprint_bytes(op: Operand, tiles: tuple[int, ...]) -> int:
 
 
 __all__ = [
-    "EtirState", "IterSpace", "Operand", "SPATIAL_LEVELS", "TAIL_WASTE", "anchor_tensor", "canonical",
+    "EtirState", "IterSpace", "Operand", "SPATIAL_LEVELS", "pack_order", "vector_contiguous", "TAIL_WASTE",
+    "anchor_tensor", "canonical",
     "choose_vec_width", "footprint_bytes", "minimal_state", "can_pack", "packable_operands", "parallel_tasks",
     "round_up", "waste",
 ]

@@ -53,7 +53,7 @@ from tilegraph.te.arith import affine
 from tilegraph.te.expr import BufferLoad, Call
 from tilegraph.te.visit import uses_var, walk
 from tilegraph.te.workload import Workload
-from tilegraph.tune.gensor.state import EtirState, IterSpace, can_pack
+from tilegraph.tune.gensor.state import EtirState, IterSpace, can_pack, pack_order
 
 # loop-nest position of each level, outermost first
 _BLOCKED_ORDER = ("outer", "l1", "r_outer", "reg", "r_inner", "r_unroll", "micro", "interleave", "vec")
@@ -211,7 +211,9 @@ def _micro_kernel(sch: Schedule, workload: Workload, space: IterSpace, state: Et
     for operand in state.pack:
         if not can_pack(space, state, operand):
             continue
-        copy = sch.cache_read(space.anchor, operand, "global")
+        op = next(o for o in space.operands if o.name == operand)
+        order = pack_order(op, state.vec_axis)
+        copy = sch.cache_read(space.anchor, operand, "global", layout={"order": list(order)} if order else None)
         if task_loop is not None:
             sch.compute_at(copy, task_loop)
         elif get_loop(sch.func, sch.loops(copy)[0]).extent > 1:
