@@ -22,3 +22,13 @@ def test_unknown_peers_and_workloads_without_an_equivalent_are_clear():
     hand = tg.Workload([x], [te.compute((3,), lambda i: x[i] * 3.0, name="Y")])
     with pytest.raises(PeerUnavailable):
         peer_function("numpy", hand, [np.zeros(3, np.float32)])
+
+
+def test_torch_runs_the_same_layer_norm():
+    pytest.importorskip("torch")
+    from tilegraph.testing import random_inputs, reference_outputs
+
+    wl = workloads.from_spec("layer_norm:7,33")
+    inputs = random_inputs(wl, seed=2)
+    got = peer_function("torch", wl, inputs)().numpy()
+    np.testing.assert_allclose(got, reference_outputs(wl, inputs)[0], rtol=1e-4, atol=1e-4)
