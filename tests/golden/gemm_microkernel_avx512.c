@@ -76,16 +76,16 @@ void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, in
           float b_B_global[1600] __attribute__((aligned(64)));
           for (int32_t x_ax0_1 = 0; x_ax0_1 < 2; ++x_ax0_1) {
             for (int32_t x_ax1_1 = 0; x_ax1_1 < 256; ++x_ax1_1) {
-              for (int32_t x_ax2_1 = 0; x_ax2_1 < 16; ++x_ax2_1) {
-                if ((x_ax1_1 < 50)) {
+              if ((x_ax1_1 < 50)) {
+                for (int32_t x_ax2_1 = 0; x_ax2_1 < 16; ++x_ax2_1) {
                   b_B_global[(((x_ax0_1 * 800) + (x_ax1_1 * 16)) + x_ax2_1)] = b_B[((((x_ax1_1 * 64) + (x_j_0 * 32)) + (x_ax0_1 * 16)) + x_ax2_1)];
                 }
               }
             }
           }
           for (int32_t x_k_1_u0 = 0; x_k_1_u0 < 256; ++x_k_1_u0) {
-            for (int32_t x_j_1_0_u0 = 0; x_j_1_0_u0 < 2; ++x_j_1_0_u0) {
-              if ((((x_i_0 * 6) < 37) && (x_k_1_u0 < 50))) {
+            if ((((x_i_0 * 6) < 37) && (x_k_1_u0 < 50))) {
+              for (int32_t x_j_1_0_u0 = 0; x_j_1_0_u0 < 2; ++x_j_1_0_u0) {
                 if ((x_k_1_u0 == 0)) {
                   *(v16sf_u*)(b_C_local + (x_j_1_0_u0 * 16)) = tgh_splat_v16sf(0x0.0p+0f);
                 }
@@ -94,8 +94,8 @@ void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, in
             }
           }
           for (int32_t x_k_1_u1 = 0; x_k_1_u1 < 256; ++x_k_1_u1) {
-            for (int32_t x_j_1_0_u1 = 0; x_j_1_0_u1 < 2; ++x_j_1_0_u1) {
-              if (((((x_i_0 * 6) + 1) < 37) && (x_k_1_u1 < 50))) {
+            if (((((x_i_0 * 6) + 1) < 37) && (x_k_1_u1 < 50))) {
+              for (int32_t x_j_1_0_u1 = 0; x_j_1_0_u1 < 2; ++x_j_1_0_u1) {
                 if ((x_k_1_u1 == 0)) {
                   *(v16sf_u*)(b_C_local + ((x_j_1_0_u1 * 16) + 32)) = tgh_splat_v16sf(0x0.0p+0f);
                 }
@@ -104,8 +104,8 @@ void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, in
             }
           }
           for (int32_t x_k_1_u2 = 0; x_k_1_u2 < 256; ++x_k_1_u2) {
-            for (int32_t x_j_1_0_u2 = 0; x_j_1_0_u2 < 2; ++x_j_1_0_u2) {
-              if (((((x_i_0 * 6) + 2) < 37) && (x_k_1_u2 < 50))) {
+            if (((((x_i_0 * 6) + 2) < 37) && (x_k_1_u2 < 50))) {
+              for (int32_t x_j_1_0_u2 = 0; x_j_1_0_u2 < 2; ++x_j_1_0_u2) {
                 if ((x_k_1_u2 == 0)) {
                   *(v16sf_u*)(b_C_local + ((x_j_1_0_u2 * 16) + 64)) = tgh_splat_v16sf(0x0.0p+0f);
                 }
@@ -114,8 +114,8 @@ void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, in
             }
           }
           for (int32_t x_k_1_u3 = 0; x_k_1_u3 < 256; ++x_k_1_u3) {
-            for (int32_t x_j_1_0_u3 = 0; x_j_1_0_u3 < 2; ++x_j_1_0_u3) {
-              if (((((x_i_0 * 6) + 3) < 37) && (x_k_1_u3 < 50))) {
+            if (((((x_i_0 * 6) + 3) < 37) && (x_k_1_u3 < 50))) {
+              for (int32_t x_j_1_0_u3 = 0; x_j_1_0_u3 < 2; ++x_j_1_0_u3) {
                 if ((x_k_1_u3 == 0)) {
                   *(v16sf_u*)(b_C_local + ((x_j_1_0_u3 * 16) + 96)) = tgh_splat_v16sf(0x0.0p+0f);
                 }
@@ -124,8 +124,8 @@ void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, in
             }
           }
           for (int32_t x_k_1_u4 = 0; x_k_1_u4 < 256; ++x_k_1_u4) {
-            for (int32_t x_j_1_0_u4 = 0; x_j_1_0_u4 < 2; ++x_j_1_0_u4) {
-              if (((((x_i_0 * 6) + 4) < 37) && (x_k_1_u4 < 50))) {
+            if (((((x_i_0 * 6) + 4) < 37) && (x_k_1_u4 < 50))) {
+              for (int32_t x_j_1_0_u4 = 0; x_j_1_0_u4 < 2; ++x_j_1_0_u4) {
                 if ((x_k_1_u4 == 0)) {
                   *(v16sf_u*)(b_C_local + ((x_j_1_0_u4 * 16) + 128)) = tgh_splat_v16sf(0x0.0p+0f);
                 }
@@ -134,8 +134,8 @@ void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, in
             }
           }
           for (int32_t x_k_1_u5 = 0; x_k_1_u5 < 256; ++x_k_1_u5) {
-            for (int32_t x_j_1_0_u5 = 0; x_j_1_0_u5 < 2; ++x_j_1_0_u5) {
-              if (((((x_i_0 * 6) + 5) < 37) && (x_k_1_u5 < 50))) {
+            if (((((x_i_0 * 6) + 5) < 37) && (x_k_1_u5 < 50))) {
+              for (int32_t x_j_1_0_u5 = 0; x_j_1_0_u5 < 2; ++x_j_1_0_u5) {
                 if ((x_k_1_u5 == 0)) {
                   *(v16sf_u*)(b_C_local + ((x_j_1_0_u5 * 16) + 160)) = tgh_splat_v16sf(0x0.0p+0f);
                 }
@@ -145,8 +145,8 @@ void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, in
           }
         }
         for (int32_t x_ax0_2 = 0; x_ax0_2 < 6; ++x_ax0_2) {
-          for (int32_t x_ax1_2 = 0; x_ax1_2 < 32; ++x_ax1_2) {
-            if ((((x_i_0 * 6) + x_ax0_2) < 37)) {
+          if ((((x_i_0 * 6) + x_ax0_2) < 37)) {
+            for (int32_t x_ax1_2 = 0; x_ax1_2 < 32; ++x_ax1_2) {
               b_C[((((x_i_0 * 384) + (x_ax0_2 * 64)) + (x_j_0 * 32)) + x_ax1_2)] = b_C_local[((x_ax0_2 * 32) + x_ax1_2)];
             }
           }

@@ -97,11 +97,21 @@ def test_candidates_record_their_state_as_json():
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("wid", ["GMM-1", "C2D-3", "CBR-2", "DEP-1", "SFM-1", "NRM-1", "T2D-1"])
-def test_best_candidates_compile_and_match(wid):
+@pytest.mark.skipif(tg.target.host_arch() != "x86_64", reason="x86 ISAs")
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("wid", ["GMM-1", "C2D-3", "CBR-2", "DEP-1", "SFM-1", "NRM-1", "T2D-1", "TBG-1", "GRP-1"])
+def test_best_candidates_compile_and_match(wid, isa):
+    """Gensor's best candidate for each ISA's model (16 or 32 registers, 8 or 16 lanes), compiled
+    for that ISA; run where this host can run it, compiled only elsewhere."""
     wl = workloads.get(wid, reduced=True)
-    cand = GensorStrategy(top_k=1, config=QUICK, hw=HW).propose(TuneContext(wl, "cpu", 0, None), 1)[0]
-    kernel = tg.build(tg.Schedule.replay(wl, cand.trace_json), target="cpu")
+    target = tg.Target("cpu", isa=isa, num_cores=1)
+    hw = hardware_model(target, measure=False)
+    cand = GensorStrategy(top_k=1, config=QUICK, hw=hw).propose(TuneContext(wl, target, 0, None), 1)[0]
+    state = EtirState.from_dict(cand.meta["state"])
+    assert state.accumulators + state.interleave + 1 <= hw.vector_registers
+    kernel = tg.build(tg.Schedule.replay(wl, cand.trace_json), target=target)
+    if not tg.target.host_supports(target):
+        pytest.skip(f"this host cannot run {isa} kernels (compiled only)")
     args = random_inputs(wl, seed=2)
     outs = tuple(np.full(t.shape, np.nan, dtype=np.float32) for t in wl.outputs)
     kernel(*args, out=outs, num_threads=2)
