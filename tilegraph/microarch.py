@@ -78,7 +78,8 @@ MICROARCHS: dict[str, Microarch] = {m.name: m for m in (
     _m("neoverse-v2", "aarch64", {128: 4}, 4, 3.1, 64, 1024, "AWS Graviton4, NVIDIA Grace"),
     _m("apple-m1", "aarch64", {128: 4}, 4, 3.2, 128, 3072, "also M2 (Firestorm/Avalanche cores, Asahi Linux)"),
     # Unknown cores: conservative facts by ISA only.
-    _m("generic-x86", "x86_64", {128: 1, 256: 1}, 4, 2.5, 32, 1024, "an x86-64 core not in this table"),
+    _m("generic-x86", "x86_64", {128: 2, 256: 2, 512: 1}, 4, 2.5, 32, 1024,
+       "an x86-64 core not in this table: two FMA pipes as on every AVX2 core since Haswell, one at 512 bits"),
     _m("generic-arm", "aarch64", {128: 2}, 4, 2.5, 64, 1024, "an aarch64 core not in this table"),
 )}
 

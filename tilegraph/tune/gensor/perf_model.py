@@ -223,7 +223,8 @@ class PerfModel:
         t_comp = sp.flops_per_point * padded / (peak_core * cores * eff * vec_eff)
         t_comp *= self._guard_penalty(state)
         # every guarded load recomputes the fused index: the kernel's whole time grows, memory-bound or not
-        fused_loads = FUSED_GUARDED_LOADS_PENALTY if state.parallel >= 2 and sp.producers and self._vector_streams(state) else 1.0
+        guarded_streams = state.parallel >= 2 and sp.producers and self._vector_streams(state)
+        fused_loads = FUSED_GUARDED_LOADS_PENALTY if guarded_streams else 1.0
 
         n_reg = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.reg))
         n_l2 = math.prod(math.ceil(e / t) for e, t in zip(sp.spatial, state.l2))
@@ -234,6 +235,7 @@ class PerfModel:
         f_reg = {o.name: float(footprint_bytes(o, reg_tiles)) for o in sp.operands}
         q_l1 = q_l2 = q_mem = 0.0
         copy_s = strided_rows = far = 0.0
+        vector_streams = self._vector_streams(state)
         for o in sp.operands:
             streamed = n_reg * f_reg[o.name]
             f_block = float(footprint_bytes(o, block_tiles))
@@ -251,7 +253,7 @@ class PerfModel:
                     row_bytes = o.shape[-1] * o.dtype_bytes
                     panel_rows = f_reg[o.name] / (state.reg[state.vec_axis] * o.dtype_bytes)
                     strided_rows += n_reg * panel_rows * min(1.0, row_bytes / STRIDED_ROW_BYTES)
-                elif o.name in self._vector_streams(state):
+                elif o.name in vector_streams:
                     far += n_reg * far_rows(o, reg_tiles)
             q_mem += n_l2 * f_block
             if packed:
