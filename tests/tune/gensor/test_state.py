@@ -40,3 +40,21 @@ def test_canonical_keeps_levels_nested():
     for r, m1, m2 in zip(s.reg, s.l1, s.l2):
         assert m1 % r == 0 and m2 % m1 == 0
     assert s.reg[1] % 16 == 0 and s.rstep == (40,) and s.unroll == 1  # 16 does not divide 40
+
+
+def test_a_group_index_counts_the_groups_a_tile_touches():
+    """Grouped convolution reads x[..., (co // 32) * 16 + rc]: a tile of 128 output channels
+    touches 4 groups of input channels, not a span of 49 (nor, as before, all 64). Counting the
+    whole dimension made the model pick one-pixel tiles of 128 channels (GRP-1: 0.36x torch, and
+    1.06x with tiles of 7 pixels)."""
+    from tilegraph import workloads
+    from tilegraph.tune.gensor.state import IterSpace, footprint_bytes, touched_extent
+
+    space = IterSpace.from_workload(workloads.get("GRP-1"))
+    x = next(o for o in space.operands if o.name == "x")
+    assert x.dims[3] == ((3, 16, 32), (6, 1))  # (axis co, coefficient 16, divisor 32) + rc
+    tiles = (1, 1, 1, 128, 1, 1, 1)
+    assert touched_extent(x, 3, tiles) == 4
+    assert touched_extent(x, 3, (1, 1, 1, 32, 1, 1, 16)) == 16  # one group, its 16 channels
+    assert footprint_bytes(x, tiles) == 4 * 4
+    assert x.contiguous_axis() is None and 3 in x.axes_used()

@@ -42,6 +42,7 @@ from tilegraph.tune.gensor.state import (
     footprint_bytes,
     packable_operands,
     parallel_tasks,
+    touched_extent,
     vector_contiguous,
 )
 from tilegraph.tune.hardware import HardwareModel
@@ -313,9 +314,7 @@ def far_rows(op: Operand, tiles: tuple[int, ...]) -> float:
     rows = 1.0
     stride = op.dtype_bytes
     for d in range(len(op.shape) - 1, -1, -1):
-        dim = op.dims[d]
-        touched = op.shape[d] if dim is None else min(op.shape[d], sum(c * (tiles[a] - 1) for a, c in dim) + 1)
         if stride >= STRIDED_ROW_BYTES:
-            rows *= touched
+            rows *= touched_extent(op, d, tiles)
         stride *= op.shape[d]
     return rows

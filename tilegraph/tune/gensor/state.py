@@ -37,21 +37,23 @@ TAIL_WASTE = 0.25  # a tile may pad an axis by at most this fraction of its exte
 
 @dataclass(frozen=True)
 class Operand:
-    """One tensor read by the anchor block. dims[d] maps axis index -> |coefficient| in the index of
-    dimension d, or None when that index is not affine in the axes (the whole dimension counts)."""
+    """One tensor read by the anchor block. dims[d] lists the terms of the index of dimension d as
+    (axis, |coefficient|) or, for a floordiv of an axis by a constant (a group index:
+    `(co // 32) * 16 + rc`), (axis, |coefficient|, divisor); None when the index is not of that
+    form (the whole dimension counts)."""
 
     name: str
     shape: tuple[int, ...]
     dtype_bytes: int
-    dims: tuple[tuple[tuple[int, int], ...] | None, ...]
+    dims: tuple[tuple[tuple[int, ...], ...] | None, ...]
 
     def axes_used(self) -> set[int]:
-        return {a for d in self.dims if d is not None for a, _ in d}
+        return {t[0] for d in self.dims if d is not None for t in d}
 
     def contiguous_axis(self) -> int | None:
         """The axis that indexes the innermost dimension with coefficient 1, if there is one."""
         last = self.dims[-1] if self.dims else None
-        if last is None or len(last) != 1 or last[0][1] != 1:
+        if last is None or len(last) != 1 or last[0][1:] != (1,):
             return None
         return last[0][0]
 
@@ -163,21 +165,27 @@ def _feeds(t: Tensor, consumer: Tensor) -> bool:
     return False
 
 
-def _affine_axes(e: Expr, index_of: dict[Var, int]) -> tuple[tuple[int, int], ...] | None:
-    """|coefficient| per axis of an affine index, or None if the index is not affine."""
+def _affine_axes(e: Expr, index_of: dict[Var, int]) -> tuple[tuple[int, ...], ...] | None:
+    """The terms of an index (see Operand.dims), or None if it is not affine in the axes and
+    floordivs of single axes by constants."""
     coefs = _linear(e, index_of)
     if coefs is None:
         return None
-    return tuple(sorted((a, abs(c)) for a, c in coefs.items() if c != 0))
+    return tuple(sorted((key, abs(c)) if isinstance(key, int) else (key[0], abs(c), key[1])
+                        for key, c in coefs.items() if c != 0))
 
 
-def _linear(e: Expr, index_of: dict[Var, int]) -> dict[int, int] | None:
-    """Coefficient per axis of an index affine in the axes (te/arith.py's affine form), or None."""
+def _linear(e: Expr, index_of: dict[Var, int]) -> dict[Any, int] | None:
+    """Coefficient per axis (key: the axis) or per floordiv of an axis by a constant (key:
+    (axis, divisor)) of an index (te/arith.py's affine form), or None."""
     terms, _ = affine(e)
-    out: dict[int, int] = {}
+    out: dict[Any, int] = {}
     for atom, c in terms.items():
         if isinstance(atom, Var) and atom in index_of:
-            inner: dict[int, int] | None = {index_of[atom]: 1}
+            inner: dict[Any, int] | None = {index_of[atom]: 1}
+        elif (isinstance(atom, BinOp) and atom.op == "floordiv" and isinstance(atom.a, Var) and atom.a in index_of
+              and isinstance(atom.b, Const) and int(atom.b.value) > 1):
+            inner = {(index_of[atom.a], int(atom.b.value)): 1}
         elif isinstance(atom, BinOp) and atom.op in ("max", "min") and (isinstance(atom.a, Const) or isinstance(atom.b, Const)):
             # clamps of padding stages: max(h - 1, 0) moves like h - 1 except at the borders
             inner = _linear(atom.b if isinstance(atom.a, Const) else atom.a, index_of)
@@ -341,17 +349,32 @@ def parallel_tasks(space: IterSpace, s: EtirState) -> int:
 def footprint_bytes(op: Operand, tiles: tuple[int, ...]) -> int:
     """Bytes of `op` touched by one tile (tile sizes for every axis, spatial then reduce)."""
     n = 1
-    for d, dim in enumerate(op.dims):
-        if dim is None:
-            n *= op.shape[d]
-        else:
-            n *= min(op.shape[d], sum(c * (tiles[a] - 1) for a, c in dim) + 1)
+    for d in range(len(op.shape)):
+        n *= touched_extent(op, d, tiles)
     return n * op.dtype_bytes
+
+
+def touched_extent(op: Operand, d: int, tiles: tuple[int, ...]) -> int:
+    """Elements of dimension d one tile touches: the span of its index, `sum c * (T - 1) + 1`. A
+    floordiv term takes ceil(T / divisor) values, and a dimension with one counts at most the
+    product of its terms' values: a tile of 128 output channels, 32 per group, reads 4 groups of
+    the input's channels (`(co // 32) * 16 + rc`), not a span of 49."""
+    dim = op.dims[d]
+    if dim is None:
+        return op.shape[d]
+    span = product = 1
+    for term in dim:
+        axis, c = term[0], term[1]
+        values = -(-tiles[axis] // term[2]) if len(term) > 2 else tiles[axis]
+        span += c * (values - 1)
+        product *= values
+    grouped = any(len(term) > 2 for term in dim)
+    return min(op.shape[d], min(span, product) if grouped else span)
 
 
 __all__ = [
     "EtirState", "IterSpace", "Operand", "SPATIAL_LEVELS", "pack_order", "vector_contiguous", "TAIL_WASTE",
     "anchor_tensor", "canonical",
     "choose_vec_width", "footprint_bytes", "minimal_state", "can_pack", "packable_operands", "parallel_tasks",
-    "round_up", "waste",
+    "round_up", "touched_extent", "waste",
 ]
