@@ -50,3 +50,15 @@ def test_config_rejects_bad_values():
         MarkovConfig(beta=-1)
     with pytest.raises(ValueError, match="restart"):
         MarkovConfig(restart=1.0)
+
+
+def test_polish_descends_to_a_state_the_model_prefers(hw):
+    from tilegraph.tune.gensor.markov import polish
+
+    setup = SearchSetup.create(matmul_workload(64, 64, 64), hw, MarkovConfig())
+    visited = polish(setup.graph, [setup.minimal], max_steps=500)
+    assert visited[0] == setup.minimal and len(visited) > 1
+    predicted = [setup.model.predict(s) for s in visited]
+    assert predicted == sorted(predicted, reverse=True)  # every step is a strict improvement
+    last = visited[-1]
+    assert all(setup.model.predict(e.target) >= predicted[-1] for e in setup.graph.edges(last))

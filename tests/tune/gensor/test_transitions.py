@@ -76,3 +76,16 @@ def test_edges_lead_to_distinct_states(hw):
     assert {"enlarge", "parallel", "pack"} <= kinds
     plain = SearchSetup.create(_row_sum_workload(64, 256), hw)
     assert "rstep" in {e.kind for e in plain.graph.edges(plain.minimal)}
+
+
+def test_an_enlarge_steps_over_sizes_that_pad_too_much():
+    """C1D-4's 32 rows in L2 blocks of 18 (register tiles of 6): 24 would pad to 48 (50%), so the
+    enlarge goes to 36 (12.5%). It was a dead end, and the whole-M block, which copies the packed
+    weights once instead of twice, measured 1.3x faster and was never visited."""
+    from tilegraph import workloads
+
+    hw = hardware_model(Target("cpu", isa="avx2", num_cores=2), measure=False)
+    space = IterSpace.from_workload(workloads.get("C1D-4"))
+    s = canonical(space, EtirState((1, 6, 16), (1, 6, 16), (1, 18, 64), (3, 512), 2, 8, 8, 1, ("w",)))
+    grown = {e.target.l2 for e in neighbours(space, hw, s) if e.label == "enlarge(l2,l)"}
+    assert grown == {(1, 36, 64)}

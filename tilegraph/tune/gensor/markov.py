@@ -149,6 +149,22 @@ def random_walks(graph: ConstructionGraph, seeds: Sequence[EtirState], config: M
     return result
 
 
+def polish(graph: ConstructionGraph, starts: Sequence[EtirState], max_steps: int = 16) -> list[EtirState]:
+    """Greedy descent from each start: move to the neighbour the model predicts fastest while it
+    improves. The walk samples moves in proportion to their gain and can stop one move short of a
+    better state (C1D-4: L2 blocks of 18 of 32 rows, which re-copy the packed weights; the whole 36
+    was predicted faster, never visited, and measures 1.3x faster). Returns every state visited."""
+    seen: list[EtirState] = []
+    for state in starts:
+        for _ in range(max_steps):
+            seen.append(state)
+            best = min((e.target for e in graph.edges(state)), key=graph.model.predict, default=None)
+            if best is None or graph.model.predict(best) >= graph.model.predict(state):
+                break
+            state = best
+    return list(dict.fromkeys(seen))
+
+
 def _sample(rng: random.Random, p: np.ndarray) -> int:
     u = rng.random()
     acc = 0.0

@@ -3,8 +3,9 @@
     tg.tune(wl, strategy="gensor")
 
 One search per workload: build the construction graph of ETIR states (tune/gensor/), seed walkers
-with the minimal state and Roller's picks, run model-weighted random walks (about 1-2 s), rank every
-visited state by the micro-performance model (ties: more visits first) and propose the top k
+with the minimal state and Roller's picks, run model-weighted random walks (about 1-2 s), descend
+greedily from the best states they found (`polish`), rank every visited state by the
+micro-performance model (ties: more visits first) and propose the top k
 (default 8) as candidates. notify() logs predicted vs measured time and their Spearman correlation.
 Deterministic for a given ctx.seed as long as the walk budget, not the time budget, ends the search.
 """
@@ -17,7 +18,7 @@ from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
 from tilegraph.runtime.backends import backend_for
-from tilegraph.tune.gensor.markov import MarkovConfig, WalkResult, random_walks
+from tilegraph.tune.gensor.markov import MarkovConfig, WalkResult, polish, random_walks
 from tilegraph.tune.gensor.policy import SearchSetup, roller_construct
 from tilegraph.tune.gensor.state import EtirState
 from tilegraph.tune.gensor.to_trace import state_to_trace_json
@@ -124,6 +125,8 @@ class GensorStrategy(ModelGuidedStrategy):
         log.info("gensor: %d walks, %d steps, %d states in %.2f s (%s)", self.walk.walks, self.walk.steps,
                  len(self.walk.visits), self.walk.seconds, self.walk.stop_reason)
         states = [*self.walk.visits, *seeds]
+        best = sorted(set(states), key=lambda st: (setup.model.predict(st), repr(st)))[: self.top_k]
+        states += polish(setup.graph, best)  # one greedy descent from the walk's best states
         return candidates_from_states(setup, states, self.top_k, self.name, dict(self.walk.visits))
 
 
