@@ -77,3 +77,27 @@ def test_no_correct_candidate_is_an_error_naming_the_verdicts():
     strategy = _Fixed([Candidate(_default_trace(wl), predicted=1e-6)])
     with pytest.raises(tg.TilegraphError, match="passed its check under the emulator .*wrong_answer: 1"):
         tune_checked_only(wl, tg.Target("cpu"), strategy, TuneOptions(trials=3, reference=wrong, progress=False))
+
+
+@pytest.mark.parametrize("error, kind", [("timeout", "timeout"), ("crash", "crash")])
+def test_a_candidate_that_hangs_or_dies_under_the_emulator_is_a_verdict(monkeypatch, error, kind):
+    """The emulated runner kills a program past its time limit (EmulatorTimeout) and reports one
+    that exits badly (TilegraphError); either is data for that candidate, not a failed tuning."""
+    import tilegraph.driver
+    from tilegraph.runtime.emulated import EmulatorTimeout
+    from tilegraph.tune.checked_only import check_candidate
+    from tilegraph.tune.runner import Runner
+
+    wl = workloads.from_spec("matmul:5,7,3")
+
+    class Failing:
+        outputs = wl.outputs
+
+        def __call__(self, *args, **kwargs):
+            if error == "timeout":
+                raise EmulatorTimeout("tg_matmul ran longer than 300 s under qemu-aarch64")
+            raise tg.TilegraphError("tg_matmul failed under qemu-aarch64 (signal 11)")
+
+    monkeypatch.setattr(tilegraph.driver, "build", lambda sch, target=None: Failing())
+    kernel, verdict = check_candidate(wl, tg.Target("cpu"), Candidate(_default_trace(wl)), Runner(), seed=1)
+    assert kernel is None and verdict.kind == kind and "qemu-aarch64" in verdict.message

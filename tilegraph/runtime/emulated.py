@@ -34,6 +34,10 @@ EMULATORS = {"aarch64": ("qemu-aarch64", "/usr/aarch64-linux-gnu")}
 RUN_TIMEOUT_S = 300.0
 
 
+class EmulatorTimeout(TilegraphError, TimeoutError):
+    """A program ran past RUN_TIMEOUT_S under the emulator (it was killed)."""
+
+
 def emulator_command(target: Target) -> list[str]:
     """The command prefix that runs a program of `target.arch` here; ResourceError when none is installed."""
     emulator, sysroot = EMULATORS.get(str(target.arch), (None, None))
@@ -89,7 +93,7 @@ class _EmulatedLaunch:
             try:
                 result = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
             except subprocess.TimeoutExpired:
-                raise TilegraphError(f"{k.entry} ran longer than {RUN_TIMEOUT_S:g} s under {k.emulator[0]}") from None
+                raise EmulatorTimeout(f"{k.entry} ran longer than {RUN_TIMEOUT_S:g} s under {k.emulator[0]}") from None
             if result.returncode != 0:
                 why = f"signal {-result.returncode}" if result.returncode < 0 else f"exit code {result.returncode}"
                 raise TilegraphError(f"{k.entry} failed under {Path(k.emulator[0]).name} ({why}): "
@@ -131,4 +135,4 @@ class EmulatedKernel(KernelBase):
                             f"time it on an {self.target.arch} machine")
 
 
-__all__ = ["EMULATORS", "EmulatedKernel", "emulator_command", "harness"]
+__all__ = ["EMULATORS", "EmulatedKernel", "EmulatorTimeout", "emulator_command", "harness"]

@@ -48,7 +48,7 @@ def check_candidate(wl: Workload, target: Any, candidate: Candidate, runner: Any
     try:
         kernel(*inputs, out=tuple(outs))
     except TilegraphError as e:
-        kind = "timeout" if "ran longer than" in str(e) else "crash"
+        kind = "timeout" if isinstance(e, TimeoutError) else "crash"  # runtime/emulated.py's EmulatorTimeout
         return None, RunResult(kind, str(e))
     ok, max_error, message = compare_outputs(outs, runner.references(wl, inputs), runner.policy.rtol,
                                              runner.policy.atol_scale)
