@@ -41,3 +41,28 @@ class DatabaseError(TilegraphError):
 class ResourceError(TilegraphError):
     """The machine cannot provide what a request needs (memory for a workload's arrays, cores,
     a device); the message says how much was asked for and how much there is."""
+
+
+class GraphError(TilegraphError, ValueError):
+    """A model graph is malformed (a dangling tensor, a cycle, a shape that does not infer) or was
+    called with inputs it does not take (a wrong name, shape or dtype)."""
+
+
+class UnsupportedOpError(GraphError):
+    """A model uses operators tilegraph cannot compile; the message names every one at once (op
+    type, the nodes using it, the opset), before anything is compiled."""
+
+    def __init__(self, unsupported: dict[str, list[str]], opset: int | None = None, source: str = "model"):
+        self.unsupported = {op: list(nodes) for op, nodes in unsupported.items()}
+        self.opset = opset
+        parts = []
+        for op, nodes in sorted(self.unsupported.items()):
+            shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+            parts.append(f"{op} (nodes: {shown})")
+        where = f" (opset {opset})" if opset is not None else ""
+        super().__init__(f"{source}{where} uses {len(parts)} unsupported operator type(s): " + "; ".join(parts))
+
+
+class ModelFileError(TilegraphError, ValueError):
+    """A model file cannot be read: malformed or truncated ONNX, missing external data, a saved
+    compiled model from another target or tilegraph version, an unwritable output path."""

@@ -14,6 +14,27 @@ from tilegraph.ops.conv import (
     depthwise_conv2d_nhwc,
 )
 from tilegraph.ops.elementwise import add, div, exp, gelu, maximum, minimum, mul, relu, sigmoid, sub, tanh
+from tilegraph.ops.indexing import broadcast_to, concat, gather_elements, pad_constant, strided_slice, take
+from tilegraph.ops.math import (
+    abs,
+    cast,
+    clip,
+    equal,
+    erf,
+    gelu_tanh,
+    greater,
+    hard_sigmoid,
+    hard_swish,
+    isnan,
+    less,
+    log,
+    logical_not,
+    neg,
+    power,
+    reciprocal,
+    sqrt,
+    where,
+)
 from tilegraph.ops.matmul import batch_matmul, dense, matmul
 from tilegraph.ops.norm import batch_norm, layer_norm, norm_bmn
 from tilegraph.ops.pool import avg_pool2d, global_avg_pool2d, max_pool2d
@@ -28,4 +49,7 @@ __all__ = [
     "tanh", "batch_matmul", "dense", "matmul", "batch_norm", "layer_norm", "norm_bmn", "avg_pool2d",
     "global_avg_pool2d", "max_pool2d", "max", "mean", "min", "sum", "softmax", "conv2d_bn_relu",
     "transpose_batch_matmul", "reshape", "transpose",
+    "broadcast_to", "concat", "gather_elements", "pad_constant", "strided_slice", "take", "abs", "cast", "clip",
+    "equal", "erf", "gelu_tanh", "greater", "hard_sigmoid", "hard_swish", "isnan", "less", "log", "logical_not",
+    "neg", "power", "reciprocal", "sqrt", "where",
 ]

@@ -7,6 +7,7 @@ recompute it from numpy float64 references, without keeping Python objects alive
     ref_op      the op name (the key of tilegraph.testing.reference.REFERENCES)
     ref_params  ((argument name, value), ...) for every non-tensor argument
     ref_args    ((argument name, position), ...): which boundary tensor feeds each tensor argument
+                (a tuple of positions for a list of tensors, as concat's xs)
 
 Intermediate stages (padding, softmax's max, ...) carry ("stage_of", op name) instead. The
 "boundary" of an op output is found by walking its producers through stage tensors, stopping at
@@ -75,17 +76,24 @@ def _record(out: Tensor, op_name: str, arguments: dict[str, Any]) -> Tensor:
         if arg_name == "name":
             continue
         if isinstance(value, Tensor):
-            position = next((i for i, t in enumerate(boundary) if t is value), None)
-            if position is None:
-                raise ValueError(f"{op_name}: argument {arg_name} ({value.name}) is an internal stage of another op; "
-                                 "pass placeholders or op outputs")
-            tensor_args.append((arg_name, position))
+            tensor_args.append((arg_name, _boundary_position(op_name, arg_name, value, boundary)))
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor) for v in value):
+            # a list of tensors (concat's xs) records a tuple of positions
+            tensor_args.append((arg_name, tuple(_boundary_position(op_name, arg_name, v, boundary) for v in value)))
         else:
             params.append((arg_name, plain(value)))
     attrs = {k: v for k, v in out.op.attrs if k != "stage_of"}
     attrs.update(ref_op=op_name, ref_params=tuple(params), ref_args=tuple(tensor_args))
     new_op = replace(out.op, tag=op_name, attrs=tuple(sorted(attrs.items())))
     return replace(out, op=new_op)
+
+
+def _boundary_position(op_name: str, arg_name: str, value: Tensor, boundary: list[Tensor]) -> int:
+    position = next((i for i, t in enumerate(boundary) if t is value), None)
+    if position is None:
+        raise ValueError(f"{op_name}: argument {arg_name} ({value.name}) is an internal stage of another op; "
+                         "pass placeholders or op outputs")
+    return position
 
 
 def plain(value: Any) -> object:

@@ -280,6 +280,87 @@ def transpose_batch_matmul(query: np.ndarray, value: np.ndarray) -> np.ndarray:
     return np.einsum("blhd,bmhd->bhlm", _f64(query), _f64(value))
 
 
+# ---------------------------------------------------------------------------------------------
+# ops/math.py and ops/indexing.py (the graph level's extra ops); comparisons give bool arrays,
+# data movement keeps integer values exact.
+
+
+def _float_fn(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    def reference(x: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return fn(_f64(x))
+
+    return reference
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    x = _f64(x)
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def hard_sigmoid(x: np.ndarray, alpha: float = 0.2, beta: float = 0.5) -> np.ndarray:
+    return np.clip(alpha * _f64(x) + beta, 0.0, 1.0)
+
+
+def hard_swish(x: np.ndarray) -> np.ndarray:
+    return _f64(x) * hard_sigmoid(x, 1.0 / 6.0, 0.5)
+
+
+def clip(x: np.ndarray, lo: float | None = None, hi: float | None = None) -> np.ndarray:
+    out = np.asarray(x)
+    if lo is not None:
+        out = np.maximum(out, lo)
+    if hi is not None:
+        out = np.minimum(out, hi)
+    return out
+
+
+def cast(x: np.ndarray, dtype: str) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.asarray(x).astype(dtype)
+
+
+def concat(xs: Sequence[np.ndarray], axis: int = 0) -> np.ndarray:
+    return np.concatenate([np.asarray(x) for x in xs], axis=axis)
+
+
+def strided_slice(x: np.ndarray, begin: Sequence[int], end: Sequence[int],
+                  strides: Sequence[int] | None = None) -> np.ndarray:
+    steps = strides if strides is not None else (1,) * len(begin)
+    return np.asarray(x)[tuple(slice(b, e, s) for b, e, s in zip(begin, end, steps))]
+
+
+def take(x: np.ndarray, indices: np.ndarray, axis: int = 0) -> np.ndarray:
+    return np.take(np.asarray(x), np.asarray(indices, dtype=np.int64), axis=axis)
+
+
+def gather_elements(x: np.ndarray, indices: np.ndarray, axis: int = 0) -> np.ndarray:
+    x, indices = np.asarray(x), np.asarray(indices, dtype=np.int64)
+    return np.take_along_axis(x, np.where(indices < 0, indices + x.shape[axis], indices), axis=axis)
+
+
+def broadcast_to(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    return np.broadcast_to(np.asarray(x), tuple(shape)).copy()
+
+
+def pad_constant(x: np.ndarray, before: Sequence[int], after: Sequence[int], value: float = 0.0) -> np.ndarray:
+    x = np.asarray(x)
+    crop = tuple(slice(max(-b, 0), n - max(-a, 0)) for n, b, a in zip(x.shape, before, after))
+    widths = [(max(b, 0), max(a, 0)) for b, a in zip(before, after)]
+    return np.pad(x[crop], widths, constant_values=value)
+
+
+MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
+    "sqrt": _float_fn(np.sqrt), "erf": _float_fn(special.erf), "log": _float_fn(np.log), "neg": lambda x: np.negative(x),
+    "abs": _float_fn(np.abs), "reciprocal": _float_fn(lambda x: 1.0 / x), "gelu_tanh": gelu_tanh,
+    "hard_sigmoid": hard_sigmoid, "hard_swish": hard_swish, "clip": clip, "isnan": _float_fn(np.isnan),
+    "logical_not": lambda x: np.logical_not(x), "cast": cast, "power": _binary(np.power),
+    "equal": lambda a, b: np.equal(a, b), "less": lambda a, b: np.less(a, b), "greater": lambda a, b: np.greater(a, b),
+    "where": lambda cond, a, b: np.where(cond, a, b), "concat": concat, "strided_slice": strided_slice, "take": take,
+    "gather_elements": gather_elements, "broadcast_to": broadcast_to, "pad_constant": pad_constant,
+}
+
+
 REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "conv1d_nlc": conv1d_nlc, "conv2d_nhwc": conv2d_nhwc, "conv3d_ndhwc": conv3d_ndhwc, "conv2d_nchw": conv2d_nchw,
     "depthwise_conv2d_nhwc": depthwise_conv2d_nhwc, "conv2d_transpose_nhwc": conv2d_transpose_nhwc,
@@ -292,6 +373,7 @@ REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "sum": _reduction(np.sum), "mean": _reduction(np.mean), "max": _reduction(np.max), "min": _reduction(np.min),
     "reshape": reshape, "transpose": transpose,
     "conv2d_bn_relu": conv2d_bn_relu, "transpose_batch_matmul": transpose_batch_matmul,
+    **MORE_REFERENCES,
 }
 
 # Arguments whose random test values must be positive (and away from 0): variances, divisors.
@@ -325,7 +407,8 @@ def _evaluate(t: Tensor, value: Callable[[Tensor], np.ndarray]) -> np.ndarray:
     boundary = op_boundary(t)
     kwargs: dict[str, object] = dict(attr(t, "ref_params", ()))  # type: ignore[arg-type]
     for arg_name, position in attr(t, "ref_args", ()):  # type: ignore[attr-defined]
-        kwargs[arg_name] = value(boundary[position])
+        kwargs[arg_name] = (value(boundary[position]) if isinstance(position, int)
+                            else [value(boundary[p]) for p in position])
     out = np.asarray(REFERENCES[op_name](**kwargs), dtype=np.float64)
     if out.shape != t.shape:
         raise RuntimeError(f"reference of {op_name} gave shape {out.shape}, tensor {t.name} has {t.shape}")

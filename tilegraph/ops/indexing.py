@@ -1,0 +1,139 @@
+"""Data movement by index: one stage each (no arithmetic on values).
+
+    concat(xs, axis)                 out = xs joined along axis
+    strided_slice(x, begin, end, strides)     out[i..] = x[begin + i * stride ..] per axis (steps may be negative)
+    take(x, indices, axis)           out[a.., j.., b..] = x[a.., indices[j..], b..]   (negative indices wrap)
+    gather_elements(x, indices, axis)  out[i..] = x[i.. with axis replaced by indices[i..]]
+    broadcast_to(x, shape)           numpy broadcasting to `shape`
+    pad_constant(x, before, after, value)   constant padding (negative widths crop)
+
+Index tensors are int32 or int64; an out-of-range index is the caller's error (as in numpy, but
+unchecked at run time: the graph frontends only pass indices they produced or the model gives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tilegraph import te
+from tilegraph.ops._common import check_tensor, normalize_axis, operator, stage
+from tilegraph.ops.elementwise import broadcast_read
+from tilegraph.te.expr import Expr
+from tilegraph.te.tensor import Tensor
+
+
+@operator("concat")
+def concat(xs: Sequence[Tensor], axis: int = 0, name: str = "concat") -> Tensor:
+    xs = list(xs)
+    if not xs:
+        raise ValueError("argument xs must hold at least one tensor")
+    for n, x in enumerate(xs):
+        check_tensor(x, f"xs[{n}]", xs[0].ndim)
+        if x.dtype != xs[0].dtype:
+            raise TypeError(f"argument xs mixes dtypes ({xs[0].dtype} and {x.dtype})")
+    axis = normalize_axis(axis, xs[0].ndim)
+    for n, x in enumerate(xs):
+        if x.shape[:axis] + x.shape[axis + 1:] != xs[0].shape[:axis] + xs[0].shape[axis + 1:]:
+            raise ValueError(f"argument xs[{n}] has shape {x.shape}, which differs from {xs[0].shape} off axis {axis}")
+    starts = [0]
+    for x in xs:
+        starts.append(starts[-1] + x.shape[axis])
+    shape = (*xs[0].shape[:axis], starts[-1], *xs[0].shape[axis + 1:])
+
+    def body(*idx: Expr) -> Expr:
+        position = idx[axis]
+        value: Expr = xs[-1][(*idx[:axis], position - starts[-2], *idx[axis + 1:])]
+        for x, start in reversed(list(zip(xs[:-1], starts[:-2]))):
+            local = (*idx[:axis], position - start, *idx[axis + 1:])
+            value = te.select(position.lt(start + x.shape[axis]), x[local], value)
+        return value
+
+    return stage(shape, body, name=name)
+
+
+def slice_extent(size: int, begin: int, end: int, step: int) -> tuple[int, int]:
+    """(first index, count) of x[begin:end:step] on an axis of `size`, numpy's clamping rules."""
+    first, stop, stride = slice(begin, end, step).indices(size)
+    return first, len(range(first, stop, stride))
+
+
+@operator("strided_slice")
+def strided_slice(x: Tensor, begin: Sequence[int], end: Sequence[int], strides: Sequence[int] | None = None,
+                  name: str = "strided_slice") -> Tensor:
+    check_tensor(x, "x")
+    steps = tuple(strides) if strides is not None else (1,) * x.ndim
+    if not (len(begin) == len(end) == len(steps) == x.ndim):
+        raise ValueError(f"arguments begin, end and strides need one entry per axis of x ({x.ndim})")
+    if any(s == 0 for s in steps):
+        raise ValueError("argument strides may not hold 0")
+    firsts, counts = zip(*(slice_extent(n, b, e, s) for n, b, e, s in zip(x.shape, begin, end, steps)))
+    return stage(tuple(counts), lambda *i: x[tuple(f + v * s for f, v, s in zip(firsts, i, steps))], name=name)
+
+
+def _index_value(index: Expr, extent: int) -> Expr:
+    """An int32 index from an int32/int64 value; negative values count from the end."""
+    value = index if index.dtype.name == "int32" else te.cast("int32", index)
+    return te.select(value.lt(0), value + extent, value)
+
+
+@operator("take")
+def take(x: Tensor, indices: Tensor, axis: int = 0, name: str = "take") -> Tensor:
+    check_tensor(x, "x")
+    check_tensor(indices, "indices")
+    if indices.dtype.name not in ("int32", "int64"):
+        raise TypeError(f"argument indices must be int32 or int64, got {indices.dtype}")
+    axis = normalize_axis(axis, x.ndim)
+    k = indices.ndim
+    shape = (*x.shape[:axis], *indices.shape, *x.shape[axis + 1:])
+
+    def body(*idx: Expr) -> Expr:
+        position = _index_value(indices[idx[axis:axis + k]], x.shape[axis])
+        return x[(*idx[:axis], position, *idx[axis + k:])]
+
+    return stage(shape, body, name=name)
+
+
+@operator("gather_elements")
+def gather_elements(x: Tensor, indices: Tensor, axis: int = 0, name: str = "gather_elements") -> Tensor:
+    check_tensor(x, "x")
+    check_tensor(indices, "indices", x.ndim)
+    if indices.dtype.name not in ("int32", "int64"):
+        raise TypeError(f"argument indices must be int32 or int64, got {indices.dtype}")
+    axis = normalize_axis(axis, x.ndim)
+
+    def body(*idx: Expr) -> Expr:
+        position = _index_value(indices[idx], x.shape[axis])
+        return x[(*idx[:axis], position, *idx[axis + 1:])]
+
+    return stage(indices.shape, body, name=name)
+
+
+@operator("broadcast_to")
+def broadcast_to(x: Tensor, shape: Sequence[int], name: str = "broadcast_to") -> Tensor:
+    check_tensor(x, "x")
+    shape = tuple(int(s) for s in shape)
+    lead = len(shape) - x.ndim
+    if lead < 0 or any(e not in (1, shape[lead + d]) for d, e in enumerate(x.shape)):
+        raise ValueError(f"argument x of shape {x.shape} does not broadcast to {shape}")
+    return stage(shape, lambda *i: broadcast_read(x, i), name=name)
+
+
+@operator("pad_constant")
+def pad_constant(x: Tensor, before: Sequence[int], after: Sequence[int], value: float = 0.0,
+                 name: str = "pad_constant") -> Tensor:
+    check_tensor(x, "x")
+    if len(before) != x.ndim or len(after) != x.ndim:
+        raise ValueError(f"arguments before and after need one entry per axis of x ({x.ndim})")
+    shape = tuple(n + b + a for n, b, a in zip(x.shape, before, after))
+    if any(s <= 0 for s in shape):
+        raise ValueError(f"padding {tuple(before)}/{tuple(after)} leaves no elements of x {x.shape}")
+
+    def body(*idx: Expr) -> Expr:
+        source = tuple(i - b for i, b in zip(idx, before))
+        inside = [s.ge(0) for s, b in zip(source, before) if b > 0]
+        inside += [s.lt(n) for s, n, a in zip(source, x.shape, after) if a > 0]
+        if not inside:
+            return x[source]
+        return te.select(te.all_of(*inside), x[source], te.const(value, x.dtype))
+
+    return stage(shape, body, name=name)
