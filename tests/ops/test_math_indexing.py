@@ -44,6 +44,12 @@ def test_predicates_and_where(compiled):
     _compare([a, b], ops.equal(a, b), [X, X[0]], compiled)
     _compare([a, b], ops.less(a, b), [X, X[1]], compiled)
     _compare([a, b], ops.power(a, b), [POS, X[2]], compiled)
+    _compare([a, b], ops.less_equal(a, b), [X, X[1]], compiled)
+    _compare([a, b], ops.greater_equal(a, b), [X, X[1]], compiled)
+    m = te.placeholder((3, 5), "bool", name="m")
+    masks = [RNG.random((3, 5)) < 0.5, np.array([[True], [False], [True]])]
+    _compare([m, cond], ops.logical_and(m, cond), masks, compiled)
+    _compare([m, cond], ops.logical_or(m, cond), masks, compiled)
     _compare([cond, a, b], ops.where(cond, a, b), [np.array([[True], [False], [True]]), X, X[0]], compiled)
     _compare([cond], ops.cast(ops.logical_not(cond), "float32"), [np.array([[True], [False], [True]])], compiled)
 
@@ -75,3 +81,11 @@ def test_bad_arguments_are_named():
         ops.broadcast_to(x, (3, 3))
     with pytest.raises(TypeError, match="cond must be bool"):
         ops.where(x, x, x)
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.needs_cc)])
+@pytest.mark.parametrize("shapes", [((2, 3, 5, 4), (4, 6)), ((3, 5, 4), (3, 4, 2)), ((1, 5, 4), (2, 3, 4, 2)), ((5, 4), (4, 3))])
+def test_matmul_nd_broadcasts_batches(shapes, compiled):
+    a, b = te.placeholder(shapes[0], name="a"), te.placeholder(shapes[1], name="b")
+    arrays = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+    _compare([a, b], ops.matmul_nd(a, b), arrays, compiled)

@@ -23,19 +23,23 @@ from tilegraph.ops.math import (
     erf,
     gelu_tanh,
     greater,
+    greater_equal,
     hard_sigmoid,
     hard_swish,
     isnan,
     less,
+    less_equal,
     log,
+    logical_and,
     logical_not,
+    logical_or,
     neg,
     power,
     reciprocal,
     sqrt,
     where,
 )
-from tilegraph.ops.matmul import batch_matmul, dense, matmul
+from tilegraph.ops.matmul import batch_matmul, dense, matmul, matmul_nd
 from tilegraph.ops.norm import batch_norm, layer_norm, norm_bmn
 from tilegraph.ops.pool import avg_pool2d, global_avg_pool2d, max_pool2d
 from tilegraph.ops.reduce import max, mean, min, sum
@@ -51,5 +55,6 @@ __all__ = [
     "transpose_batch_matmul", "reshape", "transpose",
     "broadcast_to", "concat", "gather_elements", "pad_constant", "strided_slice", "take", "abs", "cast", "clip",
     "equal", "erf", "gelu_tanh", "greater", "hard_sigmoid", "hard_swish", "isnan", "less", "log", "logical_not",
-    "neg", "power", "reciprocal", "sqrt", "where",
+    "neg", "power", "reciprocal", "sqrt", "where", "matmul_nd",
+    "less_equal", "greater_equal", "logical_and", "logical_or",
 ]

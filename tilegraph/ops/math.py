@@ -6,7 +6,8 @@
     clip(x, lo, hi)    min(max(x, lo), hi)       (either bound may be None)
     isnan(x)           x != x  -> bool;           logical_not(x) for bool x
     cast(x, dtype)     C conversion (float -> int truncates toward zero, like numpy's astype)
-    power(a, b), equal(a, b), less(a, b), greater(a, b)     numpy broadcasting; the comparisons give bool
+    power(a, b), equal, less, greater, less_equal, greater_equal   numpy broadcasting; comparisons give bool
+    logical_and(a, b), logical_or(a, b)   bool tensors
     where(cond, a, b)  cond ? a : b, all three broadcast
 """
 
@@ -154,6 +155,34 @@ def less(a: Tensor, b: Tensor, name: str = "less") -> Tensor:
 @operator("greater")
 def greater(a: Tensor, b: Tensor, name: str = "greater") -> Tensor:
     return _same_dtype_binary(a, b, lambda x, y: y.lt(x), name)
+
+
+@operator("less_equal")
+def less_equal(a: Tensor, b: Tensor, name: str = "less_equal") -> Tensor:
+    return _same_dtype_binary(a, b, lambda x, y: x.le(y), name)
+
+
+@operator("greater_equal")
+def greater_equal(a: Tensor, b: Tensor, name: str = "greater_equal") -> Tensor:
+    return _same_dtype_binary(a, b, lambda x, y: y.le(x), name)
+
+
+def _check_bool(*tensors: Tensor) -> None:
+    for t in tensors:
+        if t.dtype.name != "bool":
+            raise TypeError(f"logical ops take bool tensors, got {t.dtype}")
+
+
+@operator("logical_and")
+def logical_and(a: Tensor, b: Tensor, name: str = "logical_and") -> Tensor:
+    _check_bool(a, b)
+    return _same_dtype_binary(a, b, te.logical_and, name)
+
+
+@operator("logical_or")
+def logical_or(a: Tensor, b: Tensor, name: str = "logical_or") -> Tensor:
+    _check_bool(a, b)
+    return _same_dtype_binary(a, b, te.logical_or, name)
 
 
 @operator("where")

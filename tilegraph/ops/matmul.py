@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tilegraph import te
 from tilegraph.ops._common import check_tensor, operator, same_dtype, stage
+from tilegraph.ops.elementwise import broadcast_shape
 from tilegraph.te.tensor import Tensor
 
 
@@ -69,3 +70,30 @@ def batch_matmul(a: Tensor, b: Tensor, name: str = "batch_matmul") -> Tensor:
     m = b.shape[2]
     r = te.reduce_axis(k, "k")
     return stage((batch, n, m), lambda bb, i, j: te.sum(a[bb, i, r] * b[bb, r, j], axis=r), name=name)
+
+
+@operator("matmul_nd")
+def matmul_nd(a: Tensor, b: Tensor, name: str = "matmul_nd") -> Tensor:
+    """numpy's a @ b for a and b of rank >= 2: batch dimensions broadcast,
+    out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]  (a 2-D b is one weight shared by every batch)."""
+    check_tensor(a, "a")
+    check_tensor(b, "b")
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"arguments a {a.shape} and b {b.shape} must have rank >= 2 (reshape vectors first)")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on K ({a.shape[-1]} vs {b.shape[-2]})")
+    same_dtype({"a": a, "b": b})
+    batch = broadcast_shape(a.shape[:-2], b.shape[:-2]) if a.ndim > 2 and b.ndim > 2 else (
+        a.shape[:-2] if a.ndim > 2 else b.shape[:-2])
+    r = te.reduce_axis(a.shape[-1], "k")
+
+    def batch_index(t: Tensor, idx: tuple) -> tuple:  # noqa: ANN001
+        lead = len(batch) - (t.ndim - 2)
+        return tuple(0 if extent == 1 else idx[lead + d] for d, extent in enumerate(t.shape[:-2]))
+
+    def product(*idx):  # noqa: ANN002, ANN202
+        *bi, i, j = idx
+        bi = tuple(bi)
+        return te.sum(a[(*batch_index(a, bi), i, r)] * b[(*batch_index(b, bi), r, j)], axis=r)
+
+    return stage((*batch, a.shape[-2], b.shape[-1]), product, name=name)

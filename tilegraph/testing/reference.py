@@ -356,8 +356,10 @@ MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "hard_sigmoid": hard_sigmoid, "hard_swish": hard_swish, "clip": clip, "isnan": _float_fn(np.isnan),
     "logical_not": lambda x: np.logical_not(x), "cast": cast, "power": _binary(np.power),
     "equal": lambda a, b: np.equal(a, b), "less": lambda a, b: np.less(a, b), "greater": lambda a, b: np.greater(a, b),
+    "less_equal": lambda a, b: np.less_equal(a, b), "greater_equal": lambda a, b: np.greater_equal(a, b),
+    "logical_and": lambda a, b: np.logical_and(a, b), "logical_or": lambda a, b: np.logical_or(a, b),
     "where": lambda cond, a, b: np.where(cond, a, b), "concat": concat, "strided_slice": strided_slice, "take": take,
-    "gather_elements": gather_elements, "broadcast_to": broadcast_to, "pad_constant": pad_constant,
+    "gather_elements": gather_elements, "matmul_nd": lambda a, b: np.matmul(_f64(a), _f64(b)), "broadcast_to": broadcast_to, "pad_constant": pad_constant,
 }
 
 

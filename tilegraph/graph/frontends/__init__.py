@@ -1,0 +1,1 @@
+"""Frontends: models in other formats as tilegraph graphs (ONNX, PyTorch through torch.export)."""

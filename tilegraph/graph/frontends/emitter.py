@@ -1,0 +1,51 @@
+"""Emitter: a GraphBuilder that folds constants as nodes are added (what frontends build with).
+
+    e = Emitter("model")
+    shape = e.constant(np.array([1, -1]))
+    y = e.emit("reshape", [x], {"shape": (1, 64)})     # a node, or a constant when x is constant
+
+Frontends need constant values while converting (a Reshape's shape, a Slice's starts), and shape
+subgraphs (Shape -> Gather -> Concat -> Reshape) fold away this way before the graph exists.
+Folding runs each op's numpy reference, exactly as `passes.fold_constants` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tilegraph.errors import GraphError
+from tilegraph.graph.builder import GraphBuilder
+from tilegraph.graph.ir import Node
+from tilegraph.graph.ops.registry import infer_types, reference_outputs
+
+FOLD_LIMIT_BYTES = 256 << 20  # a folded constant larger than this stays a node (never blow up memory)
+
+
+class Emitter(GraphBuilder):
+    def emit(self, op: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, name: str = "",
+             outputs: Sequence[str] | None = None, num_outputs: int = 1) -> str:
+        return self.emit_multi(op, inputs, attrs, name, outputs, num_outputs)[0]
+
+    def emit_multi(self, op: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, name: str = "",
+                   outputs: Sequence[str] | None = None, num_outputs: int = 1) -> list[str]:
+        if inputs and all(not i or i in self.constants for i in inputs):
+            node = Node(op, tuple(inputs), tuple(outputs or [name or op] * num_outputs), attrs or {}, name or op)
+            types = infer_types(node, [self.type_of(i) if i else None for i in inputs])
+            if sum(t.nbytes for t in types) <= FOLD_LIMIT_BYTES:
+                values = reference_outputs(node, [self.constants[i] if i else None for i in inputs], types)
+                base = list(outputs) if outputs is not None else [name or op] * num_outputs
+                return [self.constant(v, b) for v, b in zip(values, base)]
+        return self.add_multi(op, inputs, attrs, name, outputs, num_outputs)
+
+    def value(self, name: str, what: str) -> np.ndarray:
+        """The constant value of tensor `name`; GraphError saying `what` needed it otherwise."""
+        if name not in self.constants:
+            raise GraphError(f"{what} must be a constant (computable before run time); {name!r} is not. "
+                             "tilegraph compiles static shapes only")
+        return self.constants[name]
+
+
+__all__ = ["Emitter", "FOLD_LIMIT_BYTES"]

@@ -1,0 +1,150 @@
+"""from_onnx: an ONNX model (a path or a ModelProto) as a tilegraph Graph, shape subgraphs folded.
+
+    g = from_onnx("resnet50.onnx")                        # external data files next to it load too
+    g = from_onnx(model_proto, input_shapes={"input_ids": (1, 128)})   # fixes symbolic extents
+
+Every op type is checked before anything is converted: a model with unsupported ops raises one
+UnsupportedOpError naming all of them, their nodes and the opset. A malformed or truncated file,
+missing external data or an unsupported opset raise ModelFileError with one line saying which.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tilegraph.errors import GraphError, ModelFileError, UnsupportedOpError
+from tilegraph.graph.frontends import onnx_shape_ops  # noqa: F401 (registers the shape converters)
+from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.frontends.onnx_ops import CONVERTERS, dtype_of
+from tilegraph.graph.ir import Graph, TensorType
+
+OPSETS = range(13, 22)  # the default domain's opsets this frontend was written against (13..21)
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise ModelFileError("reading ONNX models needs the onnx package: pip install 'tilegraph[models]'") from None
+    return onnx
+
+
+def load_model(model: str | os.PathLike | Any) -> Any:
+    """The ModelProto at `model` (with its external data), or `model` itself if it is one."""
+    onnx = _onnx()
+    if isinstance(model, onnx.ModelProto):
+        return model
+    path = Path(model)
+    if not path.is_file():
+        raise ModelFileError(f"{path}: no such ONNX file")
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # protobuf's DecodeError and friends: the bytes are not a model
+        raise ModelFileError(f"{path}: not a readable ONNX model (malformed or truncated): {type(e).__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")) from None
+    if not proto.graph.node and not proto.graph.output:
+        raise ModelFileError(f"{path}: not a readable ONNX model (it holds no graph; truncated?)")
+    try:
+        from onnx.external_data_helper import load_external_data_for_model
+
+        load_external_data_for_model(proto, str(path.parent))
+    except (OSError, ValueError) as e:
+        raise ModelFileError(f"{path}: external data is missing or unreadable: {e}") from None
+    return proto
+
+
+def _opset(proto: Any) -> int:
+    versions = [o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")]
+    return versions[0] if versions else 13
+
+
+def check_supported(proto: Any, opset: int, source: str = "model") -> None:
+    """UnsupportedOpError naming every unsupported op type (and its nodes) at once."""
+    unsupported: dict[str, list[str]] = {}
+    for index, node in enumerate(proto.graph.node):
+        key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        if node.domain not in ("", "ai.onnx") or node.op_type not in CONVERTERS:
+            unsupported.setdefault(key, []).append(node.name or f"#{index}")
+    if unsupported:
+        raise UnsupportedOpError(unsupported, opset, source)
+
+
+def _attributes(node: Any) -> dict[str, Any]:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _input_type(value_info: Any, shapes: Mapping[str, Sequence[int]]) -> TensorType:
+    tensor = value_info.type.tensor_type
+    name = value_info.name
+    dtype = dtype_of(tensor.elem_type, f"graph input {name!r}")
+    if name in shapes:
+        return TensorType(tuple(int(s) for s in shapes[name]), dtype)
+    dims = []
+    for d in tensor.shape.dim:
+        if not d.HasField("dim_value"):
+            raise GraphError(f"graph input {name!r} has a symbolic extent {d.dim_param!r}; pass "
+                             f"input_shapes={{{name!r}: (...)}} (tilegraph compiles static shapes)")
+        dims.append(d.dim_value)
+    return TensorType(tuple(dims), dtype)
+
+
+def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
+              name: str | None = None) -> Graph:
+    """The Graph of an ONNX model: inputs in model order, outputs in model order, weights as
+    constants (no copies beyond what onnx's parser makes), constant subgraphs folded."""
+    proto = load_model(model)
+    source = str(model) if not hasattr(model, "graph") else (proto.graph.name or "model")
+    opset = _opset(proto)
+    if opset not in OPSETS:
+        raise ModelFileError(f"{source}: opset {opset} is not supported (tilegraph reads opsets "
+                             f"{OPSETS.start}..{OPSETS.stop - 1}); convert it with onnx.version_converter")
+    check_supported(proto, opset, source)
+    from onnx import numpy_helper
+
+    e = Emitter(name or proto.graph.name or "model")
+    env: dict[str, str] = {}
+    initializers = {t.name for t in proto.graph.initializer}
+    for tensor in proto.graph.initializer:
+        array = numpy_helper.to_array(tensor)
+        if array.dtype == np.float16 or array.dtype.kind not in "fib":
+            raise GraphError(f"{source}: initializer {tensor.name!r} has dtype {array.dtype} (not supported)")
+        env[tensor.name] = e.constant(array, tensor.name)
+    for value_info in proto.graph.input:
+        if value_info.name not in initializers:
+            env[value_info.name] = e.input(value_info.name, _input_type(value_info, input_shapes or {}))
+    for index, node in enumerate(proto.graph.node):
+        ins = [env[i] if i else "" for i in node.input]
+        missing = [i for i in node.input if i and i not in env]
+        if missing:
+            raise GraphError(f"{source}: node {node.name or index!r} reads undefined tensors {missing}")
+        try:
+            outs = CONVERTERS[node.op_type](e, node, ins, _attributes(node), opset)
+        except GraphError as err:
+            where = f"node {node.name or index!r} ({node.op_type})"
+            raise type(err)(str(err) if where in str(err) else f"{where}: {err}") from None
+        for onnx_name, graph_name in zip(node.output, outs):
+            if onnx_name:
+                env[onnx_name] = graph_name
+    outputs = []
+    for value_info in proto.graph.output:
+        if value_info.name not in env:
+            raise GraphError(f"{source}: graph output {value_info.name!r} is never computed")
+        outputs.append(_output_named(e, env[value_info.name], value_info.name))
+    return e.build(outputs).verify()
+
+
+def _output_named(e: Emitter, tensor: str, wanted: str) -> str:
+    """Graph outputs keep the model's names (users index results by them)."""
+    if tensor == wanted:
+        return tensor
+    return e.add("identity", [tensor], name=f"{wanted}_output", outputs=[wanted])
+
+
+__all__ = ["from_onnx", "load_model", "check_supported", "OPSETS"]
