@@ -359,7 +359,8 @@ MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "less_equal": lambda a, b: np.less_equal(a, b), "greater_equal": lambda a, b: np.greater_equal(a, b),
     "logical_and": lambda a, b: np.logical_and(a, b), "logical_or": lambda a, b: np.logical_or(a, b),
     "where": lambda cond, a, b: np.where(cond, a, b), "concat": concat, "strided_slice": strided_slice, "take": take,
-    "gather_elements": gather_elements, "matmul_nd": lambda a, b: np.matmul(_f64(a), _f64(b)), "broadcast_to": broadcast_to, "pad_constant": pad_constant,
+    "gather_elements": gather_elements, "matmul_nd": lambda a, b: np.matmul(_f64(a), _f64(b)),
+    "broadcast_to": broadcast_to, "pad_constant": pad_constant,
 }
 
 
