@@ -96,6 +96,17 @@ class GraphBuilder:
         values = {k: v for k, v in self.values.items() if k not in self.constants or k in constants}
         return Graph(self.name, tuple(self.inputs), tuple(outputs), tuple(self.nodes), values, constants)
 
+    def build_renamed(self, outputs: Sequence[str], rename: Mapping[str, str]) -> Graph:
+        """build() for a pass that renamed tensors: graph outputs keep their names (an identity,
+        a view, re-exposes a renamed one)."""
+        final = []
+        for name in outputs:
+            new = rename.get(name, name)
+            if new != name and name not in self.values:
+                new = self.add("identity", [new], name=f"{name}_output", outputs=[name])
+            final.append(new)
+        return self.build(final)
+
     @classmethod
     def like(cls, graph: Graph) -> GraphBuilder:
         """A builder holding `graph`'s inputs and constants (under the same names), no nodes yet."""

@@ -1,0 +1,110 @@
+"""One kernel per graph node: the node lowered to a te Workload, built from the database's best
+record or the default schedule; identical workloads (by structural key) share one kernel.
+
+    spec = kernel_spec(graph, node)    # KernelSpec(workload, arguments=graph tensors in parameter order)
+    built = build_kernels(specs, target, db, workers=2)   # {workload key: BuiltKernel}
+
+A size-1 constant operand of an elementwise op becomes a literal of the kernel (BERT's `/ 8.0`
+compiles to one kernel taking one tensor). Builds run on a thread pool: lowering is Python, the
+C compiler runs as parallel worker processes, and the build cache makes a second compile of the
+same model a lookup.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from tilegraph import driver, te
+from tilegraph.errors import GraphError, TilegraphError
+from tilegraph.graph.builder import scalar_of
+from tilegraph.graph.ir import Graph, Node
+from tilegraph.graph.ops.registry import op_def, te_shape
+from tilegraph.target import Target
+from tilegraph.te.workload import Workload
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    node: Node
+    workload: Workload
+    arguments: tuple[str, ...]  # graph tensors bound to the kernel's inputs, in order
+
+    @property
+    def key(self) -> str:
+        return self.workload.key
+
+
+@dataclass
+class BuiltKernel:
+    kernel: Any  # runtime Kernel
+    tuned: bool  # built from a database record (else the default schedule)
+
+
+def kernel_spec(graph: Graph, node: Node) -> KernelSpec:
+    """The workload computing `node` and the graph tensors it takes."""
+    op = op_def(node.op)
+    placeholders: dict[str, te.Tensor] = {}
+    args: list[Any] = []
+    for name in node.inputs:
+        if not name:
+            args.append(None)
+            continue
+        scalar = scalar_of(graph, name) if op.scalar_args else None
+        if scalar is not None:
+            args.append(scalar)
+            continue
+        if name not in placeholders:
+            t = graph.type_of(name)
+            placeholders[name] = te.placeholder(te_shape(t.shape), t.dtype, name=f"in{len(placeholders)}")
+        args.append(placeholders[name])
+    while args and args[-1] is None:
+        args.pop()
+    try:
+        outs = op.lower(node, args)
+    except (ValueError, TypeError) as e:
+        raise GraphError(f"node {node.name!r} ({node.op}) cannot be lowered: {e}") from None
+    for out, name in zip(outs, node.outputs):
+        expected = te_shape(graph.type_of(name).shape)
+        if tuple(out.shape) != expected or out.dtype.name != graph.type_of(name).dtype:
+            raise GraphError(f"node {node.name!r} ({node.op}) lowers to {out.dtype}{list(out.shape)}, "
+                             f"its type is {graph.type_of(name)} (a lowering bug)")
+    workload = Workload(list(placeholders.values()), list(outs), name=node.op)
+    return KernelSpec(node, workload, tuple(placeholders))
+
+
+def _build_one(spec: KernelSpec, target: Target, db: Any) -> BuiltKernel:
+    schedule = None
+    if db is not None:
+        try:
+            schedule = db.best_schedule(spec.workload, target)
+        except TilegraphError:
+            schedule = None  # an unreadable record never stops a compile: the default schedule serves
+    try:
+        kernel = driver.build(schedule if schedule is not None else spec.workload, target)
+    except TilegraphError as e:
+        raise type(e)(f"building the kernel of node {spec.node.name!r} ({spec.node.op}): {e}") from None
+    return BuiltKernel(kernel, schedule is not None)
+
+
+def build_kernels(specs: Sequence[KernelSpec], target: Target, db: Any = None, workers: int | None = None,
+                  progress: Any = None) -> dict[str, BuiltKernel]:
+    """Build each distinct workload once, `workers` at a time; {workload key: BuiltKernel}."""
+    unique: dict[str, KernelSpec] = {}
+    for spec in specs:
+        unique.setdefault(spec.key, spec)
+    workers = workers or max(1, min(len(unique), os.cpu_count() or 1))
+    built: dict[str, BuiltKernel] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {key: pool.submit(_build_one, spec, target, db) for key, spec in unique.items()}
+        for key, future in futures.items():
+            built[key] = future.result()
+            if progress is not None:
+                progress(len(built), len(unique))
+    return built
+
+
+__all__ = ["KernelSpec", "BuiltKernel", "kernel_spec", "build_kernels"]

@@ -1,0 +1,166 @@
+"""CompiledModel: a graph's kernels, run in order over one preallocated arena.
+
+    outs = model(x)                       # numpy arrays in (graph input order), a tuple out
+    outs = model.run({"input_ids": ids})  # by name -> {output name: array}
+    model.kernels                         # KernelInfo per kernel: name, nodes, workload key, tuned
+    model.arena_bytes, model.lower_bound_bytes
+
+Every kernel's arguments are bound once (pointers into the arena and the weights, checked by the
+runtime when bound), so a call is: check and copy the inputs into the arena, one ctypes call per
+kernel, copy the outputs out (the arena is reused by the next call). Calls are serialised by a
+lock: one arena per model.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tilegraph.errors import GraphError
+from tilegraph.graph.ir import Graph
+from tilegraph.graph.plan import MemoryPlan
+from tilegraph.runtime import threads
+from tilegraph.target import Target
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    name: str  # the kernel's entry point
+    nodes: tuple[str, ...]  # graph nodes it computes
+    workload_key: str
+    tuned: bool  # built from a tuning record (else the default schedule)
+
+
+@dataclass(frozen=True)
+class Step:
+    kernel: int  # index into CompiledModel.kernel_objects
+    node: str
+    inputs: tuple[str, ...]  # graph tensors bound to the kernel's inputs
+    outputs: tuple[str, ...]
+
+
+class CompiledModel:
+    def __init__(self, graph: Graph, steps: Sequence[Step], kernel_objects: Sequence[Any], kernel_keys: Sequence[str],
+                 tuned: Sequence[bool], plan: MemoryPlan, views: Mapping[str, str], target: Target,
+                 rewrites: Sequence[str] = (), compile_seconds: float = 0.0):
+        self.graph = graph
+        self.steps = tuple(steps)
+        self.kernel_objects = tuple(kernel_objects)
+        self.kernel_keys = tuple(kernel_keys)
+        self.tuned = tuple(tuned)
+        self.plan = plan
+        self.views = dict(views)
+        self.target = target
+        self.rewrites = tuple(rewrites)
+        self.compile_seconds = compile_seconds
+        self._arena = np.zeros(max(plan.arena_bytes, 1) // 8 + 1, dtype=np.float64)  # 8-byte aligned base
+        self._base = self._arena.view(np.uint8)[: max(plan.arena_bytes, 1)]
+        self._launches: list[Any] = []
+        self._bound_threads: int | None = None
+        self._lock = threading.Lock()
+        self._input_views = {name: self.tensor_view(name) for name in graph.inputs}
+
+    # ---- public -------------------------------------------------------------------------------
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return self.graph.inputs
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return self.graph.outputs
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.plan.arena_bytes
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return self.plan.lower_bound_bytes
+
+    @property
+    def kernels(self) -> list[KernelInfo]:
+        nodes: dict[int, list[str]] = {}
+        for step in self.steps:
+            nodes.setdefault(step.kernel, []).append(step.node)
+        return [KernelInfo(k.entry, tuple(nodes.get(i, ())), key, tuned)
+                for i, (k, key, tuned) in enumerate(zip(self.kernel_objects, self.kernel_keys, self.tuned))]
+
+    def __call__(self, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
+        if len(inputs) != len(self.graph.inputs):
+            names = ", ".join(self.graph.inputs)
+            raise GraphError(f"the model takes {len(self.graph.inputs)} inputs ({names}), got {len(inputs)}")
+        results = self.run(dict(zip(self.graph.inputs, inputs)))
+        return tuple(results[name] for name in self.graph.outputs)
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        unknown = sorted(set(inputs) - set(self.graph.inputs))
+        missing = [n for n in self.graph.inputs if n not in inputs]
+        if unknown or missing:
+            raise GraphError(f"the model takes inputs {list(self.graph.inputs)}; "
+                             + (f"unknown {unknown}" if unknown else "") + (" and " if unknown and missing else "")
+                             + (f"missing {missing}" if missing else ""))
+        arrays = {name: self._checked(name, inputs[name]) for name in self.graph.inputs}
+        with self._lock:
+            self._bind()
+            for name, array in arrays.items():
+                np.copyto(self._input_views[name], array)
+            for launch in self._launches:
+                launch.run()
+            return {name: np.array(self.tensor_view(name), copy=True) for name in self.graph.outputs}
+
+    def summary(self) -> str:
+        counts = self.graph.op_counts()
+        tuned = sum(self.tuned)
+        return (f"{self.graph.name}: {len(self.graph.nodes)} nodes ({', '.join(f'{k} {v}' for k, v in counts.items())}); "
+                f"{len(self.steps)} kernel launches, {len(self.kernel_objects)} distinct kernels ({tuned} tuned); "
+                f"arena {self.arena_bytes / 1e6:.2f} MB (lower bound {self.lower_bound_bytes / 1e6:.2f} MB); "
+                f"target {self.target.kind}/{self.target.isa}")
+
+    def save(self, path: Any) -> Any:
+        from tilegraph.graph.serialize import save_model
+
+        return save_model(self, path)
+
+    # ---- internals -------------------------------------------------------------------------
+    def tensor_view(self, name: str, shape: Sequence[int] | None = None) -> np.ndarray:
+        """The array holding tensor `name` (a view into the arena or a constant), as `shape`."""
+        t = self.graph.type_of(name)
+        shape = tuple(t.shape if shape is None else shape)
+        root = name
+        while root in self.views:
+            root = self.views[root]
+        if root in self.graph.constants:
+            return self.graph.constants[root].reshape(shape)
+        offset = self.plan.offsets[name]
+        return np.ndarray(shape, dtype=t.dtype, buffer=self._base, offset=offset)
+
+    def _checked(self, name: str, array: Any) -> np.ndarray:
+        expected = self.graph.type_of(name)
+        if not isinstance(array, np.ndarray):
+            array = np.asarray(array)
+        if array.shape != expected.shape:
+            raise GraphError(f"input {name!r} has shape {array.shape}, the model takes {expected}")
+        if str(array.dtype) != expected.dtype:
+            raise GraphError(f"input {name!r} has dtype {array.dtype}, the model takes {expected} "
+                             f"(tilegraph does not cast; use .astype({expected.dtype!r}))")
+        return array
+
+    def _bind(self) -> None:
+        """Bind every kernel's arguments once (again only when the thread setting changes)."""
+        wanted = threads.configured_num_threads() or self.target.num_cores
+        if self._launches and wanted == self._bound_threads:
+            return
+        launches = []
+        for step in self.steps:
+            kernel = self.kernel_objects[step.kernel]
+            ins = [self.tensor_view(n, kernel.inputs[i].shape) for i, n in enumerate(step.inputs)]
+            outs = [self.tensor_view(n, kernel.outputs[i].shape) for i, n in enumerate(step.outputs)]
+            launches.append(kernel.bind(ins, outs, num_threads=wanted))
+        self._launches, self._bound_threads = launches, wanted
+
+
+__all__ = ["CompiledModel", "KernelInfo", "Step"]
