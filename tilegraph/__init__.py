@@ -6,6 +6,8 @@ Public API (the contract benchmarks and tools use):
     interpret                the IR's executable meaning (numpy in, numpy out)
     build, Target            compile a schedule (or a workload's default schedule) to a Kernel
     tune                     search for the best schedule and keep every measurement
+    graph, compile, load     whole models: a graph from ONNX or PyTorch, compiled into kernels over
+                             one memory plan; saved and loaded without recompiling
 """
 
 import os as _os
@@ -13,8 +15,18 @@ from typing import Any as _Any
 
 import tilegraph.build.compile  # noqa: F401 (the package first: `tg.build` below must stay the function)
 from tilegraph import driver as _driver
-from tilegraph import ops, te, workloads
-from tilegraph.errors import BuildError, DatabaseError, LoweringError, ScheduleError, TilegraphError, WorkloadError
+from tilegraph import graph, ops, te, workloads
+from tilegraph.errors import (
+    BuildError,
+    DatabaseError,
+    GraphError,
+    LoweringError,
+    ModelFileError,
+    ScheduleError,
+    TilegraphError,
+    UnsupportedOpError,
+    WorkloadError,
+)
 from tilegraph.loop.interpret import interpret
 from tilegraph.runtime.threads import get_num_threads, set_num_threads
 from tilegraph.schedule import Schedule, Trace
@@ -35,9 +47,28 @@ def build(obj: Schedule | Workload, target: str | Target = "cpu", db: _Any = Non
     return _driver.build(obj, target, db)
 
 
+def compile(model: _Any, target: str | Target = "cpu", db: _Any = None, time_budget: float = 0.0,
+            example_inputs: _Any = None, **options: _Any) -> _Any:
+    """Compile a model (a tg.graph.Graph, an ONNX path or ModelProto, or a torch.nn.Module with
+    example_inputs) into a CompiledModel: graph passes, one kernel per node from `db`'s best records
+    (a database or its path) or default schedules, a static memory plan. `time_budget=0` tunes
+    nothing (whole-model tuning is not there yet)."""
+    from tilegraph.graph.compile import compile_model
+
+    return compile_model(model, target, db, time_budget, example_inputs, **options)
+
+
+def load(path: str | _os.PathLike, target: str | Target = "cpu") -> _Any:
+    """A CompiledModel saved with `model.save(path)`, loaded without compiling (same target only)."""
+    from tilegraph.graph.serialize import load_model
+
+    return load_model(path, target)
+
+
 __all__ = [
     "te", "ops", "workloads", "Workload", "Schedule", "Trace", "ScheduleError", "BuildError", "DatabaseError",
     "LoweringError", "TilegraphError", "WorkloadError", "__version__", "interpret",
     "Target", "build", "tune", "TuneOptions", "set_num_threads", "get_num_threads",
+    "graph", "compile", "load", "GraphError", "UnsupportedOpError", "ModelFileError",
 ]
 

@@ -59,6 +59,8 @@ def freeze_attrs(attrs: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> t
     def frozen(v: Any) -> Any:
         if isinstance(v, (list, tuple)):
             return tuple(frozen(x) for x in v)
+        if isinstance(v, bytes):
+            return v.decode("utf-8", "replace")
         if isinstance(v, np.integer):
             return int(v)
         if isinstance(v, np.floating):

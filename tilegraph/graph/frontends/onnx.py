@@ -77,7 +77,14 @@ def check_supported(proto: Any, opset: int, source: str = "model") -> None:
 def _attributes(node: Any) -> dict[str, Any]:
     from onnx import helper
 
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    def text(value: Any) -> Any:  # ONNX strings arrive as bytes
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, list):
+            return [text(v) for v in value]
+        return value
+
+    return {a.name: text(helper.get_attribute_value(a)) for a in node.attribute}
 
 
 def _input_type(value_info: Any, shapes: Mapping[str, Sequence[int]]) -> TensorType:

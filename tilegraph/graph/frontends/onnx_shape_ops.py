@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from onnx import numpy_helper
 
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
@@ -183,6 +182,8 @@ def _size(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
 @converts("ConstantOfShape")
 def _constant_of_shape(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     shape = _ints(e, ins[0], f"node {node.name!r} (ConstantOfShape) shape")
+    from onnx import numpy_helper
+
     fill = attrs.get("value")
     fill_value = numpy_helper.to_array(fill).reshape(-1) if fill is not None else np.zeros(1, np.float32)
     return [e.constant(np.full(shape, fill_value[0], dtype=fill_value.dtype), _out(node))]
@@ -196,6 +197,8 @@ def _range(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: 
 
 @converts("Constant")
 def _constant(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    from onnx import numpy_helper
+
     if "value" in attrs:
         array = numpy_helper.to_array(attrs["value"])
     elif "value_float" in attrs:

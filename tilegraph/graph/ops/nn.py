@@ -6,7 +6,7 @@
     y = batch_norm(x, scale, bias, mean, var, epsilon=1e-5, axis=1)
     y = matmul(a, b)                    numpy's a @ b (rank >= 1, batch dimensions broadcast)
     y = softmax(x, axis=-1);  y = layer_norm(x, scale[, bias], axis=-1, epsilon=1e-5)   (axes axis..end)
-    y = reduce_mean(x, axes=(2, 3), keepdims=1)     also reduce_sum, reduce_max
+    y = reduce_mean(x, axes=(2, 3), keepdims=1)     also reduce_sum, reduce_max; axes None or () reduce all
     y = max_pool2d / avg_pool2d(x, kernel=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), layout="NCHW")
     y = global_avg_pool(x, layout="NCHW")           mean over H and W, kept as extent 1
 """
@@ -185,7 +185,7 @@ class Reduce(OpDef):
 
     def _axes(self, node: Node, ndim: int) -> tuple[int, ...]:
         axes = node.attr("axes")
-        return tuple(range(ndim)) if axes is None else tuple(sorted(normalize_axis(a, ndim, node) for a in axes))
+        return tuple(range(ndim)) if not axes else tuple(sorted(normalize_axis(a, ndim, node) for a in axes))
 
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
         x = types[0]

@@ -97,7 +97,7 @@ def _sink(b: GraphBuilder, node: Node, ins: list[str], transposed: dict) -> str 
             y = b.add("pad", [source], attrs, f"{node.name}_moved")
             return b.add("transpose", [y], {"perm": perm}, f"{node.name}_t")
         axes = attrs.get("axes")
-        axes = tuple(range(rank)) if axes is None else tuple(a % rank for a in axes)
+        axes = tuple(range(rank)) if not axes else tuple(a % rank for a in axes)
         attrs["axes"] = tuple(sorted(perm[a] for a in axes))
         y = b.add(node.op, [source], attrs, f"{node.name}_moved")
         if attrs.get("keepdims", 1):

@@ -1,0 +1,179 @@
+"""from_torch: a torch.nn.Module as a tilegraph Graph, through torch.export and the core ATen ops.
+
+    g = from_torch(module, (x,))              # torch.export.export(...).run_decompositions()
+    g = from_exported_program(ep)
+
+Parameters, buffers and lifted constants become graph constants; user inputs become graph inputs
+(named as the placeholders). A node whose tensor inputs are all constants is evaluated by torch
+itself and becomes a constant (attention masks, position ids), so only the ops on run-time
+tensors need a graph op: ATEN (torch_ops.py) maps them. Unknown ATen ops on run-time tensors raise
+one UnsupportedOpError naming all of them before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tilegraph.errors import GraphError, UnsupportedOpError
+from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.ir import Graph, TensorType
+
+LIKE_OPS = {"full_like", "zeros_like", "ones_like", "empty_like"}  # depend on a shape only: constants
+SKIPPED = {"_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size", "_assert_async"}
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise GraphError("from_torch needs PyTorch: pip install 'tilegraph[models]' (torch==2.13.0, CPU)") from None
+    return torch
+
+
+def from_torch(module: Any, example_inputs: Sequence[Any], name: str | None = None) -> Graph:
+    torch = _torch()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ep = torch.export.export(module, tuple(example_inputs))
+        except Exception as e:  # export failures are many kinds; one line says which
+            raise GraphError(f"torch.export could not capture {type(module).__name__}: {type(e).__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''}") from None
+        ep = ep.run_decompositions()
+    return from_exported_program(ep, name or type(module).__name__)
+
+
+def _short_name(target: Any) -> str:
+    text = str(target)
+    if text.startswith("aten."):
+        return text.split(".")[1]
+    return getattr(target, "__name__", text)
+
+
+def from_exported_program(ep: Any, name: str = "model", constant_inputs: Sequence[int] = ()) -> Graph:
+    """The Graph of an ExportedProgram of core ATen ops; user inputs at positions in
+    `constant_inputs` are taken as constants (the torch.compile backend's frozen parameters)."""
+    torch = _torch()
+    from tilegraph.graph.frontends.torch_ops import ATEN, numpy_of
+
+    gm = ep.graph_module
+    state = {**ep.state_dict, **getattr(ep, "constants", {})}
+    specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+    e = Emitter(name)
+    env: dict[str, Any] = {}  # fx node name -> graph tensor name | torch.Tensor constant | tuple | python value
+    user_position = 0
+    user_args = [a for a in ep.example_inputs[0]] if getattr(ep, "example_inputs", None) else []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        spec = specs.get(node.name)
+        kind = spec.kind.name if spec is not None else "USER_INPUT"
+        if kind == "USER_INPUT":
+            value = node.meta.get("val")
+            if user_position in constant_inputs and user_position < len(user_args):
+                env[node.name] = e.constant(numpy_of(user_args[user_position]), node.name)
+            elif isinstance(value, torch.Tensor):
+                dtype = str(value.dtype).replace("torch.", "")
+                if any(not isinstance(s, int) for s in value.shape):
+                    raise GraphError(f"input {node.name!r} has a dynamic shape {tuple(value.shape)}; tilegraph "
+                                     "compiles static shapes")
+                env[node.name] = e.input(node.name, TensorType(tuple(value.shape), dtype))
+            else:
+                raise GraphError(f"input {node.name!r} is a {type(value).__name__}, not a tensor")
+            user_position += 1
+        else:
+            target = spec.target
+            if target not in state:
+                raise GraphError(f"{kind.lower()} {target!r} has no value in the exported program")
+            env[node.name] = e.constant(numpy_of(state[target]), target.replace(".", "_"))
+    # refuse unsupported ops up front (constant-only subgraphs are evaluated by torch and need no mapping)
+    unsupported: dict[str, list[str]] = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            short = _short_name(node.target)
+            if short not in ATEN and short not in LIKE_OPS and short not in SKIPPED and short != "getitem" \
+                    and _has_runtime_input(node, specs, constant_inputs):
+                unsupported.setdefault(f"aten.{short}", []).append(node.name)
+    if unsupported:
+        raise UnsupportedOpError(unsupported, None, f"torch module {name!r}")
+    outputs: list[str] = []
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            env[node.name] = _convert(e, node, env, torch, ATEN)
+        elif node.op == "output":
+            for index, out in enumerate(node.args[0]):
+                value = env[out.name] if hasattr(out, "name") else out
+                outputs.append(_as_tensor(e, value, f"output_{index}"))
+    return e.build(outputs).verify()
+
+
+def _has_runtime_input(node: Any, specs: dict, constant_inputs: Sequence[int]) -> bool:
+    seen: set[str] = set()
+    stack = [a for a in node.all_input_nodes]
+    while stack:  # any placeholder upstream that is a user input makes the node run-time
+        n = stack.pop()
+        if n.name in seen:
+            continue
+        seen.add(n.name)
+        if n.op == "placeholder":
+            spec = specs.get(n.name)
+            if spec is None or spec.kind.name == "USER_INPUT":
+                return True
+        elif _short_name(n.target) not in LIKE_OPS:
+            stack.extend(n.all_input_nodes)
+    return False
+
+
+def _as_tensor(e: Emitter, value: Any, name: str) -> str:
+    if isinstance(value, str):
+        return value
+    from tilegraph.graph.frontends.torch_ops import numpy_of
+
+    return e.constant(numpy_of(value) if not isinstance(value, np.ndarray) else value, name)
+
+
+def _convert(e: Emitter, node: Any, env: dict[str, Any], torch: Any, aten: dict) -> Any:
+    short = _short_name(node.target)
+    if short in SKIPPED:
+        return None
+
+    def arg(a: Any) -> Any:
+        if hasattr(a, "op") and hasattr(a, "name"):
+            return env[a.name]
+        if isinstance(a, (list, tuple)):
+            return type(a)(arg(x) for x in a)
+        return a
+
+    args = [arg(a) for a in node.args]
+    kwargs = {k: arg(v) for k, v in node.kwargs.items()}
+    if short == "getitem":
+        return args[0][args[1]]
+    if short in LIKE_OPS:  # only the input's (static) shape matters
+        like = args[0]
+        shape = e.type_of(like).shape if isinstance(like, str) else tuple(like.shape)
+        dtype = kwargs.get("dtype") or (getattr(torch, e.type_of(like).dtype) if isinstance(like, str) else like.dtype)
+        fill = 0 if short in ("zeros_like", "empty_like") else 1 if short == "ones_like" else args[1]
+        return torch.full(shape, fill, dtype=dtype)
+
+    def flat(values: Any) -> list[Any]:
+        out = []
+        for v in values:
+            out.extend(flat(v) if isinstance(v, (list, tuple)) else [v])
+        return out
+
+    if not any(isinstance(v, str) for v in flat([*args, *kwargs.values()])):  # all constant: torch evaluates it
+        with torch.no_grad():
+            return node.target(*args, **kwargs)
+    try:
+        return aten[short](e, node, args, kwargs)
+    except GraphError as err:
+        raise GraphError(f"node {node.name!r} (aten.{short}): {err}") from None
+    except (ValueError, TypeError, IndexError) as err:
+        raise GraphError(f"node {node.name!r} (aten.{short}) cannot be converted: {err}") from None
+
+
+__all__ = ["from_torch", "from_exported_program"]

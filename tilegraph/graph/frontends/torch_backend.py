@@ -1,0 +1,69 @@
+"""The torch.compile backend: `torch.compile(module, backend="tilegraph")`.
+
+Registered with the `torch_dynamo_backends` entry point (pyproject.toml), so it works after
+`pip install` without importing tilegraph first. Dynamo hands over each captured subgraph (graph
+breaks give several); each is exported to core ATen, converted, compiled with time_budget=0 and
+run on numpy views of the torch tensors. The subgraph's parameters and buffers are frozen into
+the compiled model as constants (as inductor's freezing does: inference only).
+
+A subgraph we cannot take (an unsupported op, a dynamic shape, anything failing while compiling)
+runs in eager PyTorch instead, with one warning naming why: a model PyTorch runs never fails
+because of us. Results come back as torch tensors on the CPU.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+FROZEN_INPUT_MARKERS = ("_parameters_", "_buffers_")  # dynamo's names for lifted module state
+
+
+def tilegraph_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
+    try:
+        return _compile(gm, example_inputs, options)
+    except Exception as e:  # any failure: eager for this subgraph, never an error for the user
+        message = str(e).splitlines()[0] if str(e) else ""
+        warnings.warn(f"tilegraph: running a subgraph of {len(gm.graph.nodes)} nodes in eager PyTorch: "
+                      f"{type(e).__name__}: {message}", stacklevel=2)
+        return gm.forward
+
+
+def _compile(gm: Any, example_inputs: list[Any], options: dict[str, Any]) -> Any:
+    import torch
+
+    from tilegraph.graph.compile import compile_model
+    from tilegraph.graph.frontends.torch import from_exported_program
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for value in example_inputs:
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"a {type(value).__name__} input (symbolic shapes?) is not supported")
+        if value.device.type != "cpu":
+            raise TypeError(f"a tensor on {value.device} (tilegraph runs on the CPU)")
+    frozen = [i for i, node in enumerate(placeholders)
+              if isinstance(example_inputs[i], torch.nn.Parameter) or any(m in node.name for m in FROZEN_INPUT_MARKERS)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(gm, tuple(example_inputs), strict=False).run_decompositions()
+    graph = from_exported_program(ep, "torch_compile", constant_inputs=frozen)
+    model = compile_model(graph, options.get("target", "cpu"), options.get("db"), 0.0)
+    runtime = [i for i in range(len(example_inputs)) if i not in frozen]
+    output_is_list = _returns_list(gm)
+
+    def run(*args: Any) -> Any:
+        arrays = [args[i].detach().contiguous().numpy() for i in runtime]
+        outs = tuple(torch.from_numpy(o) for o in model(*arrays))
+        return list(outs) if output_is_list else outs
+
+    return run
+
+
+def _returns_list(gm: Any) -> bool:
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            return isinstance(node.args[0], list)
+    return False
+
+
+__all__ = ["tilegraph_backend"]
