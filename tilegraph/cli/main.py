@@ -5,6 +5,8 @@
     tilegraph bench GMM-4 --vs numpy,torch [--target cpu] [--db PATH] [--json]
     tilegraph db list | best | distill | export FILE | import FILE | merge OTHER.db   [--db PATH]
     tilegraph info [--json] [--remeasure] [--target "cpu -isa=avx2"]
+    tilegraph compile MODEL.onnx [-o DIR] [--time S] [--db PATH] [--json]
+    tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--json]
 
 Bad input (unknown workload, malformed shape, negative budget, unusable database, missing
 compiler) prints one line `tilegraph: error: ...` on stderr and exits with code 2.
@@ -108,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
                        ("merge", "add the records of another tuning database")):
         p = db_sub.add_parser(name, parents=[db_opt], help=what)
         p.add_argument("path")
+
+    from tilegraph.cli.models import add_commands
+
+    add_commands(sub, {"db": db_opt}, _positive_float, _int_at_least)
 
     info = sub.add_parser("info", parents=[db_opt], help="target fingerprint, ISA, cores, caches, compiler, paths")
     info.add_argument("--json", action="store_true")
@@ -294,7 +300,14 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "tune": _cmd_tune, "bench": _cmd_bench, "db": _cmd_db, "info": _cmd_info,
+    "compile": lambda args: _models().cmd_compile(args), "run": lambda args: _models().cmd_run(args),
 }
+
+
+def _models() -> Any:
+    from tilegraph.cli import models
+
+    return models
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -1,0 +1,160 @@
+"""`tilegraph compile` and `tilegraph run`: whole models from the command line.
+
+    tilegraph compile MODEL.onnx [-o DIR] [--time S] [--db PATH] [--json]
+    tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
+
+MODEL may also name a reference model (resnet50, mobilenet_v2, bert, gpt2): it is exported to ONNX
+first (and PyTorch is then available as a peer). Inputs not given are random (seed 0); `run`
+saves nothing unless `--output DIR` names where each output goes as NAME.npy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tilegraph import config
+
+
+def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_least: Any) -> None:
+    comp = sub.add_parser("compile", parents=[parents["db"]], help="compile a model (ONNX) into a saved model dir")
+    comp.add_argument("model", help="an ONNX file, or a reference model name (resnet50, mobilenet_v2, bert, gpt2)")
+    comp.add_argument("-o", "--output", default=None, help="where to save the compiled model (default MODEL.tg)")
+    comp.add_argument("--time", type=float, default=0.0, help="whole-model tuning budget, seconds (0: no tuning)")
+    comp.add_argument("--json", action="store_true", help="one JSON object describing the compiled model")
+    run = sub.add_parser("run", parents=[parents["db"]], help="run a compiled model dir or an ONNX model")
+    run.add_argument("model", help="a saved model dir, an ONNX file, or a reference model name")
+    run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input array")
+    run.add_argument("--output", default=None, help="a folder to write each output to as NAME.npy")
+    run.add_argument("--bench", action="store_true", help="time the model (warm-up, alternating rounds, medians)")
+    run.add_argument("--vs", default="", help="peers to race and check against: onnxruntime,torch,torch.compile")
+    run.add_argument("--threads", type=int_at_least(1), default=None, help="threads (default: all cores)")
+    run.add_argument("--time", type=positive_float, default=2.0, help="seconds of timing per contender")
+    run.add_argument("--json", action="store_true")
+
+
+def _resolve(spec: str) -> tuple[Path | None, Any, str]:
+    """(ONNX path or None for a saved dir, torch module or None, kind) of a model argument."""
+    from tilegraph.graph import zoo
+
+    path = Path(spec)
+    if path.is_dir():
+        return None, None, "saved"
+    if path.exists():
+        return path, None, "onnx"
+    if spec in zoo.MODELS:
+        out = config.cache_dir() / "models" / f"{spec}.onnx"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if not out.exists():
+            print(f"exporting {spec} to {out} ...", file=sys.stderr)
+            zoo.export_onnx(spec, out.with_suffix(".tmp.onnx"))
+            out.with_suffix(".tmp.onnx").replace(out)
+        return out, spec, "onnx"
+    raise ValueError(f"{spec}: no such file or saved model dir, and not a reference model "
+                     f"({', '.join(zoo.MODELS)})")
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    import tilegraph as tg
+
+    onnx_path, _, kind = _resolve(args.model)
+    if kind == "saved":
+        raise ValueError(f"{args.model} is already a compiled model dir; pass the ONNX file")
+    if args.time < 0:
+        raise ValueError(f"--time must be >= 0, got {args.time}")
+    output = Path(args.output) if args.output else onnx_path.with_suffix(".tg")
+    model = tg.compile(str(onnx_path), db=args.db, time_budget=args.time)
+    model.save(output)
+    described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
+                 "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
+                 "tuned_kernels": sum(model.tuned), "arena_bytes": model.arena_bytes,
+                 "arena_lower_bound_bytes": model.lower_bound_bytes, "compile_s": round(model.compile_seconds, 3),
+                 "rewrites": len(model.rewrites), "target": str(model.target)}
+    print(json.dumps(described) if args.json else f"{model.summary()}\ncompiled in {model.compile_seconds:.1f} s; "
+          f"saved to {output}")
+    return 0
+
+
+def _inputs(model: Any, given: list[str]) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for item in given:
+        if "=" not in item:
+            raise ValueError(f"--input {item!r}: expected NAME=FILE.npy")
+        name, file = item.split("=", 1)
+        if name not in model.input_names:
+            raise ValueError(f"--input {name!r}: the model's inputs are {', '.join(model.input_names)}")
+        try:
+            arrays[name] = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--input {name}={file}: cannot read a .npy array ({e})") from None
+    rng = np.random.default_rng(0)
+    for name in model.input_names:
+        if name not in arrays:
+            t = model.graph.type_of(name)
+            arrays[name] = (rng.integers(0, 1000, t.shape).astype(t.dtype) if t.dtype.startswith("int")
+                            else rng.standard_normal(t.shape).astype(t.dtype))
+    return arrays
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import tilegraph as tg
+    from tilegraph.graph import zoo
+    from tilegraph.graph.race import PEERS, peer, race
+    from tilegraph.runtime import threads
+
+    peers = [p.strip() for p in args.vs.split(",") if p.strip()]
+    unknown = [p for p in peers if p not in PEERS]
+    if unknown:
+        raise ValueError(f"unknown peer(s) {', '.join(unknown)} for --vs; known peers: {', '.join(PEERS)}")
+    onnx_path, zoo_name, kind = _resolve(args.model)
+    model = tg.load(args.model) if kind == "saved" else tg.compile(str(onnx_path), db=args.db)
+    if args.threads:
+        threads.set_num_threads(args.threads)
+    thread_count = args.threads or model.target.num_cores
+    inputs = _inputs(model, args.input)
+    outputs = model.run(inputs)
+    report: dict[str, Any] = {"model": args.model, "outputs": {k: list(v.shape) for k, v in outputs.items()}}
+    contenders = {"tilegraph": lambda: model.run(inputs)}
+    torch_module = zoo.torch_model(zoo_name)[0] if zoo_name and any(p.startswith("torch") for p in peers) else None
+    for name in peers:
+        call, outs = peer(name, str(onnx_path) if onnx_path else None, torch_module, inputs, thread_count)
+        expected = outs()
+        errors = [float(np.abs(outputs[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
+                  for o, e in zip(model.output_names, expected)]
+        report[f"{name}_relative_error"] = max(errors)
+        contenders[name] = call
+    if args.bench:
+        times = race(contenders, seconds=args.time)
+        report["latency_s"] = {k: v.median_s for k, v in times.items()}
+        report["spread"] = {k: round(v.spread, 3) for k, v in times.items()}
+        for name in peers:
+            report[f"ratio_{name}"] = times[name].median_s / times["tilegraph"].median_s
+    if args.output:
+        out_dir = Path(args.output)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for name, array in outputs.items():
+                np.save(out_dir / f"{name.replace('/', '_')}.npy", array)
+        except OSError as e:
+            raise ValueError(f"--output {out_dir}: cannot write there ({e.strerror or e})") from None
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    for name, array in outputs.items():
+        print(f"output {name}: {array.dtype}{list(array.shape)}  mean {float(array.mean()):.6g}  "
+              f"max|.| {float(np.abs(array).max()):.6g}")
+    for name in peers:
+        print(f"vs {name}: max relative error {report[f'{name}_relative_error']:.2e}")
+    if args.bench:
+        for name, seconds in report["latency_s"].items():
+            ratio = "" if name == "tilegraph" else f"  ({report[f'ratio_{name}']:.2f}x: {name} time / tilegraph time)"
+            print(f"{name:>14}: {seconds * 1e3:9.3f} ms  spread {report['spread'][name]:.1%}{ratio}")
+    return 0
+
+
+__all__ = ["add_commands", "cmd_compile", "cmd_run"]
