@@ -22,7 +22,7 @@ from tilegraph.runtime.timer import measure
 PEERS = ("onnxruntime", "torch", "torch.compile")
 
 
-class PeerUnavailable(Exception):
+class PeerUnavailable(ValueError):
     pass
 
 

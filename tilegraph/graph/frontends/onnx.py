@@ -53,8 +53,8 @@ def load_model(model: str | os.PathLike | Any) -> Any:
         from onnx.external_data_helper import load_external_data_for_model
 
         load_external_data_for_model(proto, str(path.parent))
-    except (OSError, ValueError) as e:
-        raise ModelFileError(f"{path}: external data is missing or unreadable: {e}") from None
+    except Exception as e:  # OSError, or onnx's ValidationError for a missing file
+        raise ModelFileError(f"{path}: external data is missing or unreadable: {str(e).splitlines()[0]}") from None
     return proto
 
 

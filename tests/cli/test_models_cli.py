@@ -1,0 +1,65 @@
+"""`tilegraph compile` / `tilegraph run`: results on stdout, every bad input one line with exit code 2."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tilegraph.cli.main import main
+
+pytestmark = pytest.mark.needs_cc
+onnx = pytest.importorskip("onnx")
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")])
+    path = tmp_path_factory.mktemp("cli") / "mlp.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return path
+
+
+def test_compile_then_run_the_saved_model(mlp, tmp_path, capsys):
+    out_dir = tmp_path / "mlp.tg"
+    assert main(["compile", str(mlp), "-o", str(out_dir), "--json"]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert described["kernels"] == 2 and described["output"] == str(out_dir)
+    x = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(out_dir), "--input", f"x={tmp_path / 'x.npy'}", "--output", str(tmp_path / "outs"),
+                 "--bench", "--time", "0.2"]) == 0
+    assert "tilegraph:" in capsys.readouterr().out
+    assert main(["run", str(mlp), "--vs", "onnxruntime", "--bench", "--time", "0.2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["onnxruntime_relative_error"] < 1e-5 and report["latency_s"]["tilegraph"] > 0
+    weight = onnx.numpy_helper.to_array(onnx.load(str(mlp)).graph.initializer[0])
+    np.testing.assert_allclose(np.load(tmp_path / "outs" / "y.npy"), np.maximum(x @ weight, 0), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["compile", "missing.onnx"], "no such file"),
+    (["run", "{mlp}", "--input", "nope=x.npy"], "the model's inputs are x"),
+    (["run", "{mlp}", "--input", "x"], "expected NAME=FILE.npy"),
+    (["run", "{mlp}", "--input", "x={bad}"], "cannot read a .npy array"),
+    (["run", "{mlp}", "--input", "x={wrong_shape}"], "has shape (3, 8)"),
+    (["run", "{mlp}", "--vs", "tvm"], "unknown peer"),
+    (["run", "{mlp}", "--vs", "torch"], "needs the model's PyTorch definition"),
+    (["compile", "{garbage}"], "not a readable ONNX model"),
+    (["compile", "{mlp}", "-o", "/proc/nope/m.tg"], "cannot write"),
+    (["compile", "{mlp}", "--time", "5"], "whole-model tuning is not available"),
+])
+def test_bad_input_is_one_line_and_exit_2(mlp, tmp_path, capsys, argv, message):
+    (tmp_path / "bad.npy").write_bytes(b"not numpy")
+    np.save(tmp_path / "wrong.npy", np.zeros((3, 8), np.float32))
+    (tmp_path / "garbage.onnx").write_bytes(b"\x00\x01garbage" * 7)
+    argv = [a.format(mlp=mlp, bad=tmp_path / "bad.npy", wrong_shape=tmp_path / "wrong.npy",
+                     garbage=tmp_path / "garbage.onnx") for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tilegraph: error: ") and message in err and err.count("\n") == 1

@@ -1,0 +1,191 @@
+"""The ONNX frontend, op by op: one-node models made with onnx.helper, compiled (time_budget=0)
+and checked against ONNX Runtime on fresh random inputs; and every kind of bad model file."""
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph.errors import GraphError, ModelFileError, UnsupportedOpError
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+RNG = np.random.default_rng(11)
+
+
+def _model(op, inputs, output_shape=None, attrs=None, inits=(), opset=18, outputs=1, out_type=F):
+    """inputs: [(name, elem type, shape)]; inits: [(name, array)] as initializers."""
+    init_names = [n for n, _ in inits]
+    node = helper.make_node(op, [n for n, *_ in inputs] + init_names, [f"y{i}" for i in range(outputs)], **(attrs or {}))
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(f"y{i}", out_type, None) for i in range(outputs)],
+        [numpy_helper.from_array(a, n) for n, a in inits])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _feeds(model):
+    feeds = {}
+    for vi in model.graph.input:
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        kind = vi.type.tensor_type.elem_type
+        feeds[vi.name] = (RNG.standard_normal(shape).astype(np.float32) if kind == F else
+                          RNG.integers(0, 3, shape).astype(np.int64) if kind == I64 else RNG.random(shape) < 0.5)
+    return feeds
+
+
+def check(model, rtol=1e-4):
+    expected = ort.InferenceSession(model.SerializeToString()).run(None, _feeds(model))
+    feeds = _feeds(model)
+    expected = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
+    compiled = tg.compile(model)
+    got = compiled.run(feeds)
+    for name, e in zip(compiled.output_names, expected):
+        assert got[name].shape == e.shape and got[name].dtype == e.dtype, name
+        np.testing.assert_allclose(got[name].astype(np.float64), e.astype(np.float64), rtol=rtol, atol=1e-5)
+    return compiled
+
+
+X = ("x", F, [2, 3, 5, 7])
+W = ("w", RNG.standard_normal((4, 3, 3, 3)).astype(np.float32))
+CASES = {
+    "Relu": _model("Relu", [X]), "Sigmoid": _model("Sigmoid", [X]), "Tanh": _model("Tanh", [X]),
+    "Exp": _model("Exp", [X]), "Erf": _model("Erf", [X]), "Neg": _model("Neg", [X]), "Abs": _model("Abs", [X]),
+    "HardSigmoid": _model("HardSigmoid", [X], attrs={"alpha": 0.3, "beta": 0.4}), "HardSwish": _model("HardSwish", [X]),
+    "Gelu": _model("Gelu", [X], opset=20), "GeluTanh": _model("Gelu", [X], attrs={"approximate": "tanh"}, opset=20),
+    "Clip": _model("Clip", [X], inits=[("lo", np.array(-0.5, np.float32)), ("hi", np.array(0.5, np.float32))]),
+    "Add": _model("Add", [X, ("b", F, [3, 1, 7])]), "Sub": _model("Sub", [X, ("b", F, [7])]),
+    "Mul": _model("Mul", [X, ("b", F, [1, 3, 1, 1])]), "Div": _model("Div", [X], inits=[("d", np.array(3.0, np.float32))]),
+    "Pow": _model("Pow", [X], inits=[("p", np.array(2.0, np.float32))]),
+    "Sqrt": _model("Sqrt", [X], inits=[]),
+    "Where": _model("Where", [("c", B, [5, 7]), X, ("b", F, [7])]),
+    "Equal": _model("Equal", [("a", I64, [4, 3]), ("b", I64, [3])], out_type=B),
+    "Cast": _model("Cast", [X], attrs={"to": I64}, out_type=I64),
+    "MatMul": _model("MatMul", [("a", F, [2, 3, 5, 4]), ("b", F, [4, 6])]),
+    "MatMulBatched": _model("MatMul", [("a", F, [2, 1, 5, 4]), ("b", F, [3, 4, 6])]),
+    "MatMulVector": _model("MatMul", [("a", F, [5, 4]), ("b", F, [4])]),
+    "Gemm": _model("Gemm", [("a", F, [3, 5])], attrs={"transB": 1, "alpha": 0.5, "beta": 2.0},
+                   inits=[("b", RNG.standard_normal((4, 5)).astype(np.float32)), ("c", np.ones(4, np.float32))]),
+    "Conv": _model("Conv", [X], attrs={"pads": [1, 1, 1, 1]}, inits=[W]),
+    "ConvStridedDilatedBias": _model("Conv", [("x", F, [1, 3, 11, 9])], attrs={"strides": [2, 2], "dilations": [2, 1],
+                                     "pads": [2, 1, 2, 1]}, inits=[W, ("bias", np.arange(4, dtype=np.float32))]),
+    "ConvGroupsAsymmetric": _model("Conv", [("x", F, [1, 4, 8, 8])], attrs={"group": 2, "pads": [0, 1, 1, 0]},
+                                   inits=[("w", RNG.standard_normal((6, 2, 3, 3)).astype(np.float32))]),
+    "ConvDepthwiseSame": _model("Conv", [("x", F, [1, 4, 7, 7])], attrs={"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2]},
+                                inits=[("w", RNG.standard_normal((4, 1, 3, 3)).astype(np.float32))]),
+    "BatchNormalization": _model("BatchNormalization", [X], inits=[
+        ("s", RNG.random(3).astype(np.float32)), ("b", RNG.random(3).astype(np.float32)),
+        ("m", RNG.random(3).astype(np.float32)), ("v", RNG.random(3).astype(np.float32) + 0.5)]),
+    "Softmax": _model("Softmax", [X], attrs={"axis": 1}),
+    "LayerNormalization": _model("LayerNormalization", [X], attrs={"axis": -2},
+                                 inits=[("s", RNG.random((5, 7)).astype(np.float32)), ("b", RNG.random((5, 7)).astype(np.float32))]),
+    "ReduceMean": _model("ReduceMean", [X], inits=[("axes", np.array([1, 3], np.int64))]),
+    "ReduceSum": _model("ReduceSum", [X], attrs={"keepdims": 0}, inits=[("axes", np.array([-1], np.int64))]),
+    "ReduceMax": _model("ReduceMax", [X], opset=17, attrs={"axes": [2]}),
+    "MaxPool": _model("MaxPool", [X], attrs={"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "MaxPoolCeil": _model("MaxPool", [X], attrs={"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    "AveragePool": _model("AveragePool", [X], attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    "AveragePoolIncludePad": _model("AveragePool", [X], attrs={"kernel_shape": [3, 2], "pads": [1, 0, 1, 0],
+                                                                "count_include_pad": 1}),
+    "GlobalAveragePool": _model("GlobalAveragePool", [X]),
+    "Reshape": _model("Reshape", [X], inits=[("s", np.array([0, -1, 7], np.int64))]),
+    "Transpose": _model("Transpose", [X], attrs={"perm": [0, 3, 1, 2]}),
+    "Flatten": _model("Flatten", [X], attrs={"axis": 2}),
+    "Squeeze": _model("Squeeze", [("x", F, [2, 1, 5])], inits=[("a", np.array([1], np.int64))]),
+    "Unsqueeze": _model("Unsqueeze", [("x", F, [2, 5])], inits=[("a", np.array([0, 3], np.int64))]),
+    "Concat": _model("Concat", [X, ("b", F, [2, 1, 5, 7])], attrs={"axis": 1}),
+    "Split": _model("Split", [X], attrs={"axis": 3}, inits=[("s", np.array([2, 5], np.int64))], outputs=2),
+    "Slice": _model("Slice", [X], inits=[("st", np.array([4, 1], np.int64)), ("en", np.array([-100, 5], np.int64)),
+                                         ("ax", np.array([3, 2], np.int64)), ("sp", np.array([-2, 2], np.int64))]),
+    "Gather": _model("Gather", [("x", F, [10, 4]), ("i", I64, [2, 3])], attrs={"axis": 0}),
+    "GatherScalar": _model("Gather", [X], attrs={"axis": 1}, inits=[("i", np.array(-1, np.int64))]),
+    "GatherElements": _model("GatherElements", [("x", F, [3, 4]), ("i", I64, [3, 2])], attrs={"axis": 1}),
+    "Expand": _model("Expand", [("x", F, [3, 1])], inits=[("s", np.array([2, 1, 4], np.int64))]),
+    "Pad": _model("Pad", [X], inits=[("p", np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)), ("v", np.array(0.5, np.float32))]),
+    "IsNaN": _model("IsNaN", [X], out_type=B),
+    "Identity": _model("Identity", [X]),
+}
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_op_matches_onnxruntime(case):
+    check(CASES[case])
+
+
+@pytest.mark.needs_cc
+def test_shape_subgraphs_fold_to_constants():
+    """Shape -> Gather -> Unsqueeze -> Concat -> Reshape, plus ConstantOfShape and Range: no node survives
+    but the reshape (a view) and the add."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["r"]),
+        helper.make_node("ConstantOfShape", ["last"], ["ones"], value=numpy_helper.from_array(np.array([1.0], np.float32))),
+        helper.make_node("Range", ["start", "limit", "delta"], ["rng"]),
+        helper.make_node("Cast", ["rng"], ["rngf"], to=F),
+        helper.make_node("Add", ["r", "ones"], ["a"]),
+        helper.make_node("Add", ["a", "rngf"], ["y0"]),
+    ]
+    inits = [numpy_helper.from_array(a, n) for n, a in [
+        ("zero", np.array(0, np.int64)), ("zero1", np.array([0], np.int64)), ("minus1", np.array([-1], np.int64)),
+        ("last", np.array([35], np.int64)), ("start", np.array(0, np.int64)), ("limit", np.array(35, np.int64)),
+        ("delta", np.array(1, np.int64))]]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 5, 7])],
+                              [helper.make_tensor_value_info("y0", F, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    compiled = check(model)
+    assert sorted(compiled.graph.op_counts()) == ["add", "reshape"]
+
+
+def test_unsupported_ops_are_all_named_before_compiling():
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Einsum", ["a", "a"], ["b"], name="e1",
+                                                                               equation="ij,ij->ij"),
+             helper.make_node("TopK", ["b", "k"], ["y0", "i"], name="t1"), helper.make_node("Einsum", ["b"], ["c"], name="e2",
+                                                                                           equation="ij->ij")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                              [helper.make_tensor_value_info("y0", F, None)], [numpy_helper.from_array(np.array([1], np.int64), "k")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(UnsupportedOpError) as info:
+        tg.graph.from_onnx(model)
+    message = str(info.value)
+    assert "Einsum (nodes: e1, e2)" in message and "TopK (nodes: t1)" in message and "opset 18" in message
+    assert "\n" not in message
+
+
+def test_bad_files_give_one_line(tmp_path):
+    good = CASES["Relu"]
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(good.SerializeToString()[:25])
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\xff\x00not a model" * 10)
+    for path in (truncated, garbage):
+        with pytest.raises(ModelFileError, match="not a readable ONNX model"):
+            tg.graph.from_onnx(path)
+    with pytest.raises(ModelFileError, match="no such ONNX file"):
+        tg.graph.from_onnx(tmp_path / "missing.onnx")
+    with pytest.raises(ModelFileError, match="opset 11 is not supported"):
+        tg.graph.from_onnx(_model("Relu", [X], opset=11))
+    symbolic = _model("Relu", [("x", F, ["batch", 3])])
+    with pytest.raises(GraphError, match="symbolic extent 'batch'"):
+        tg.graph.from_onnx(symbolic)
+    assert tg.graph.from_onnx(symbolic, input_shapes={"x": (2, 3)}).values["x"].shape == (2, 3)
+
+
+@pytest.mark.needs_cc
+def test_external_data_loads_and_its_absence_is_named(tmp_path):
+    weight = RNG.standard_normal((64, 64)).astype(np.float32)
+    model = _model("MatMul", [("a", F, [2, 64])], inits=[("b", weight)])
+    path = tmp_path / "ext.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="weights.data",
+                    size_threshold=0)
+    assert (tmp_path / "weights.data").exists()
+    a = RNG.standard_normal((2, 64)).astype(np.float32)
+    np.testing.assert_allclose(tg.compile(path)(a)[0], a @ weight, rtol=1e-4, atol=1e-5)
+    (tmp_path / "weights.data").unlink()
+    with pytest.raises(ModelFileError, match="external data is missing"):
+        tg.graph.from_onnx(path)
