@@ -37,7 +37,6 @@ def _feeds(model):
 
 
 def check(model, rtol=1e-4):
-    expected = ort.InferenceSession(model.SerializeToString()).run(None, _feeds(model))
     feeds = _feeds(model)
     expected = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
     compiled = tg.compile(model)
@@ -80,7 +79,8 @@ CASES = {
         ("m", RNG.random(3).astype(np.float32)), ("v", RNG.random(3).astype(np.float32) + 0.5)]),
     "Softmax": _model("Softmax", [X], attrs={"axis": 1}),
     "LayerNormalization": _model("LayerNormalization", [X], attrs={"axis": -2},
-                                 inits=[("s", RNG.random((5, 7)).astype(np.float32)), ("b", RNG.random((5, 7)).astype(np.float32))]),
+                                 inits=[("s", RNG.random((5, 7)).astype(np.float32)),
+                                        ("b", RNG.random((5, 7)).astype(np.float32))]),
     "ReduceMean": _model("ReduceMean", [X], inits=[("axes", np.array([1, 3], np.int64))]),
     "ReduceSum": _model("ReduceSum", [X], attrs={"keepdims": 0}, inits=[("axes", np.array([-1], np.int64))]),
     "ReduceMax": _model("ReduceMax", [X], opset=17, attrs={"axes": [2]}),
@@ -148,7 +148,8 @@ def test_unsupported_ops_are_all_named_before_compiling():
              helper.make_node("TopK", ["b", "k"], ["y0", "i"], name="t1"), helper.make_node("Einsum", ["b"], ["c"], name="e2",
                                                                                            equation="ij->ij")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
-                              [helper.make_tensor_value_info("y0", F, None)], [numpy_helper.from_array(np.array([1], np.int64), "k")])
+                              [helper.make_tensor_value_info("y0", F, None)],
+                              [numpy_helper.from_array(np.array([1], np.int64), "k")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     with pytest.raises(UnsupportedOpError) as info:
         tg.graph.from_onnx(model)
