@@ -2,6 +2,7 @@
 
     python -m benchmarks.run ansor-cpu --budget 60 --threads 1,2
     python -m benchmarks.run transformer-gemm resnet50-conv --short
+    python -m benchmarks.run models [--short]               # whole models (benchmarks/models.py)
 
 Modules: suites (what is measured), protocol (how it is timed), peers/ (the other systems),
 tilegraph_system (tilegraph itself), report (Markdown, CSV, PNG), run (the command line).

@@ -170,6 +170,14 @@ def _early_options(argv: list[str] | None) -> tuple[str | None, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "models" in argv:  # whole models: their own harness (benchmarks/models.py)
+        from benchmarks import models
+
+        others = [a for a in argv if a != "models"]
+        if any(a in __import__("benchmarks").SUITES for a in others) or "all" in others:
+            raise SystemExit("run `models` on its own: python -m benchmarks.run models [options]")
+        return models.main(argv)
     isa, max_threads = _early_options(argv)
     isa_env = restrict_isa(isa)
     threading = set_thread_environment(max_threads)

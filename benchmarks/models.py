@@ -1,0 +1,144 @@
+"""python -m benchmarks.run models: whole models, untuned tilegraph against ONNX Runtime, PyTorch
+eager and torch.compile, batch 1, 1 and 2 threads.
+
+    python -m benchmarks.run models [--models resnet50,bert] [--threads 1,2] [--short]
+
+Per model: the transformers definition (random weights, seed 0) is exported to ONNX with the
+dynamo exporter; tilegraph compiles it with time_budget=0 (a cold build cache: compile time
+includes gcc); ONNX Runtime (ORT_ENABLE_ALL) runs the same file; PyTorch runs the module eager
+and through torch.compile (inductor, freezing on; its compile time is the first call's). Outputs
+are checked against ONNX Runtime (max |out - ref| / max |ref|). Then, per thread count, all
+systems are timed alternately in rounds (tilegraph.graph.race): warm-up, medians of per-round
+medians, spread = (max - min) / median over rounds. Results: Markdown and CSV in --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import datetime
+import io
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+PEERS = ("onnxruntime", "torch", "torch.compile")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run models")
+    p.add_argument("suites", nargs="*")
+    p.add_argument("--models", default="resnet50,mobilenet_v2,bert,gpt2")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--peers", default=",".join(PEERS))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--seconds", type=float, default=2.0, help="timing seconds per system and thread count")
+    p.add_argument("--short", action="store_true", help="reduced-depth models, one round: checks the harness")
+    p.add_argument("--out", default=None)
+    args, _ = p.parse_known_args(argv)
+    args.models = [m for m in args.models.split(",") if m]
+    args.threads = sorted({int(t) for t in args.threads.split(",") if t})
+    args.peers = [x for x in args.peers.split(",") if x]
+    if args.short:
+        args.models, args.rounds, args.seconds, args.threads = args.models[:1], 1, 0.1, args.threads[:1]
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    cold = tempfile.mkdtemp(prefix="tilegraph-models-")
+    os.environ["TILEGRAPH_CACHE_DIR"] = os.path.join(cold, "cache")
+    import numpy as np
+    import torch
+
+    import tilegraph as tg
+    from tilegraph.graph import zoo
+    from tilegraph.graph.race import peer, race
+
+    warnings.filterwarnings("ignore")
+    rows = []
+    for name in args.models:
+        log = lambda msg: print(f"[{name}] {msg}", file=sys.stderr, flush=True)  # noqa: B023, E731
+        path = Path(cold) / f"{name}.onnx"
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            zoo.export_onnx(name, path, small=args.short)
+        start = time.perf_counter()
+        model = tg.compile(str(path))
+        compile_s = time.perf_counter() - start
+        log(f"compiled in {compile_s:.1f} s: {model.summary()}")
+        rng = np.random.default_rng(0)
+        inputs = {n: (rng.integers(0, 1000, model.graph.type_of(n).shape).astype(np.int64)
+                      if model.graph.type_of(n).dtype == "int64"
+                      else rng.standard_normal(model.graph.type_of(n).shape).astype(np.float32))
+                  for n in model.input_names}
+        module = zoo.torch_model(name, small=args.short)[0] if any(p.startswith("torch") for p in args.peers) else None
+        weights_mb = sum(a.nbytes for a in model.graph.constants.values()) / 1e6
+        for threads in args.threads:
+            tg.set_num_threads(threads)
+            torch.set_num_threads(threads)
+            contenders = {"tilegraph": lambda: model.run(inputs)}  # noqa: B023
+            ours = model.run(inputs)
+            reference = None
+            errors, compile_times = {}, {"tilegraph": compile_s}
+            for system in args.peers:
+                start = time.perf_counter()
+                call, outputs = peer(system, str(path), module, inputs, threads)
+                expected = outputs()  # the first call: torch.compile compiles here
+                compile_times[system] = time.perf_counter() - start
+                if system == "onnxruntime":
+                    reference = expected
+                errors[system] = max(float(np.abs(ours[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
+                                     for o, e in zip(model.output_names, expected))
+                contenders[system] = call
+            times = race(contenders, rounds=args.rounds, seconds=args.seconds)
+            for system, result in times.items():
+                rows.append({
+                    "model": name, "threads": threads, "system": system, "latency_ms": result.median_s * 1e3,
+                    "spread": result.spread, "vs_tilegraph": times["tilegraph"].median_s / result.median_s,
+                    "compile_s": compile_times.get(system, float("nan")),
+                    "rel_error_vs_ort": errors.get("onnxruntime") if system == "tilegraph" else errors.get(system),
+                    "arena_mb": model.arena_bytes / 1e6 if system == "tilegraph" else None,
+                    "arena_lower_bound_mb": model.lower_bound_bytes / 1e6 if system == "tilegraph" else None,
+                    "weights_mb": weights_mb if system == "tilegraph" else None,
+                    "kernels": f"{len(model.steps)} launches / {len(model.kernel_objects)} distinct"
+                    if system == "tilegraph" else "",
+                })
+                log(f"{threads}T {system}: {result.median_s * 1e3:.2f} ms (spread {result.spread:.1%})")
+            del reference
+    out = Path(args.out) if args.out else Path(__file__).parent / "results" / (
+        f"{datetime.date.today().isoformat()}-models" + ("-short" if args.short else ""))
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "models.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    command = "python -m benchmarks.run models " + " ".join(a for a in argv if a != "models")
+    text = markdown(rows, command)
+    (out / "models.md").write_text(text)
+    print(text)
+    return 0
+
+
+def markdown(rows: list[dict], command: str) -> str:
+    import platform
+
+    lines = [f"Command: `{command.strip()}`; {datetime.datetime.now().isoformat(timespec='seconds')}, "
+             f"{platform.machine()}, {os.cpu_count()} cores. Latency: median of per-round medians (alternating rounds); "
+             "ratio = tilegraph latency / system latency (below 1: tilegraph is slower); error: max |out - ORT| / max |ORT|.",
+             "", "| model | threads | system | latency (ms) | spread | tilegraph / system | compile (s) | error vs ORT | "
+             "arena / lower bound (MB) | weights (MB) | kernels |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        arena = f"{r['arena_mb']:.1f} / {r['arena_lower_bound_mb']:.1f}" if r["arena_mb"] is not None else ""
+        weights = f"{r['weights_mb']:.0f}" if r["weights_mb"] is not None else ""
+        error = f"{r['rel_error_vs_ort']:.1e}" if r["rel_error_vs_ort"] is not None else ""
+        lines.append(f"| {r['model']} | {r['threads']} | {r['system']} | {r['latency_ms']:.2f} | {r['spread']:.1%} | "
+                     f"{r['vs_tilegraph']:.2f} | {r['compile_s']:.1f} | {error} | {arena} | {weights} | {r['kernels']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
