@@ -60,7 +60,7 @@ def _resolve(spec: str) -> tuple[Path | None, Any, str]:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    import tilegraph as tg
+    from tilegraph.graph.compile import compile_model
 
     onnx_path, _, kind = _resolve(args.model)
     if kind == "saved":
@@ -68,7 +68,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.time < 0:
         raise ValueError(f"--time must be >= 0, got {args.time}")
     output = Path(args.output) if args.output else onnx_path.with_suffix(".tg")
-    model = tg.compile(str(onnx_path), db=args.db, time_budget=args.time)
+    model = compile_model(str(onnx_path), db=args.db, time_budget=args.time)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
                  "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
@@ -102,8 +102,9 @@ def _inputs(model: Any, given: list[str]) -> dict[str, np.ndarray]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import tilegraph as tg
     from tilegraph.graph import zoo
+    from tilegraph.graph.compile import compile_model
+    from tilegraph.graph.serialize import load_model
     from tilegraph.graph.race import PEERS, peer, race
     from tilegraph.runtime import threads
 
@@ -112,7 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown peer(s) {', '.join(unknown)} for --vs; known peers: {', '.join(PEERS)}")
     onnx_path, zoo_name, kind = _resolve(args.model)
-    model = tg.load(args.model) if kind == "saved" else tg.compile(str(onnx_path), db=args.db)
+    model = load_model(args.model) if kind == "saved" else compile_model(str(onnx_path), db=args.db)
     if args.threads:
         threads.set_num_threads(args.threads)
     thread_count = args.threads or model.target.num_cores
