@@ -128,7 +128,8 @@ def markdown(rows: list[dict], command: str) -> str:
 
     lines = [f"Command: `{command.strip()}`; {datetime.datetime.now().isoformat(timespec='seconds')}, "
              f"{platform.machine()}, {os.cpu_count()} cores. Latency: median of per-round medians (alternating rounds); "
-             "tilegraph / system = tilegraph latency / that system's latency (above 1: tilegraph is that many times slower); error: max |out - ORT| / max |ORT|.",
+             "tilegraph / system = tilegraph latency / that system's latency (above 1: tilegraph is that many times "
+             "slower); error: max |out - ORT| / max |ORT|.",
              "", "| model | threads | system | latency (ms) | spread | tilegraph / system | compile (s) | error vs ORT | "
              "arena / lower bound (MB) | weights (MB) | kernels |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -299,6 +299,40 @@ OP_CASES: dict[str, Callable[[], tuple]] = {
 }
 
 
+def _typed(op: Callable[..., te.Tensor], specs: list[tuple[tuple[int, ...], str]], **kw: object) -> Callable[[], tuple]:
+    """An op over placeholders of the given (shape, dtype)s (ints are drawn from -4..4, bools at random)."""
+    def make() -> tuple:
+        xs = [te.placeholder(shape, dtype, f"in{i}") for i, (shape, dtype) in enumerate(specs)]
+        return xs, op(*xs, **kw)
+
+    return make
+
+
+F32, I64, BOOL = "float32", "int64", "bool"
+OP_CASES.update({
+    # the graph level's extra ops (ops/math.py, ops/indexing.py)
+    **{name: _unary(getattr(ops, name), (3, 17)) for name in ("abs", "erf", "gelu_tanh", "hard_swish", "neg", "sqrt",
+                                                               "log", "reciprocal", "isnan")},
+    "hard_sigmoid": _unary(ops.hard_sigmoid, (5, 7), alpha=0.3, beta=0.6),
+    "clip": _unary(ops.clip, (5, 7), lo=-0.5, hi=0.25),
+    "cast_int": _unary(ops.cast, (4, 9), dtype="int64"),
+    "power": _typed(ops.power, [((3, 5), F32), ((5,), F32)]),
+    **{name: _typed(getattr(ops, name), [((3, 5), F32), ((3, 1), F32)]) for name in (
+        "equal", "less", "greater", "less_equal", "greater_equal")},
+    "logical_and": _typed(ops.logical_and, [((3, 5), BOOL), ((5,), BOOL)]),
+    "logical_or": _typed(ops.logical_or, [((3, 5), BOOL), ((3, 1), BOOL)]),
+    "logical_not": _typed(ops.logical_not, [((3, 5), BOOL)]),
+    "where": _typed(ops.where, [((3, 1), BOOL), ((3, 5), F32), ((5,), F32)]),
+    "matmul_nd": _typed(ops.matmul_nd, [((2, 1, 5, 3), F32), ((3, 3, 7), F32)]),
+    "concat": _typed(lambda a, b: ops.concat([a, b, a], axis=1), [((3, 5), F32), ((3, 2), F32)]),
+    "strided_slice": _typed(ops.strided_slice, [((7, 9), F32)], begin=(6, 1), end=(0, 8), strides=(-3, 2)),
+    "take": _typed(ops.take, [((7, 3), F32), ((2, 3), I64)], axis=0),
+    "gather_elements": _typed(ops.gather_elements, [((4, 6), F32), ((4, 3), I64)], axis=1),
+    "broadcast_to": _typed(ops.broadcast_to, [((3, 1), F32)], shape=(2, 3, 5)),
+    "pad_constant": _typed(ops.pad_constant, [((4, 6), F32)], before=(1, -1), after=(2, 0), value=-2.0),
+})
+
+
 def test_every_op_has_a_case():
     covered = {attr(OP_CASES[case]()[1], "ref_op") for case in OP_CASES}
     missing = set(ops.__all__) - covered

@@ -104,8 +104,8 @@ def _inputs(model: Any, given: list[str]) -> dict[str, np.ndarray]:
 def cmd_run(args: argparse.Namespace) -> int:
     from tilegraph.graph import zoo
     from tilegraph.graph.compile import compile_model
-    from tilegraph.graph.serialize import load_model
     from tilegraph.graph.race import PEERS, peer, race
+    from tilegraph.graph.serialize import load_model
     from tilegraph.runtime import threads
 
     peers = [p.strip() for p in args.vs.split(",") if p.strip()]

@@ -380,7 +380,10 @@ REFERENCES: dict[str, Callable[..., np.ndarray]] = {
 }
 
 # Arguments whose random test values must be positive (and away from 0): variances, divisors.
-POSITIVE_ARGS: dict[str, frozenset[str]] = {"batch_norm": frozenset({"var"}), "div": frozenset({"b"})}
+POSITIVE_ARGS: dict[str, frozenset[str]] = {
+    "batch_norm": frozenset({"var"}), "div": frozenset({"b"}), "sqrt": frozenset({"x"}), "log": frozenset({"x"}),
+    "reciprocal": frozenset({"x"}), "power": frozenset({"a"}),
+}
 
 
 def reference_outputs(wl: Workload, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
