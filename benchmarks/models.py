@@ -82,15 +82,12 @@ def main(argv: list[str]) -> int:
             torch.set_num_threads(threads)
             contenders = {"tilegraph": lambda: model.run(inputs)}  # noqa: B023
             ours = model.run(inputs)
-            reference = None
             errors, compile_times = {}, {"tilegraph": compile_s}
             for system in args.peers:
                 start = time.perf_counter()
                 call, outputs = peer(system, str(path), module, inputs, threads)
                 expected = outputs()  # the first call: torch.compile compiles here
                 compile_times[system] = time.perf_counter() - start
-                if system == "onnxruntime":
-                    reference = expected
                 errors[system] = max(float(np.abs(ours[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
                                      for o, e in zip(model.output_names, expected))
                 contenders[system] = call
@@ -108,7 +105,6 @@ def main(argv: list[str]) -> int:
                     if system == "tilegraph" else "",
                 })
                 log(f"{threads}T {system}: {result.median_s * 1e3:.2f} ms (spread {result.spread:.1%})")
-            del reference
     out = Path(args.out) if args.out else Path(__file__).parent / "results" / (
         f"{datetime.date.today().isoformat()}-models" + ("-short" if args.short else ""))
     out.mkdir(parents=True, exist_ok=True)

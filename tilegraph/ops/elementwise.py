@@ -22,7 +22,8 @@ from tilegraph.te.tensor import Tensor
 Scalar = int | float
 
 
-def _unary(x: Tensor, fn: Callable[[Expr], Expr], name: str) -> Tensor:
+def float_unary(x: Tensor, fn: Callable[[Expr], Expr], name: str) -> Tensor:
+    """One stage out[i..] = fn(x[i..]) of a float tensor (every float unary op is one)."""
     check_tensor(x, "x")
     check_float(x, "x")
     return stage(x.shape, lambda *i: fn(x[i]), name=name)
@@ -31,28 +32,28 @@ def _unary(x: Tensor, fn: Callable[[Expr], Expr], name: str) -> Tensor:
 @operator("relu")
 def relu(x: Tensor, name: str = "relu") -> Tensor:
     """max(x, 0)."""
-    return _unary(x, lambda v: te.max_(v, te.const(0.0, v.dtype)), name)
+    return float_unary(x, lambda v: te.max_(v, te.const(0.0, v.dtype)), name)
 
 
 @operator("gelu")
 def gelu(x: Tensor, name: str = "gelu") -> Tensor:
     """0.5 * x * (1 + erf(x / sqrt(2))), the exact (erf) form."""
-    return _unary(x, lambda v: v * 0.5 * (te.erf(v * (1.0 / math.sqrt(2.0))) + 1.0), name)
+    return float_unary(x, lambda v: v * 0.5 * (te.erf(v * (1.0 / math.sqrt(2.0))) + 1.0), name)
 
 
 @operator("sigmoid")
 def sigmoid(x: Tensor, name: str = "sigmoid") -> Tensor:
-    return _unary(x, te.sigmoid, name)
+    return float_unary(x, te.sigmoid, name)
 
 
 @operator("tanh")
 def tanh(x: Tensor, name: str = "tanh") -> Tensor:
-    return _unary(x, te.tanh, name)
+    return float_unary(x, te.tanh, name)
 
 
 @operator("exp")
 def exp(x: Tensor, name: str = "exp") -> Tensor:
-    return _unary(x, te.exp, name)
+    return float_unary(x, te.exp, name)
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

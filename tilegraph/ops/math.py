@@ -18,30 +18,24 @@ from collections.abc import Callable
 
 from tilegraph import te
 from tilegraph.ops._common import check_float, check_tensor, operator, stage
-from tilegraph.ops.elementwise import broadcast_read, broadcast_shape
+from tilegraph.ops.elementwise import broadcast_read, broadcast_shape, float_unary
 from tilegraph.te.expr import Expr
 from tilegraph.te.tensor import Tensor
 
 
-def _float_unary(x: Tensor, fn: Callable[[Expr], Expr], name: str) -> Tensor:
-    check_tensor(x, "x")
-    check_float(x, "x")
-    return stage(x.shape, lambda *i: fn(x[i]), name=name)
-
-
 @operator("sqrt")
 def sqrt(x: Tensor, name: str = "sqrt") -> Tensor:
-    return _float_unary(x, te.sqrt, name)
+    return float_unary(x, te.sqrt, name)
 
 
 @operator("erf")
 def erf(x: Tensor, name: str = "erf") -> Tensor:
-    return _float_unary(x, te.erf, name)
+    return float_unary(x, te.erf, name)
 
 
 @operator("log")
 def log(x: Tensor, name: str = "log") -> Tensor:
-    return _float_unary(x, te.log, name)
+    return float_unary(x, te.log, name)
 
 
 @operator("neg")
@@ -52,18 +46,18 @@ def neg(x: Tensor, name: str = "neg") -> Tensor:
 
 @operator("abs")
 def abs(x: Tensor, name: str = "abs") -> Tensor:  # noqa: A001 (the op's name)
-    return _float_unary(x, te.abs_, name)
+    return float_unary(x, te.abs_, name)
 
 
 @operator("reciprocal")
 def reciprocal(x: Tensor, name: str = "reciprocal") -> Tensor:
-    return _float_unary(x, lambda v: te.const(1.0, v.dtype) / v, name)
+    return float_unary(x, lambda v: te.const(1.0, v.dtype) / v, name)
 
 
 @operator("gelu_tanh")
 def gelu_tanh(x: Tensor, name: str = "gelu_tanh") -> Tensor:
     c = math.sqrt(2.0 / math.pi)
-    return _float_unary(x, lambda v: v * 0.5 * (te.tanh((v + v * v * v * 0.044715) * c) + 1.0), name)
+    return float_unary(x, lambda v: v * 0.5 * (te.tanh((v + v * v * v * 0.044715) * c) + 1.0), name)
 
 
 def _hard_sigmoid_expr(v: Expr, alpha: float, beta: float) -> Expr:
@@ -73,12 +67,12 @@ def _hard_sigmoid_expr(v: Expr, alpha: float, beta: float) -> Expr:
 
 @operator("hard_sigmoid")
 def hard_sigmoid(x: Tensor, alpha: float = 0.2, beta: float = 0.5, name: str = "hard_sigmoid") -> Tensor:
-    return _float_unary(x, lambda v: _hard_sigmoid_expr(v, alpha, beta), name)
+    return float_unary(x, lambda v: _hard_sigmoid_expr(v, alpha, beta), name)
 
 
 @operator("hard_swish")
 def hard_swish(x: Tensor, name: str = "hard_swish") -> Tensor:
-    return _float_unary(x, lambda v: v * _hard_sigmoid_expr(v, 1.0 / 6.0, 0.5), name)
+    return float_unary(x, lambda v: v * _hard_sigmoid_expr(v, 1.0 / 6.0, 0.5), name)
 
 
 @operator("clip")

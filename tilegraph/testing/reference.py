@@ -13,13 +13,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import special
 
 from tilegraph.ops._common import attr, op_boundary
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.workload import Workload
 
 IntOrTuple = int | Sequence[int]
+
+
+def _special():  # noqa: ANN202 (scipy.special costs ~150 ms to import: only when a reference needs it)
+    from scipy import special
+
+    return special
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    return _special().erf(_f64(x))
 
 
 def _f64(x: np.ndarray | float) -> np.ndarray:
@@ -218,7 +227,7 @@ def norm_bmn(x: np.ndarray) -> np.ndarray:
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return special.softmax(_f64(x), axis=axis)
+    return _special().softmax(_f64(x), axis=axis)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,11 +240,11 @@ def relu(x: np.ndarray) -> np.ndarray:
 
 def gelu(x: np.ndarray) -> np.ndarray:
     x = _f64(x)
-    return 0.5 * x * (1.0 + special.erf(x / np.sqrt(2.0)))
+    return 0.5 * x * (1.0 + _special().erf(x / np.sqrt(2.0)))
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    return special.expit(_f64(x))
+    return _special().expit(_f64(x))
 
 
 def tanh(x: np.ndarray) -> np.ndarray:
@@ -351,7 +360,7 @@ def pad_constant(x: np.ndarray, before: Sequence[int], after: Sequence[int], val
 
 
 MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
-    "sqrt": _float_fn(np.sqrt), "erf": _float_fn(special.erf), "log": _float_fn(np.log), "neg": lambda x: np.negative(x),
+    "sqrt": _float_fn(np.sqrt), "erf": erf, "log": _float_fn(np.log), "neg": lambda x: np.negative(x),
     "abs": _float_fn(np.abs), "reciprocal": _float_fn(lambda x: 1.0 / x), "gelu_tanh": gelu_tanh,
     "hard_sigmoid": hard_sigmoid, "hard_swish": hard_swish, "clip": clip, "isnan": _float_fn(np.isnan),
     "logical_not": lambda x: np.logical_not(x), "cast": cast, "power": _binary(np.power),

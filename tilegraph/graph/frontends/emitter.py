@@ -24,6 +24,18 @@ from tilegraph.graph.ops.registry import infer_types, reference_outputs
 FOLD_LIMIT_BYTES = 256 << 20  # a folded constant larger than this stays a node (never blow up memory)
 
 
+def fold_node(b: GraphBuilder, node: Node, inputs: list[str]) -> list[str] | None:
+    """`node` (reading `inputs`, names in `b`) evaluated into new constants of `b`, named after its
+    outputs, when every input is a constant and the result is at most FOLD_LIMIT_BYTES; else None."""
+    if not inputs or not all(not i or i in b.constants for i in inputs):
+        return None
+    types = infer_types(node, [b.type_of(i) if i else None for i in inputs])
+    if sum(t.nbytes for t in types) > FOLD_LIMIT_BYTES:
+        return None
+    values = reference_outputs(node, [b.constants[i] if i else None for i in inputs], types)
+    return [b.constant(v, out) for v, out in zip(values, node.outputs)]
+
+
 class Emitter(GraphBuilder):
     def emit(self, op: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, name: str = "",
              outputs: Sequence[str] | None = None, num_outputs: int = 1) -> str:
@@ -31,14 +43,9 @@ class Emitter(GraphBuilder):
 
     def emit_multi(self, op: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, name: str = "",
                    outputs: Sequence[str] | None = None, num_outputs: int = 1) -> list[str]:
-        if inputs and all(not i or i in self.constants for i in inputs):
-            node = Node(op, tuple(inputs), tuple(outputs or [name or op] * num_outputs), attrs or {}, name or op)
-            types = infer_types(node, [self.type_of(i) if i else None for i in inputs])
-            if sum(t.nbytes for t in types) <= FOLD_LIMIT_BYTES:
-                values = reference_outputs(node, [self.constants[i] if i else None for i in inputs], types)
-                base = list(outputs) if outputs is not None else [name or op] * num_outputs
-                return [self.constant(v, b) for v, b in zip(values, base)]
-        return self.add_multi(op, inputs, attrs, name, outputs, num_outputs)
+        node = Node(op, tuple(inputs), tuple(outputs or [name or op] * num_outputs), attrs or {}, name or op)
+        folded = fold_node(self, node, list(inputs))
+        return folded if folded is not None else self.add_multi(op, inputs, attrs, name, outputs, num_outputs)
 
     def value(self, name: str, what: str) -> np.ndarray:
         """The constant value of tensor `name`; GraphError saying `what` needed it otherwise."""
@@ -48,4 +55,4 @@ class Emitter(GraphBuilder):
         return self.constants[name]
 
 
-__all__ = ["Emitter", "FOLD_LIMIT_BYTES"]
+__all__ = ["Emitter", "FOLD_LIMIT_BYTES", "fold_node"]

@@ -91,12 +91,12 @@ def from_exported_program(ep: Any, name: str = "model", constant_inputs: Sequenc
                 raise GraphError(f"{kind.lower()} {target!r} has no value in the exported program")
             env[node.name] = e.constant(numpy_of(state[target]), target.replace(".", "_"))
     # refuse unsupported ops up front (constant-only subgraphs are evaluated by torch and need no mapping)
+    runtime = _runtime_nodes(gm, env, set(e.inputs))
     unsupported: dict[str, list[str]] = {}
     for node in gm.graph.nodes:
-        if node.op == "call_function":
+        if node.op == "call_function" and node.name in runtime:
             short = _short_name(node.target)
-            if short not in ATEN and short not in LIKE_OPS and short not in SKIPPED and short != "getitem" \
-                    and _has_runtime_input(node, specs, constant_inputs):
+            if short not in ATEN and short not in LIKE_OPS and short not in SKIPPED and short != "getitem":
                 unsupported.setdefault(f"aten.{short}", []).append(node.name)
     if unsupported:
         raise UnsupportedOpError(unsupported, None, f"torch module {name!r}")
@@ -111,21 +111,14 @@ def from_exported_program(ep: Any, name: str = "model", constant_inputs: Sequenc
     return e.build(outputs).verify()
 
 
-def _has_runtime_input(node: Any, specs: dict, constant_inputs: Sequence[int]) -> bool:
-    seen: set[str] = set()
-    stack = [a for a in node.all_input_nodes]
-    while stack:  # any placeholder upstream that is a user input makes the node run-time
-        n = stack.pop()
-        if n.name in seen:
-            continue
-        seen.add(n.name)
-        if n.op == "placeholder":
-            spec = specs.get(n.name)
-            if spec is None or spec.kind.name == "USER_INPUT":
-                return True
-        elif _short_name(n.target) not in LIKE_OPS:
-            stack.extend(n.all_input_nodes)
-    return False
+def _runtime_nodes(gm: Any, env: dict[str, Any], inputs: set[str]) -> set[str]:
+    """Nodes that depend on a graph input's values (one forward pass; `*_like` ops read only a shape)."""
+    runtime = {name for name, value in env.items() if isinstance(value, str) and value in inputs}
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and _short_name(node.target) not in LIKE_OPS:
+            if any(n.name in runtime for n in node.all_input_nodes):
+                runtime.add(node.name)
+    return runtime
 
 
 def _as_tensor(e: Emitter, value: Any, name: str) -> str:

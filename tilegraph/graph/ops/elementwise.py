@@ -11,12 +11,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from tilegraph import ops
 from tilegraph.errors import GraphError
 from tilegraph.graph.ir import Node, TensorType
 from tilegraph.graph.ops.registry import OpDef, f64, register, same
+from tilegraph.testing import reference as ref
 
 
 class Unary(OpDef):
@@ -46,9 +46,7 @@ def _unary(name: str, numpy_fn: Callable[..., np.ndarray], te_fn: Callable[..., 
 
 
 def _gelu_reference(x: np.ndarray, approximate: str = "none") -> np.ndarray:
-    if approximate == "tanh":
-        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
-    return 0.5 * x * (1.0 + special.erf(x / np.sqrt(2.0)))
+    return ref.gelu_tanh(x) if approximate == "tanh" else ref.gelu(x)
 
 
 def _gelu_lower(x: Any, approximate: str = "none") -> Any:
@@ -56,18 +54,18 @@ def _gelu_lower(x: Any, approximate: str = "none") -> Any:
 
 
 _unary("relu", lambda x: np.maximum(x, 0), ops.relu)
-_unary("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), ops.sigmoid)
+_unary("sigmoid", ref.sigmoid, ops.sigmoid)
 _unary("tanh", np.tanh, ops.tanh)
 _unary("exp", np.exp, ops.exp)
 _unary("log", np.log, ops.log)
-_unary("erf", special.erf, ops.erf)
+_unary("erf", ref.erf, ops.erf)
 _unary("sqrt", np.sqrt, ops.sqrt)
 _unary("abs", np.abs, ops.abs)
 _unary("reciprocal", lambda x: 1.0 / x, ops.reciprocal)
 _unary("neg", np.negative, ops.neg, float_only=False)
 _unary("gelu", _gelu_reference, _gelu_lower)
-_unary("hard_sigmoid", lambda x, alpha, beta: np.clip(alpha * x + beta, 0, 1), ops.hard_sigmoid)
-_unary("hard_swish", lambda x: x * np.clip(x / 6.0 + 0.5, 0, 1), ops.hard_swish)
+_unary("hard_sigmoid", ref.hard_sigmoid, ops.hard_sigmoid)
+_unary("hard_swish", ref.hard_swish, ops.hard_swish)
 _unary("clip", lambda x, lo=None, hi=None: np.clip(x, -np.inf if lo is None else lo, np.inf if hi is None else hi),
        ops.clip, float_only=False)
 _unary("isnan", np.isnan, ops.isnan, out_dtype="bool")

@@ -15,7 +15,8 @@ from tilegraph.graph.ir import Graph
 
 def fold_batch_norm(graph: Graph, fired: list[str] | None = None) -> Graph:
     producers, consumers = graph.producers(), graph.consumers()
-    folds: dict[str, tuple] = {}  # batch_norm node name -> (conv node, new weight, new bias)
+    # keyed by output tensor (unique in a graph; node names need not be): batch_norm output -> (conv, w, b)
+    folds: dict[str, tuple] = {}
     for node in graph.nodes:
         if node.op != "batch_norm" or not all(i in graph.constants for i in node.inputs[1:]):
             continue
@@ -33,24 +34,24 @@ def fold_batch_norm(graph: Graph, fired: list[str] | None = None) -> Graph:
         w = w * (s.reshape(-1, 1, 1, 1) if conv.attr("layout", "NCHW") == "NCHW" else s)
         b0 = graph.constants[conv.inputs[2]].astype(np.float64) if len(conv.inputs) > 2 else 0.0
         dtype = graph.constants[conv.inputs[1]].dtype
-        folds[node.name] = (conv, w.astype(dtype), ((b0 - mean) * s + bias).astype(dtype))
+        folds[node.outputs[0]] = (conv, w.astype(dtype), ((b0 - mean) * s + bias).astype(dtype))
     if not folds:
         return graph
-    folded_convs = {conv.name: (bn, w, b) for bn, (conv, w, b) in folds.items()}
+    folded_convs = {conv.outputs[0]: (bn, w, b) for bn, (conv, w, b) in folds.items()}
     b = GraphBuilder.like(graph)
     rename: dict[str, str] = {}
     for node in graph.nodes:
-        if node.name in folds:
-            conv = folds[node.name][0]
+        if node.outputs[0] in folds:
+            conv = folds[node.outputs[0]][0]
             rename[node.outputs[0]] = rename.get(conv.outputs[0], conv.outputs[0])
             continue
-        if node.name in folded_convs:
-            bn_name, w, bias = folded_convs[node.name]
+        if node.outputs and node.outputs[0] in folded_convs:
+            bn_output, w, bias = folded_convs[node.outputs[0]]
             inputs = [rename.get(node.inputs[0], node.inputs[0]), b.constant(w, f"{node.name}_w_bn"),
                       b.constant(bias, f"{node.name}_b_bn")]
             b.add_multi("conv2d", inputs, node.attr_dict, node.name, outputs=node.outputs)
             if fired is not None:
-                fired.append(f"fold_batch_norm: {bn_name} into {node.name}")
+                fired.append(f"fold_batch_norm: the norm giving {bn_output} into {node.name}")
             continue
         b.copy(node, graph, rename)
     return b.build_renamed(graph.outputs, rename)

@@ -105,7 +105,6 @@ def _sink(b: GraphBuilder, node: Node, ins: list[str], transposed: dict) -> str 
         kept = [perm[d] for d in range(rank) if d not in axes]  # source axes of the output, in output order
         order = tuple(int(i) for i in np.argsort(np.argsort(kept)))
         return y if order == tuple(range(len(kept))) else b.add("transpose", [y], {"perm": order}, f"{node.name}_t")
-    out_rank = len(b.type_of(ins[0]).shape) if ins else rank
     new_inputs = []
     for i in ins:
         if i in transposed:
@@ -121,8 +120,6 @@ def _sink(b: GraphBuilder, node: Node, ins: list[str], transposed: dict) -> str 
             new_inputs.append(b.constant(np.ascontiguousarray(full.transpose(inverse)), f"{i}_t"))
         else:
             return None
-    if out_rank != rank:
-        return None
     y = b.add(node.op, new_inputs, node.attr_dict, f"{node.name}_moved")
     return b.add("transpose", [y], {"perm": perm}, f"{node.name}_t")
 
