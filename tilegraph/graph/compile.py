@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tilegraph.errors import GraphError
+from tilegraph.graph.fusion.compose import fused_spec
+from tilegraph.graph.fusion.partition import Group, partition
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.kernels import build_kernels, kernel_spec
 from tilegraph.graph.model import CompiledModel, Step
@@ -47,7 +49,7 @@ def as_graph(model: Any, example_inputs: Any = None) -> Graph:
 
 def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: float = 0.0,
                   example_inputs: Any = None, optimize_graph: bool = True, workers: int | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> CompiledModel:
+                  progress: Callable[[int, int], None] | None = None, fuse: bool = True) -> CompiledModel:
     start = time.perf_counter()
     if time_budget is None or time_budget < 0:
         raise GraphError(f"time_budget must be >= 0 seconds, got {time_budget!r}")
@@ -66,22 +68,41 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     if optimize_graph:
         graph, rewrites = optimize(graph)
     graph.verify()
-    views: dict[str, str] = {}
-    specs, node_steps = [], []
-    for node in graph.nodes:
-        if op_def(node.op).view:
-            views[node.outputs[0]] = node.inputs[0]
-            continue
-        spec = kernel_spec(graph, node)
-        specs.append(spec)
-        node_steps.append((node, spec))
-    built = build_kernels(specs, tgt, db, workers, progress)
-    keys = list(built)
+    groups = partition(graph, fuse=fuse)
+    specs = [_spec(graph, g) for g in groups]
+    errors: dict[str, Any] = {}
+    built = build_kernels(specs, tgt, db, workers, progress, errors=errors)
+    fallbacks: list[str] = []
+    if errors:  # a fused kernel whose invariant failed: its nodes run as separate kernels (Hidet's fallback)
+        retry: list[Any] = []
+        final: list[Any] = []
+        for spec in specs:
+            if spec.key not in errors:
+                final.append(spec)
+                continue
+            fallbacks.append(f"{', '.join(spec.nodes)}: {errors[spec.key]}")
+            parts = [kernel_spec(graph, n) for n in graph.nodes if n.name in spec.nodes and not op_def(n.op).view]
+            retry += parts
+            final += parts
+        built.update(build_kernels(retry, tgt, db, workers, progress))
+        specs = final
+    covered = {n for spec in specs for n in spec.nodes}
+    views = {node.outputs[0]: node.inputs[0] for node in graph.nodes
+             if op_def(node.op).view and node.name not in covered}
+    keys = list(dict.fromkeys(spec.key for spec in specs))
     index = {key: i for i, key in enumerate(keys)}
-    steps = [Step(index[spec.key], node.name, spec.arguments, node.outputs) for node, spec in node_steps]
+    steps = [Step(index[spec.key], spec.label, spec.arguments, spec.outputs, spec.nodes) for spec in specs]
     plan = plan_memory([(s.inputs, s.outputs) for s in steps], graph, views)
-    return CompiledModel(graph, steps, [built[k].kernel for k in keys], keys, [built[k].tuned for k in keys], plan,
-                         views, tgt, rewrites, time.perf_counter() - start)
+    model_ = CompiledModel(graph, steps, [built[k].kernel for k in keys], keys, [built[k].tuned for k in keys], plan,
+                           views, tgt, rewrites, time.perf_counter() - start)
+    model_.fallbacks = tuple(fallbacks)
+    return model_
+
+
+def _spec(graph: Graph, group: Group) -> Any:
+    if not group.fused:
+        return kernel_spec(graph, next(n for n in graph.nodes if n.name == group.nodes[0]))
+    return fused_spec(graph, group)
 
 
 __all__ = ["compile_model", "as_graph"]

@@ -37,6 +37,36 @@ class KernelSpec:
     def key(self) -> str:
         return self.workload.key
 
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return (self.node.name,)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.node.outputs
+
+    @property
+    def label(self) -> str:
+        return self.node.name
+
+    def lookup(self, db: Any, target: Target) -> Any:
+        """The database's best schedule of this workload, or None (called on the compiling thread:
+        a SQLite connection belongs to the thread that opened it)."""
+        return best_schedule(db, self.workload, target)
+
+    def build(self, target: Target, schedule: Any = None) -> tuple[Any, bool]:
+        """(kernel, tuned): from `schedule` (a lookup's result), else the default schedule."""
+        return driver.build(schedule if schedule is not None else self.workload, target), schedule is not None
+
+
+def best_schedule(db: Any, workload: Workload, target: Target) -> Any:
+    if db is None:
+        return None
+    try:
+        return db.best_schedule(workload, target)
+    except TilegraphError:
+        return None  # an unreadable record never stops a compile: the default schedule serves
+
 
 @dataclass
 class BuiltKernel:
@@ -76,35 +106,39 @@ def kernel_spec(graph: Graph, node: Node) -> KernelSpec:
     return KernelSpec(node, workload, tuple(placeholders))
 
 
-def _build_one(spec: KernelSpec, target: Target, db: Any) -> BuiltKernel:
-    schedule = None
-    if db is not None:
-        try:
-            schedule = db.best_schedule(spec.workload, target)
-        except TilegraphError:
-            schedule = None  # an unreadable record never stops a compile: the default schedule serves
+def _build_one(spec: Any, target: Target, schedule: Any) -> BuiltKernel:
     try:
-        kernel = driver.build(schedule if schedule is not None else spec.workload, target)
+        kernel, tuned = spec.build(target, schedule)
     except TilegraphError as e:
-        raise type(e)(f"building the kernel of node {spec.node.name!r} ({spec.node.op}): {e}") from None
-    return BuiltKernel(kernel, schedule is not None)
+        nodes = ", ".join(spec.nodes)
+        raise type(e)(f"building the kernel of {nodes}: {e}") from None
+    return BuiltKernel(kernel, tuned)
 
 
-def build_kernels(specs: Sequence[KernelSpec], target: Target, db: Any = None, workers: int | None = None,
-                  progress: Any = None) -> dict[str, BuiltKernel]:
-    """Build each distinct workload once, `workers` at a time; {workload key: BuiltKernel}."""
-    unique: dict[str, KernelSpec] = {}
+def build_kernels(specs: Sequence[Any], target: Target, db: Any = None, workers: int | None = None,
+                  progress: Any = None, errors: dict[str, TilegraphError] | None = None) -> dict[str, BuiltKernel]:
+    """Build each distinct workload once, `workers` at a time; {workload key: BuiltKernel}.
+
+    `specs` are KernelSpecs or fusion.FusedSpecs (anything with key, nodes and build). With
+    `errors` given, a failed build is recorded there (by key) instead of raised."""
+    unique: dict[str, Any] = {}
     for spec in specs:
         unique.setdefault(spec.key, spec)
     workers = workers or max(1, min(len(unique), os.cpu_count() or 1))
     built: dict[str, BuiltKernel] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {key: pool.submit(_build_one, spec, target, db) for key, spec in unique.items()}
+        schedules = {key: spec.lookup(db, target) for key, spec in unique.items()}  # this thread: SQLite
+        futures = {key: pool.submit(_build_one, spec, target, schedules[key]) for key, spec in unique.items()}
         for key, future in futures.items():
-            built[key] = future.result()
+            try:
+                built[key] = future.result()
+            except TilegraphError as e:
+                if errors is None:
+                    raise
+                errors[key] = e
             if progress is not None:
                 progress(len(built), len(unique))
     return built
 
 
-__all__ = ["KernelSpec", "BuiltKernel", "kernel_spec", "build_kernels"]
+__all__ = ["KernelSpec", "BuiltKernel", "best_schedule", "kernel_spec", "build_kernels"]

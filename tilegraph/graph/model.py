@@ -41,6 +41,11 @@ class Step:
     node: str
     inputs: tuple[str, ...]  # graph tensors bound to the kernel's inputs
     outputs: tuple[str, ...]
+    nodes: tuple[str, ...] = ()  # graph nodes it computes (fused); () means just `node`
+
+    @property
+    def covers(self) -> tuple[str, ...]:
+        return self.nodes or (self.node,)
 
 
 class CompiledModel:
@@ -57,6 +62,7 @@ class CompiledModel:
         self.target = target
         self.rewrites = tuple(rewrites)
         self.compile_seconds = compile_seconds
+        self.fallbacks: tuple[str, ...] = ()  # fused groups that failed to build and run unfused, with why
         self._arena = np.zeros(max(plan.arena_bytes, 1) // 8 + 1, dtype=np.float64)  # 8-byte aligned base
         self._base = self._arena.view(np.uint8)[: max(plan.arena_bytes, 1)]
         self._launches: list[Any] = []
@@ -85,7 +91,7 @@ class CompiledModel:
     def kernels(self) -> list[KernelInfo]:
         nodes: dict[int, list[str]] = {}
         for step in self.steps:
-            nodes.setdefault(step.kernel, []).append(step.node)
+            nodes.setdefault(step.kernel, []).extend(step.covers)
         return [KernelInfo(k.entry, tuple(nodes.get(i, ())), key, tuned)
                 for i, (k, key, tuned) in enumerate(zip(self.kernel_objects, self.kernel_keys, self.tuned))]
 

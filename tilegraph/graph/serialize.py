@@ -91,7 +91,8 @@ def _write(model: CompiledModel, work: Path) -> None:
                   "nodes": [{"op": n.op, "inputs": list(n.inputs), "outputs": list(n.outputs), "name": n.name,
                              "attrs": [[k, v] for k, v in n.attrs]} for n in graph.nodes]},
         "kernels": kernels,
-        "steps": [{"kernel": s.kernel, "node": s.node, "inputs": list(s.inputs), "outputs": list(s.outputs)}
+        "steps": [{"kernel": s.kernel, "node": s.node, "inputs": list(s.inputs), "outputs": list(s.outputs),
+                   "nodes": list(s.nodes)}
                   for s in model.steps],
         "views": model.views, "plan": model.plan.to_json(), "rewrites": list(model.rewrites),
     }
@@ -146,7 +147,8 @@ def _read(path: Path, manifest: dict, target: Target) -> CompiledModel:
             raise ModelFileError(f"{path}: kernel library {k['library']} is missing")
         source = (library.with_suffix(".c")).read_text() if library.with_suffix(".c").is_file() else ""
         kernels.append(Kernel(library, k["entry"], buffers(k["inputs"]), buffers(k["outputs"]), source, target))
-    steps = [Step(s["kernel"], s["node"], tuple(s["inputs"]), tuple(s["outputs"])) for s in manifest["steps"]]
+    steps = [Step(s["kernel"], s["node"], tuple(s["inputs"]), tuple(s["outputs"]), tuple(s.get("nodes", ())))
+             for s in manifest["steps"]]
     return CompiledModel(graph, steps, kernels, [k["key"] for k in manifest["kernels"]],
                          [k["tuned"] for k in manifest["kernels"]], MemoryPlan.from_json(manifest["plan"]),
                          manifest["views"], target, manifest.get("rewrites", ()))

@@ -1,0 +1,193 @@
+"""fused_spec: one group of nodes as a fused kernel: its te definition (the composition of its
+nodes' lowerings, which defines what the kernel computes and keys it) and how to build it from
+the anchor's own schedule.
+
+    spec = fused_spec(graph, group)
+    spec.workload            # inputs fx0.. (the group's tensors), output fy: the fused computation
+    spec.anchor              # KernelSpec of the anchor alone (its key finds its tuning records)
+    kernel = spec.build(target, db)
+
+Building (Hidet's post-scheduling fusion): the anchor's schedule (its best database record, else
+its default schedule) is replayed unchanged on the anchor's workload; `write_once` then makes it
+store its output once if it accumulated there; each anchor input produced inside the group is
+replaced by its producers' expression (`inline_prologue`), and the output store by the epilogue
+chain's value at the mapped index (`fuse_epilogue`). One tuning of the anchor serves every fused
+variant. A group without an anchor (an injective chain) is its te composition, default-scheduled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilegraph import te
+from tilegraph.errors import GraphError
+from tilegraph.graph.builder import scalar_of
+from tilegraph.graph.fusion.partition import Group
+from tilegraph.graph.ir import Graph
+from tilegraph.graph.kernels import KernelSpec, best_schedule, kernel_spec
+from tilegraph.graph.ops.registry import op_def, te_shape
+from tilegraph.loop.ir import Buffer
+from tilegraph.runtime.backends import backend_for
+from tilegraph.schedule.fusion.epilogue import fuse_epilogue
+from tilegraph.schedule.fusion.inline import tensor_value
+from tilegraph.schedule.fusion.prologue import inline_prologue, with_params
+from tilegraph.schedule.fusion.write_once import write_once
+from tilegraph.schedule.schedule import Schedule
+from tilegraph.target import Target
+from tilegraph.te.clone import with_unique_names
+from tilegraph.te.expr import Expr, const
+from tilegraph.te.simplify import simplify
+from tilegraph.te.tensor import Tensor
+from tilegraph.te.workload import Workload
+
+Index = tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class FusedSpec:
+    group: Group
+    workload: Workload  # the fused computation: inputs = `arguments`, output = the group's output
+    arguments: tuple[str, ...]
+    anchor: KernelSpec | None
+    env: dict[str, Any] = field(repr=False)  # graph tensor -> te tensor (or scalar) of the composition
+    placeholders: dict[str, Tensor] = field(repr=False)
+    output_index: Callable[[Index], Index] = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return self.workload.key
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.group.nodes
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.group.output,)
+
+    @property
+    def label(self) -> str:
+        return self.group.anchor or self.group.nodes[-1]
+
+    def lookup(self, db: Any, target: Target) -> Any:
+        """The anchor's best recorded schedule (a chain: the fused workload's), or None."""
+        return best_schedule(db, self.anchor.workload if self.anchor is not None else self.workload, target)
+
+    def build(self, target: Target, schedule: Any = None) -> tuple[Any, bool]:
+        """(kernel, tuned): the fused kernel from `schedule` (the anchor's, from `lookup`) or the
+        default; TilegraphError when an invariant of fusion fails."""
+        backend = backend_for(target)
+        if self.anchor is None:
+            sch = schedule if schedule is not None else backend.default_schedule(self.workload, target)
+            return backend.build(sch, target), schedule is not None
+        sch = schedule if schedule is not None else backend.default_schedule(self.anchor.workload, target)
+        return backend.build(Schedule(self.workload, func=self._fuse(sch)), target), schedule is not None
+
+    def _fuse(self, sch: Schedule) -> Any:
+        assert self.anchor is not None
+        anchor_node = self.anchor.node
+        n_in = len(self.anchor.workload.inputs)
+        out_param = sch.func.params[n_in].name
+        if self.group.output != anchor_node.outputs[0]:
+            write_once(sch, out_param)
+        func = sch.func
+        buffers = {id(t): Buffer(t.name, t.shape, t.dtype) for t in self.placeholders.values()}
+        for param, tensor_name in zip(func.params[:n_in], self.anchor.arguments):
+            source = self.env[tensor_name]
+
+            def value(idx: Index, source: Tensor = source) -> Expr:
+                return tensor_value(source, idx, buffers)
+
+            func = inline_prologue(func, param.name, value)
+        fused_out = self.workload.outputs[0]
+        out_buffer = Buffer(fused_out.name, fused_out.shape, fused_out.dtype)
+        anchor_out = self.env[anchor_node.outputs[0]]
+        final = self.env[self.group.output]
+
+        def epilogue(v: Expr, idx: Index) -> Expr:
+            return tensor_value(final, self.output_index(idx), buffers, replace={id(anchor_out): lambda _: v})
+
+        func = fuse_epilogue(func, out_param, out_buffer, self.output_index, epilogue)
+        inputs = [buffers[id(self.placeholders[name])] for name in self.arguments]
+        return with_params(func, inputs, [out_buffer])
+
+
+def fused_spec(graph: Graph, group: Group) -> FusedSpec:
+    """The te composition of `group` and, for an anchored group, the anchor's own spec."""
+    nodes = {n.name: n for n in graph.nodes}
+    env: dict[str, Any] = {}
+    placeholders: dict[str, Tensor] = {}
+    for name in group.nodes:
+        node = nodes[name]
+        op = op_def(node.op)
+        args: list[Any] = []
+        for t in node.inputs:
+            if not t:
+                args.append(None)
+                continue
+            if t in env:
+                args.append(env[t])
+                continue
+            scalar = scalar_of(graph, t) if op.scalar_args else None
+            if scalar is not None:
+                args.append(scalar)
+                continue
+            if t not in placeholders:
+                tt = graph.type_of(t)
+                placeholders[t] = env[t] = te.placeholder(te_shape(tt.shape), tt.dtype, name=f"fx{len(placeholders)}")
+            args.append(placeholders[t])
+        while args and args[-1] is None:
+            args.pop()
+        try:
+            outs = op.lower(node, args)
+        except (ValueError, TypeError) as e:
+            raise GraphError(f"node {node.name!r} ({node.op}) cannot be lowered: {e}") from None
+        env.update(zip(node.outputs, outs))
+    final = env[group.output]
+    (renamed,) = with_unique_names([final], names={id(final): "fy"})
+    arguments = tuple(placeholders)
+    workload = Workload([placeholders[n] for n in arguments], [renamed], name="fused_" + nodes[group.nodes[-1]].op)
+    anchor = kernel_spec(graph, nodes[group.anchor]) if group.anchor is not None else None
+    index = _output_index(graph, group, nodes)
+    return FusedSpec(group, workload, arguments, anchor, env, placeholders, index)
+
+
+def _output_index(graph: Graph, group: Group, nodes: dict) -> Callable[[Index], Index]:
+    """The map from an index of the anchor's output to the group output's (see partition)."""
+    steps: list[Callable[[Index], Index]] = []
+    for name in group.epilogue_path:
+        node = nodes[name]
+        out_shape = te_shape(graph.type_of(node.outputs[0]).shape)
+        data = next(t for t in node.inputs if t)
+        in_shape = te_shape(graph.type_of(data).shape)
+        if node.op == "transpose":
+            perm = tuple(node.attr("perm"))
+            steps.append(lambda idx, perm=perm: tuple(idx[p] for p in perm))
+        elif op_def(node.op).view:
+            steps.append(lambda idx, a=in_shape, b=out_shape: _reshape_index(idx, a, b))
+        else:  # elementwise with leading 1s added
+            lead = len(out_shape) - len(in_shape)
+            steps.append(lambda idx, lead=lead: (*(const(0, "int32"),) * lead, *idx))
+
+    def index(idx: Index) -> Index:
+        for step in steps:
+            idx = step(idx)
+        return tuple(simplify(i) for i in idx)
+
+    return index
+
+
+def _reshape_index(idx: Index, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Index:
+    flat: Expr = const(0, "int32")
+    for i, extent in zip(idx, in_shape):
+        flat = flat * extent + i
+    out: list[Expr] = []
+    for extent in reversed(out_shape):
+        out.append(flat % extent)
+        flat = flat // extent
+    return tuple(reversed(out))
+
+
+__all__ = ["FusedSpec", "fused_spec"]

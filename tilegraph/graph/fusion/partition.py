@@ -1,0 +1,217 @@
+"""partition: a graph's nodes grouped into kernels around anchors (Hidet's post-scheduling fusion).
+
+    groups = partition(graph)       # [Group(nodes, anchor, output, inputs, epilogue_path), ...]
+
+An *anchor* is a node that is not injective (conv2d, matmul, softmax, layer_norm, pools,
+reductions): it is scheduled (tuned) alone, under its own workload key. Its group adds
+
+- an **epilogue**: consumers of the anchor's output, taken in topological order, while each is
+  elementwise (an `add` of a bias or a residual, relu, gelu, clip, a scale, where/isnan...) over a
+  group tensor of its own shape, or a layout op (transpose, reshape) of one group tensor. Then
+  every step maps an index of the anchor's output to one index of the next tensor (identity,
+  a permutation, a re-linearisation, leading 1s): the map is invertible, so the fused kernel
+  computes each value once, at the anchor's store. An operand from outside the group may have any
+  broadcastable shape (a bias), but must not depend on the group (no cycle through another kernel).
+  The group then keeps the largest prefix of absorbed nodes that leaves exactly one tensor needed
+  outside it (the group's output); a trailing view stays a view.
+- a **prologue**: injective producers of the anchor's inputs (transpose, reshape, slice, pad,
+  broadcast, cast, elementwise arithmetic, gather), taken upwards while every consumer of the
+  tensor they produce is in the group and it is not a graph output. Into a contraction (conv2d,
+  matmul), which reads each input many times, only producers without transcendental math (exp,
+  erf, tanh, sqrt, ...) are taken: those would be recomputed at every read.
+
+Injective nodes left over become one kernel per chain: the chain's last node and its injective
+producers (each consumed only inside the chain), with no anchor; the default schedule inlines the
+cheap stages. View nodes outside every group move no data and stay views.
+
+Before (ResNet bottleneck tail):        After:
+    c = conv2d(x, w, b)                     group(anchor=conv2d, nodes=[conv2d, add, relu], output=r)
+    a = add(c, shortcut)                    one kernel: r = relu(conv(x, w, b) + shortcut), stored once
+    r = relu(a)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilegraph.graph.ir import Graph, Node
+from tilegraph.graph.ops.registry import op_def
+
+LAYOUT_INVERTIBLE = frozenset({"transpose", "reshape", "identity"})
+INJECTIVE_LAYOUT = LAYOUT_INVERTIBLE | {"slice", "expand", "pad", "gather", "concat", "gather_elements"}
+CONTRACTIONS = frozenset({"conv2d", "matmul"})
+TRANSCENDENTAL = frozenset({"exp", "log", "erf", "sqrt", "tanh", "sigmoid", "gelu", "pow", "hard_swish",
+                            "hard_sigmoid"})
+
+
+@dataclass(frozen=True)
+class Group:
+    nodes: tuple[str, ...]  # topological order
+    anchor: str | None  # the scheduled node; None for a chain of injective nodes
+    output: str  # the one graph tensor the kernel writes
+    inputs: tuple[str, ...]  # graph tensors it reads (constants included), first use first
+    epilogue_path: tuple[str, ...] = ()  # nodes changing the index space from the anchor's output to `output`
+
+    @property
+    def fused(self) -> bool:
+        return len(self.nodes) > 1
+
+
+def is_injective(node: Node) -> bool:
+    op = op_def(node.op)
+    return op.elementwise or op.view or node.op in INJECTIVE_LAYOUT
+
+
+def partition(graph: Graph, fuse: bool = True) -> list[Group]:
+    """Groups covering every node but the views left between groups, in a valid execution order."""
+    consumers = graph.consumers()
+    producers = graph.producers()
+    order = {n.name: i for i, n in enumerate(graph.nodes)}
+    nodes = {n.name: n for n in graph.nodes}
+    outputs = set(graph.outputs)
+    taken: dict[str, int] = {}  # node -> group index
+    groups: list[tuple[list[str], str | None, tuple[str, ...]]] = []
+
+    def add_group(members: list[str], anchor: str | None, path: tuple[str, ...]) -> None:
+        for m in members:
+            taken[m] = len(groups)
+        groups.append((members, anchor, path))
+
+    if fuse:
+        for node in graph.nodes:
+            if is_injective(node) or node.name in taken or len(node.outputs) != 1:
+                continue
+            members, path = _epilogue(graph, node, consumers, taken, outputs)
+            add_group(members, node.name, path)
+        for members, anchor, _ in groups:
+            _prologue(nodes[anchor], members, producers, consumers, taken, outputs, order, nodes,  # type: ignore[index]
+                      cheap_only=nodes[anchor].op in CONTRACTIONS)  # type: ignore[index]
+            for m in members:
+                taken[m] = taken[anchor]  # type: ignore[index]
+    for node in reversed(graph.nodes):
+        if node.name in taken or op_def(node.op).view:
+            continue  # a view stays a view unless a group takes it
+        if not fuse or not is_injective(node) or len(node.outputs) != 1:
+            add_group([node.name], None if is_injective(node) else node.name, ())
+            continue
+        members = [node.name]
+        _prologue(node, members, producers, consumers, taken, outputs, order, nodes, cheap_only=False)
+        add_group(members, None, ())
+    result = []
+    for members, anchor, path in groups:
+        members.sort(key=order.__getitem__)
+        inside = set(members)
+        produced = {o for m in members for o in nodes[m].outputs}
+        out = _open_tensors(members, nodes, consumers, outputs)
+        if not out:  # only when fusion is off for a node whose output nobody reads
+            out = [nodes[members[-1]].outputs[0]]
+        reads: dict[str, None] = {}
+        for m in members:
+            for name in nodes[m].inputs:
+                if name and name not in produced:
+                    reads[name] = None
+        assert len(out) == 1 or not fuse or len(inside) == 1, (members, out)
+        result.append(Group(tuple(members), anchor, out[0], tuple(reads), path))
+    result.sort(key=lambda g: order[g.nodes[-1]])
+    return result
+
+
+def _open_tensors(members: list[str], nodes: dict[str, Node], consumers: dict[str, list[Node]],
+                  outputs: set[str]) -> list[str]:
+    inside = set(members)
+    return [o for m in members for o in nodes[m].outputs
+            if o in outputs or any(c.name not in inside for c in consumers.get(o, ()))]
+
+
+def _epilogue(graph: Graph, anchor: Node, consumers: dict[str, list[Node]], taken: dict[str, int],
+              outputs: set[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The anchor and the consumers it absorbs; the index-space path to the group's output."""
+    nodes = {n.name: n for n in graph.nodes}
+    start = next(i for i, n in enumerate(graph.nodes) if n.name == anchor.name)
+    space: dict[str, int] = {anchor.outputs[0]: 0}  # group tensor -> index space
+    origin: dict[int, tuple[int, str]] = {}  # space -> (parent space, node that changed it)
+    tainted: set[str] = set()
+    members = [anchor.name]
+    for node in graph.nodes[start + 1:]:
+        ins = [t for t in node.inputs if t]
+        group_ins = [t for t in ins if t in space]
+        depends = any(t in tainted for t in ins)
+        if not group_ins and not depends:
+            continue
+        new_space = None
+        if not depends and node.name not in taken and len(node.outputs) == 1:
+            new_space = _space_after(graph, node, group_ins, space, origin)
+        if new_space is None:
+            tainted.update(node.outputs)
+            continue
+        space[node.outputs[0]] = new_space
+        members.append(node.name)
+    # the longest prefix leaving exactly one tensor needed outside, not ending in a view
+    while len(members) > 1:
+        last = nodes[members[-1]]
+        if len(_open_tensors(members, nodes, consumers, outputs)) == 1 and not op_def(last.op).view:
+            break
+        members.pop()
+    out = nodes[members[-1]].outputs[0]
+    path: list[str] = []
+    s = space[out]
+    while s != 0:
+        parent, via = origin[s]
+        path.append(via)
+        s = parent
+    return members, tuple(reversed(path))
+
+
+def _space_after(graph: Graph, node: Node, group_ins: list[str], space: dict[str, int],
+                 origin: dict[int, tuple[int, str]]) -> int | None:
+    """The index space of `node`'s output when it may join the epilogue, else None."""
+    op = op_def(node.op)
+    out_shape = graph.type_of(node.outputs[0]).shape
+    if node.op in LAYOUT_INVERTIBLE:
+        if [t for t in node.inputs if t] != group_ins[:1] or len(set(group_ins)) != 1:
+            return None
+        return _new_space(space[group_ins[0]], node.name, origin)
+    if not op.elementwise:
+        return None
+    spaces = {space[t] for t in group_ins}
+    if len(spaces) != 1:
+        return None
+    shapes = {graph.type_of(t).shape for t in group_ins}
+    if shapes == {out_shape}:
+        return spaces.pop()
+    if len(shapes) == 1:
+        (shape,) = shapes
+        lead = len(out_shape) - len(shape)
+        if lead > 0 and out_shape[lead:] == shape and all(d == 1 for d in out_shape[:lead]):
+            return _new_space(spaces.pop(), node.name, origin)
+    return None
+
+
+def _new_space(parent: int, via: str, origin: dict[int, tuple[int, str]]) -> int:
+    s = len(origin) + 1
+    origin[s] = (parent, via)
+    return s
+
+
+def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], consumers: dict[str, list[Node]],
+              taken: dict[str, int], outputs: set[str], order: dict[str, int], nodes: dict[str, Node],
+              cheap_only: bool) -> None:
+    """Absorb injective producers of `anchor`'s inputs (recursively) into `members`."""
+    pending = [t for t in anchor.inputs if t]
+    while pending:
+        t = pending.pop()
+        producer = producers.get(t)
+        if producer is None or producer.name in taken or producer.name in members or t in outputs:
+            continue
+        if not is_injective(producer) or len(producer.outputs) != 1:
+            continue
+        if cheap_only and producer.op in TRANSCENDENTAL:
+            continue
+        inside = set(members)
+        if any(c.name not in inside for c in consumers.get(t, ())):
+            continue
+        members.append(producer.name)
+        pending.extend(x for x in producer.inputs if x)
+
+
+__all__ = ["Group", "partition", "is_injective", "CONTRACTIONS"]
