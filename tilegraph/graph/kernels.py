@@ -76,27 +76,8 @@ class BuiltKernel:
 
 def kernel_spec(graph: Graph, node: Node) -> KernelSpec:
     """The workload computing `node` and the graph tensors it takes."""
-    op = op_def(node.op)
     placeholders: dict[str, te.Tensor] = {}
-    args: list[Any] = []
-    for name in node.inputs:
-        if not name:
-            args.append(None)
-            continue
-        scalar = scalar_of(graph, name) if op.scalar_args else None
-        if scalar is not None:
-            args.append(scalar)
-            continue
-        if name not in placeholders:
-            t = graph.type_of(name)
-            placeholders[name] = te.placeholder(te_shape(t.shape), t.dtype, name=f"in{len(placeholders)}")
-        args.append(placeholders[name])
-    while args and args[-1] is None:
-        args.pop()
-    try:
-        outs = op.lower(node, args)
-    except (ValueError, TypeError) as e:
-        raise GraphError(f"node {node.name!r} ({node.op}) cannot be lowered: {e}") from None
+    outs = lower_node(graph, node, placeholders, prefix="in")
     for out, name in zip(outs, node.outputs):
         expected = te_shape(graph.type_of(name).shape)
         if tuple(out.shape) != expected or out.dtype.name != graph.type_of(name).dtype:
@@ -104,6 +85,36 @@ def kernel_spec(graph: Graph, node: Node) -> KernelSpec:
                              f"its type is {graph.type_of(name)} (a lowering bug)")
     workload = Workload(list(placeholders.values()), list(outs), name=node.op)
     return KernelSpec(node, workload, tuple(placeholders))
+
+
+def lower_node(graph: Graph, node: Node, env: dict[str, Any], prefix: str,
+               placeholders: dict[str, te.Tensor] | None = None) -> list[Any]:
+    """`node` lowered to te: inputs from `env` (graph tensor -> te tensor), size-1 constants as
+    literals where the op takes scalars, other tensors as new placeholders `<prefix><n>` (added
+    to `env` and to `placeholders`, which defaults to `env`)."""
+    op = op_def(node.op)
+    placeholders = env if placeholders is None else placeholders
+    args: list[Any] = []
+    for name in node.inputs:
+        if not name:
+            args.append(None)
+            continue
+        if name in env:
+            args.append(env[name])
+            continue
+        scalar = scalar_of(graph, name) if op.scalar_args else None
+        if scalar is not None:
+            args.append(scalar)
+            continue
+        t = graph.type_of(name)
+        placeholders[name] = env[name] = te.placeholder(te_shape(t.shape), t.dtype, name=f"{prefix}{len(placeholders)}")
+        args.append(env[name])
+    while args and args[-1] is None:
+        args.pop()
+    try:
+        return op.lower(node, args)
+    except (ValueError, TypeError) as e:
+        raise GraphError(f"node {node.name!r} ({node.op}) cannot be lowered: {e}") from None
 
 
 def _build_one(spec: Any, target: Target, schedule: Any) -> BuiltKernel:
@@ -141,4 +152,4 @@ def build_kernels(specs: Sequence[Any], target: Target, db: Any = None, workers:
     return built
 
 
-__all__ = ["KernelSpec", "BuiltKernel", "best_schedule", "kernel_spec", "build_kernels"]
+__all__ = ["KernelSpec", "BuiltKernel", "best_schedule", "kernel_spec", "build_kernels", "lower_node"]

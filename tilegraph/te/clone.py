@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from tilegraph.te.expr import Expr, TensorRead
 from tilegraph.te.tensor import ComputeOp, Tensor
 from tilegraph.te.visit import rewrite
+from tilegraph.te.workload import topological
 
 
 def with_unique_names(outputs: Sequence[Tensor], names: Mapping[int, str] | None = None) -> tuple[Tensor, ...]:
@@ -33,19 +34,7 @@ def with_unique_names(outputs: Sequence[Tensor], names: Mapping[int, str] | None
         taken.add(name)
         return name
 
-    order: list[Tensor] = []
-    seen: set[int] = set()
-
-    def visit(t: Tensor) -> None:
-        if id(t) in seen:
-            return
-        seen.add(id(t))
-        for producer in t.inputs:
-            visit(producer)
-        order.append(t)
-
-    for t in outputs:
-        visit(t)
+    order = topological(outputs)
     taken.update(forced.values())
     for t in order:
         if t.is_placeholder:

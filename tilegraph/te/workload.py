@@ -25,6 +25,24 @@ def key_of_canonical_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def topological(roots: Sequence[Tensor]) -> tuple[Tensor, ...]:
+    """`roots` and every tensor they read, producers first (each once, in first-visit order)."""
+    order: list[Tensor] = []
+    seen: set[int] = set()
+
+    def visit(t: Tensor) -> None:
+        if id(t) in seen:
+            return
+        seen.add(id(t))
+        for producer in t.inputs:
+            visit(producer)
+        order.append(t)
+
+    for t in roots:
+        visit(t)
+    return tuple(order)
+
+
 class Workload:
     """The unit of compilation and tuning: inputs -> outputs through compute tensors."""
 
@@ -52,22 +70,7 @@ class Workload:
         self.op_name: str = name or (last.tag if isinstance(last, ComputeOp) and last.tag else self.outputs[-1].name)
 
     def _topo_order(self) -> tuple[Tensor, ...]:
-        order: list[Tensor] = []
-        seen: set[int] = set()
-
-        def visit(t: Tensor) -> None:
-            if id(t) in seen:
-                return
-            seen.add(id(t))
-            for producer in t.inputs:
-                visit(producer)
-            order.append(t)
-
-        for t in self.inputs:
-            visit(t)
-        for t in self.outputs:
-            visit(t)
-        return tuple(order)
+        return topological((*self.inputs, *self.outputs))
 
     @property
     def computes(self) -> tuple[Tensor, ...]:

@@ -21,12 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilegraph import te
-from tilegraph.errors import GraphError
-from tilegraph.graph.builder import scalar_of
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
-from tilegraph.graph.kernels import KernelSpec, best_schedule, kernel_spec
+from tilegraph.graph.kernels import KernelSpec, best_schedule, kernel_spec, lower_node
 from tilegraph.graph.ops.registry import op_def, te_shape
 from tilegraph.loop.ir import Buffer
 from tilegraph.runtime.backends import backend_for
@@ -121,29 +118,7 @@ def fused_spec(graph: Graph, group: Group) -> FusedSpec:
     placeholders: dict[str, Tensor] = {}
     for name in group.nodes:
         node = nodes[name]
-        op = op_def(node.op)
-        args: list[Any] = []
-        for t in node.inputs:
-            if not t:
-                args.append(None)
-                continue
-            if t in env:
-                args.append(env[t])
-                continue
-            scalar = scalar_of(graph, t) if op.scalar_args else None
-            if scalar is not None:
-                args.append(scalar)
-                continue
-            if t not in placeholders:
-                tt = graph.type_of(t)
-                placeholders[t] = env[t] = te.placeholder(te_shape(tt.shape), tt.dtype, name=f"fx{len(placeholders)}")
-            args.append(placeholders[t])
-        while args and args[-1] is None:
-            args.pop()
-        try:
-            outs = op.lower(node, args)
-        except (ValueError, TypeError) as e:
-            raise GraphError(f"node {node.name!r} ({node.op}) cannot be lowered: {e}") from None
+        outs = lower_node(graph, node, env, prefix="fx", placeholders=placeholders)
         env.update(zip(node.outputs, outs))
     final = env[group.output]
     (renamed,) = with_unique_names([final], names={id(final): "fy"})
