@@ -37,6 +37,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--peers", default=",".join(PEERS))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seconds", type=float, default=2.0, help="timing seconds per system and thread count")
+    p.add_argument("--no-unfused", dest="unfused", action="store_false",
+                   help="skip the fuse=False build (timed beside the fused one by default)")
     p.add_argument("--short", action="store_true", help="reduced-depth models, one round: checks the harness")
     p.add_argument("--out", default=None)
     args, _ = p.parse_known_args(argv)
@@ -70,6 +72,7 @@ def main(argv: list[str]) -> int:
         model = tg.compile(str(path))
         compile_s = time.perf_counter() - start
         log(f"compiled in {compile_s:.1f} s: {model.summary()}")
+        unfused = tg.compile(str(path), fuse=False) if args.unfused else None  # fusion's effect, same kernels
         rng = np.random.default_rng(0)
         inputs = {n: (rng.integers(0, 1000, model.graph.type_of(n).shape).astype(np.int64)
                       if model.graph.type_of(n).dtype == "int64"
@@ -83,6 +86,9 @@ def main(argv: list[str]) -> int:
             contenders = {"tilegraph": lambda: model.run(inputs)}  # noqa: B023
             ours = model.run(inputs)
             errors, compile_times = {}, {"tilegraph": compile_s}
+            if unfused is not None:
+                contenders["tilegraph fuse=False"] = lambda: unfused.run(inputs)  # noqa: B023
+                theirs = unfused.run(inputs)
             for system in args.peers:
                 start = time.perf_counter()
                 call, outputs = peer(system, str(path), module, inputs, threads)
@@ -91,6 +97,10 @@ def main(argv: list[str]) -> int:
                 errors[system] = max(float(np.abs(ours[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
                                      for o, e in zip(model.output_names, expected))
                 contenders[system] = call
+                if system == "onnxruntime" and unfused is not None:
+                    errors["tilegraph fuse=False"] = max(
+                        float(np.abs(theirs[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
+                        for o, e in zip(model.output_names, expected))
             times = race(contenders, rounds=args.rounds, seconds=args.seconds)
             for system, result in times.items():
                 rows.append({
@@ -98,13 +108,18 @@ def main(argv: list[str]) -> int:
                     "spread": result.spread, "vs_tilegraph": times["tilegraph"].median_s / result.median_s,
                     "compile_s": compile_times.get(system, float("nan")),
                     "rel_error_vs_ort": errors.get("onnxruntime") if system == "tilegraph" else errors.get(system),
+                    "fusion_speedup": times["tilegraph fuse=False"].median_s / times["tilegraph"].median_s
+                    if system == "tilegraph" and "tilegraph fuse=False" in times else None,
                     "arena_mb": model.arena_bytes / 1e6 if system == "tilegraph" else None,
                     "arena_lower_bound_mb": model.lower_bound_bytes / 1e6 if system == "tilegraph" else None,
                     "weights_mb": weights_mb if system == "tilegraph" else None,
                     "kernels": f"{len(model.steps)} launches / {len(model.kernel_objects)} distinct"
-                    if system == "tilegraph" else "",
+                    if system == "tilegraph" else f"{len(unfused.steps)} launches / {len(unfused.kernel_objects)} distinct"
+                    if system == "tilegraph fuse=False" else "",
                 })
                 log(f"{threads}T {system}: {result.median_s * 1e3:.2f} ms (spread {result.spread:.1%})")
+            if "tilegraph fuse=False" in times:
+                log(f"{threads}T fused / fuse=False: {times['tilegraph fuse=False'].median_s / times['tilegraph'].median_s:.2f}x")
     out = Path(args.out) if args.out else Path(__file__).parent / "results" / (
         f"{datetime.date.today().isoformat()}-models" + ("-short" if args.short else ""))
     out.mkdir(parents=True, exist_ok=True)

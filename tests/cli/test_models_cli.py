@@ -63,3 +63,9 @@ def test_bad_input_is_one_line_and_exit_2(mlp, tmp_path, capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("tilegraph: error: ") and message in err and err.count("\n") == 1
+
+
+def test_no_fuse_compiles_one_kernel_per_node(mlp, tmp_path, capsys):
+    assert main(["compile", str(mlp), "-o", str(tmp_path / "unfused.tg"), "--no-fuse", "--json"]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert described["kernels"] == 2 and described["fused_groups"] == 0 and described["fallbacks"] == []

@@ -78,3 +78,31 @@ def test_passes_keep_output_names():
     g = _convnet()
     out, _ = optimize(g)
     assert out.outputs == g.outputs
+
+
+def test_merge_sibling_matmuls_makes_one_gemm_and_keeps_the_values():
+    from tilegraph.graph.passes import merge_sibling_matmuls
+
+    b = GraphBuilder("qkv")
+    x = b.input("x", TensorType((1, 5, 8), "float32"))
+    outs = []
+    for n in (8, 8, 4):
+        w = b.constant(RNG.standard_normal((8, n)).astype(np.float32))
+        outs.append(b.add("add", [b.add("matmul", [x, w]), b.constant(RNG.standard_normal(n).astype(np.float32))]))
+    lone = b.add("matmul", [outs[0], b.constant(RNG.standard_normal((8, 3)).astype(np.float32))])
+    g = b.build([outs[1], outs[2], lone])
+    fired = []
+    merged = eliminate_dead_code(merge_sibling_matmuls(g, fired))
+    counts = merged.op_counts()
+    assert counts["matmul"] == 2 and counts["add"] == 1 and counts["slice"] == 3 and len(fired) == 1
+    assert "with their bias adds" in fired[0] and merged.outputs == g.outputs
+    _same_outputs(g, merged, x=RNG.standard_normal((1, 5, 8)).astype(np.float32))
+    # a sibling without a bias add: the matmuls still merge, the adds stay
+    b2 = GraphBuilder("two")
+    x2 = b2.input("x", TensorType((3, 8), "float32"))
+    y1 = b2.add("relu", [b2.add("matmul", [x2, b2.constant(RNG.standard_normal((8, 4)).astype(np.float32))])])
+    y2 = b2.add("matmul", [x2, b2.constant(RNG.standard_normal((8, 2)).astype(np.float32))])
+    g2 = b2.build([y1, y2])
+    m2 = merge_sibling_matmuls(g2, [])
+    assert m2.op_counts()["matmul"] == 1
+    _same_outputs(g2, m2, x=RNG.standard_normal((3, 8)).astype(np.float32))

@@ -27,6 +27,7 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp.add_argument("-o", "--output", default=None, help="where to save the compiled model (default MODEL.tg)")
     comp.add_argument("--time", type=float, default=0.0, help="whole-model tuning budget, seconds (0: no tuning)")
     comp.add_argument("--json", action="store_true", help="one JSON object describing the compiled model")
+    comp.add_argument("--no-fuse", action="store_true", help="one kernel per graph node (to measure fusion)")
     run = sub.add_parser("run", parents=[parents["db"]], help="run a compiled model dir or an ONNX model")
     run.add_argument("model", help="a saved model dir, an ONNX file, or a reference model name")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input array")
@@ -36,6 +37,7 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     run.add_argument("--threads", type=int_at_least(1), default=None, help="threads (default: all cores)")
     run.add_argument("--time", type=positive_float, default=2.0, help="seconds of timing per contender")
     run.add_argument("--json", action="store_true")
+    run.add_argument("--no-fuse", action="store_true", help="compile an ONNX model with one kernel per node")
 
 
 def _resolve(spec: str) -> tuple[Path | None, Any, str]:
@@ -68,13 +70,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.time < 0:
         raise ValueError(f"--time must be >= 0, got {args.time}")
     output = Path(args.output) if args.output else onnx_path.with_suffix(".tg")
-    model = compile_model(str(onnx_path), db=args.db, time_budget=args.time)
+    model = compile_model(str(onnx_path), db=args.db, time_budget=args.time, fuse=not args.no_fuse)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
                  "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
                  "tuned_kernels": sum(model.tuned), "arena_bytes": model.arena_bytes,
                  "arena_lower_bound_bytes": model.lower_bound_bytes, "compile_s": round(model.compile_seconds, 3),
-                 "rewrites": len(model.rewrites), "target": str(model.target)}
+                 "rewrites": len(model.rewrites), "fused_groups": sum(len(s.covers) > 1 for s in model.steps),
+                 "fallbacks": list(model.fallbacks), "target": str(model.target)}
     print(json.dumps(described) if args.json else f"{model.summary()}\ncompiled in {model.compile_seconds:.1f} s; "
           f"saved to {output}")
     return 0
@@ -113,7 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown peer(s) {', '.join(unknown)} for --vs; known peers: {', '.join(PEERS)}")
     onnx_path, zoo_name, kind = _resolve(args.model)
-    model = load_model(args.model) if kind == "saved" else compile_model(str(onnx_path), db=args.db)
+    model = load_model(args.model) if kind == "saved" else compile_model(str(onnx_path), db=args.db, fuse=not args.no_fuse)
     if args.threads:
         threads.set_num_threads(args.threads)
     thread_count = args.threads or model.target.num_cores
