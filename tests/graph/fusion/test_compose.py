@@ -117,3 +117,12 @@ def test_a_tuned_anchor_trace_serves_the_fused_kernel(tmp_path):
     unfused = compile_model(graph, fuse=False, db=db, optimize_graph=False)  # the same record, unfused
     assert [k.tuned for k in unfused.kernels if "mm" in k.nodes] == [True]
     assert spec.key != spec.anchor.key  # the fused kernel has its own key; the anchor's finds the record
+
+
+def test_a_prologue_only_group_keeps_an_accumulating_schedule():
+    b = GraphBuilder()
+    x = b.input("x", TensorType((8, 3), "float32"))
+    xt = b.add("transpose", [x], {"perm": (1, 0)})
+    y = b.add("matmul", [xt, _const(b, 8, 5)])  # the default schedule accumulates in y; no epilogue
+    out = b.add("matmul", [y, _const(b, 5, 2)])
+    _check(b.build([out, y]), 2, x=RNG.standard_normal((8, 3)).astype(np.float32))

@@ -13,7 +13,6 @@ from tilegraph.schedule.fusion.epilogue import fuse_epilogue
 from tilegraph.schedule.fusion.inline import tensor_value
 from tilegraph.schedule.fusion.prologue import inline_prologue, with_params
 from tilegraph.schedule.fusion.write_once import reads_back, write_once
-from tilegraph.te.clone import with_unique_names
 from tilegraph.te.expr import BufferLoad, Var
 from tilegraph.te.visit import walk
 
@@ -75,15 +74,3 @@ def test_tensor_value_inlines_injective_chains_and_refuses_reductions():
     assert loads == {"x", "b"}
     with pytest.raises(ValueError, match="reduction"):
         tensor_value(ops.matmul(x, te.placeholder((6, 2), "float32", name="w")), (i, j), {id(x): bx})
-
-
-def test_unique_names_make_a_composed_dag_a_workload():
-    x = te.placeholder((3, 4), "float32", name="x")
-    twice = ops.add(ops.add(x, x), x)  # two tensors named "add"
-    with pytest.raises(Exception, match="share the name"):
-        Workload([x], [twice])
-    (renamed,) = with_unique_names([twice], names={id(twice): "out"})
-    wl = Workload([x], [renamed])
-    assert renamed.name == "out" and len({t.name for t in wl.tensors}) == len(wl.tensors)
-    a = RNG.standard_normal((3, 4)).astype(np.float32)
-    np.testing.assert_allclose(interpret(wl, a), 3 * a, rtol=1e-6)

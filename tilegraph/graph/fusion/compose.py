@@ -25,12 +25,13 @@ from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.kernels import KernelSpec, best_schedule, kernel_spec, lower_node
 from tilegraph.graph.ops.registry import op_def, te_shape
-from tilegraph.loop.ir import Buffer
+from tilegraph.loop.ir import Buffer, Func
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.fusion.epilogue import fuse_epilogue
 from tilegraph.schedule.fusion.inline import tensor_value
 from tilegraph.schedule.fusion.prologue import inline_prologue, with_params
 from tilegraph.schedule.fusion.write_once import write_once
+from tilegraph.schedule.primitives.nest import replace_buffer
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
 from tilegraph.te.clone import with_unique_names
@@ -82,7 +83,7 @@ class FusedSpec:
         sch = schedule if schedule is not None else backend.default_schedule(self.anchor.workload, target)
         return backend.build(Schedule(self.workload, func=self._fuse(sch)), target), schedule is not None
 
-    def _fuse(self, sch: Schedule) -> Any:
+    def _fuse(self, sch: Schedule) -> Func:
         assert self.anchor is not None
         anchor_node = self.anchor.node
         n_in = len(self.anchor.workload.inputs)
@@ -106,7 +107,12 @@ class FusedSpec:
         def epilogue(v: Expr, idx: Index) -> Expr:
             return tensor_value(final, self.output_index(idx), buffers, replace={id(anchor_out): lambda _: v})
 
-        func = fuse_epilogue(func, out_param, out_buffer, self.output_index, epilogue)
+        if self.group.output == anchor_node.outputs[0]:  # a prologue only: the output is just renamed
+            body = replace_buffer(func.body, out_param, out_buffer)
+            func = Func(func.name, tuple(out_buffer if p.name == out_param else p for p in func.params), body,
+                        func.allocs, func.attrs)
+        else:
+            func = fuse_epilogue(func, out_param, out_buffer, self.output_index, epilogue)
         inputs = [buffers[id(self.placeholders[name])] for name in self.arguments]
         return with_params(func, inputs, [out_buffer])
 
