@@ -71,6 +71,18 @@ def test_data_movement(compiled):
     _compare([x, idx], ops.gather_elements(x, idx, axis=1), [data, np.array([[0, 5], [1, -1], [2, 2], [3, 0]])], compiled)
 
 
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.needs_cc)])
+def test_out_of_range_indices_clamp_instead_of_reading_outside(compiled):
+    table = te.placeholder((10, 3), name="table")
+    data = RNG.standard_normal((10, 3)).astype(np.float32)
+    for dtype in ("int64", "int32"):
+        ids = te.placeholder((5,), dtype, name="ids")
+        wl = tg.Workload([table, ids], [ops.take(table, ids, axis=0)])
+        bad = np.array([10, 30000, -11, -2**31 if dtype == "int32" else -2**40, 3], dtype=dtype)
+        got = tg.build(wl)(data, bad) if compiled else tg.interpret(wl, data, bad)
+        np.testing.assert_array_equal(got, data[[9, 9, 0, 0, 3]])
+
+
 def test_bad_arguments_are_named():
     x = te.placeholder((2, 3), name="x")
     with pytest.raises(TypeError, match="indices must be int32 or int64"):

@@ -71,9 +71,12 @@ def strided_slice(x: Tensor, begin: Sequence[int], end: Sequence[int], strides: 
 
 
 def _index_value(index: Expr, extent: int) -> Expr:
-    """An int32 index from an int32/int64 value; negative values count from the end."""
-    value = index if index.dtype.name == "int32" else te.cast("int32", index)
-    return te.select(value.lt(0), value + extent, value)
+    """An int32 index from an int32/int64 value; negative values count from the end. Values out of
+    [-extent, extent) are clamped to the nearest end: a bad index (a token id past the vocabulary)
+    gives a wrong row, never a read outside the tensor."""
+    value = index if index.dtype.name == "int32" else te.cast("int32", te.max_(te.min_(index, extent), -extent - 1))
+    wrapped = te.select(value.lt(0), value + extent, value)
+    return te.max_(te.min_(wrapped, extent - 1), 0)
 
 
 @operator("take")

@@ -152,5 +152,5 @@ def test_reference_models_partition_validly(exported, name):
     check_partition(graph, groups)
     anchors = [n for n in graph.nodes if n.op in ("conv2d", "matmul", "softmax", "layer_norm")]
     assert all(any(g.anchor == a.name for g in groups) for a in anchors)
-    assert not [n for n in graph.nodes if n.op in ("relu", "add") and any(g.nodes == (n.name,) for g in groups)
-                and name == "resnet50"]
+    if name == "resnet50":  # every ReLU and residual add rides in a conv's kernel
+        assert all(any(n.name in g.nodes and g.anchor for g in groups) for n in graph.nodes if n.op in ("relu", "add"))

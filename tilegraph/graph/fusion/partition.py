@@ -69,25 +69,23 @@ def partition(graph: Graph, fuse: bool = True) -> list[Group]:
     order = {n.name: i for i, n in enumerate(graph.nodes)}
     nodes = {n.name: n for n in graph.nodes}
     outputs = set(graph.outputs)
-    taken: dict[str, int] = {}  # node -> group index
+    taken: set[str] = set()  # nodes already in a group
     groups: list[tuple[list[str], str | None, tuple[str, ...]]] = []
 
     def add_group(members: list[str], anchor: str | None, path: tuple[str, ...]) -> None:
-        for m in members:
-            taken[m] = len(groups)
+        taken.update(members)
         groups.append((members, anchor, path))
 
     if fuse:
         for node in graph.nodes:
             if is_injective(node) or node.name in taken or len(node.outputs) != 1:
                 continue
-            members, path = _epilogue(graph, node, consumers, taken, outputs)
+            members, path = _epilogue(graph, node, order[node.name], nodes, consumers, taken, outputs)
             add_group(members, node.name, path)
         for members, anchor, _ in groups:
-            _prologue(nodes[anchor], members, producers, consumers, taken, outputs, order, nodes,  # type: ignore[index]
-                      cheap_only=nodes[anchor].op in CONTRACTIONS)  # type: ignore[index]
-            for m in members:
-                taken[m] = taken[anchor]  # type: ignore[index]
+            anchor_node = nodes[anchor]  # type: ignore[index]  (every group so far has one)
+            _prologue(anchor_node, members, producers, consumers, taken, outputs, anchor_node.op in CONTRACTIONS)
+            taken.update(members)
     for node in reversed(graph.nodes):
         if node.name in taken or op_def(node.op).view:
             continue  # a view stays a view unless a group takes it
@@ -95,7 +93,7 @@ def partition(graph: Graph, fuse: bool = True) -> list[Group]:
             add_group([node.name], None if is_injective(node) else node.name, ())
             continue
         members = [node.name]
-        _prologue(node, members, producers, consumers, taken, outputs, order, nodes, cheap_only=False)
+        _prologue(node, members, producers, consumers, taken, outputs, cheap_only=False)
         add_group(members, None, ())
     result = []
     for members, anchor, path in groups:
@@ -123,11 +121,10 @@ def _open_tensors(members: list[str], nodes: dict[str, Node], consumers: dict[st
             if o in outputs or any(c.name not in inside for c in consumers.get(o, ()))]
 
 
-def _epilogue(graph: Graph, anchor: Node, consumers: dict[str, list[Node]], taken: dict[str, int],
-              outputs: set[str]) -> tuple[list[str], tuple[str, ...]]:
-    """The anchor and the consumers it absorbs; the index-space path to the group's output."""
-    nodes = {n.name: n for n in graph.nodes}
-    start = next(i for i, n in enumerate(graph.nodes) if n.name == anchor.name)
+def _epilogue(graph: Graph, anchor: Node, start: int, nodes: dict[str, Node], consumers: dict[str, list[Node]],
+              taken: set[str], outputs: set[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The anchor (graph.nodes[start]) and the consumers it absorbs; the index-space path to the
+    group's output."""
     space: dict[str, int] = {anchor.outputs[0]: 0}  # group tensor -> index space
     origin: dict[int, tuple[int, str]] = {}  # space -> (parent space, node that changed it)
     tainted: set[str] = set()
@@ -194,8 +191,7 @@ def _new_space(parent: int, via: str, origin: dict[int, tuple[int, str]]) -> int
 
 
 def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], consumers: dict[str, list[Node]],
-              taken: dict[str, int], outputs: set[str], order: dict[str, int], nodes: dict[str, Node],
-              cheap_only: bool) -> None:
+              taken: set[str], outputs: set[str], cheap_only: bool) -> None:
     """Absorb injective producers of `anchor`'s inputs (recursively) into `members`."""
     pending = [t for t in anchor.inputs if t]
     while pending:
