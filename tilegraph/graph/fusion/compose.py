@@ -171,4 +171,11 @@ def _reshape_index(idx: Index, in_shape: tuple[int, ...], out_shape: tuple[int, 
     return tuple(reversed(out))
 
 
-__all__ = ["FusedSpec", "fused_spec"]
+def group_spec(graph: Graph, group: Group) -> Any:
+    """The spec building `group`: one node's KernelSpec, else its FusedSpec."""
+    if not group.fused:
+        return kernel_spec(graph, next(n for n in graph.nodes if n.name == group.nodes[0]))
+    return fused_spec(graph, group)
+
+
+__all__ = ["FusedSpec", "fused_spec", "group_spec"]

@@ -149,14 +149,32 @@ def _epilogue(graph: Graph, anchor: Node, start: int, nodes: dict[str, Node], co
         if len(_open_tensors(members, nodes, consumers, outputs)) == 1 and not op_def(last.op).view:
             break
         members.pop()
-    out = nodes[members[-1]].outputs[0]
+    path = epilogue_path(graph, anchor, members[1:])
+    assert path is not None  # every member got an index space above
+    return members, path
+
+
+def epilogue_path(graph: Graph, anchor: Node, epilogue: list[str]) -> tuple[str, ...] | None:
+    """The nodes changing the index space from `anchor`'s output to the last of `epilogue` (names
+    in topological order, each reading the anchor's output through earlier ones), or None when
+    some member may not be an epilogue (see the module docstring)."""
+    nodes = {n.name: n for n in graph.nodes}
+    space: dict[str, int] = {anchor.outputs[0]: 0}
+    origin: dict[int, tuple[int, str]] = {}
+    for name in epilogue:
+        node = nodes[name]
+        group_ins = [t for t in node.inputs if t and t in space]
+        new_space = _space_after(graph, node, group_ins, space, origin) if group_ins else None
+        if new_space is None:
+            return None
+        space[node.outputs[0]] = new_space
     path: list[str] = []
-    s = space[out]
+    s = space[nodes[epilogue[-1]].outputs[0]] if epilogue else 0
     while s != 0:
         parent, via = origin[s]
         path.append(via)
         s = parent
-    return members, tuple(reversed(path))
+    return tuple(reversed(path))
 
 
 def _space_after(graph: Graph, node: Node, group_ins: list[str], space: dict[str, int],
@@ -210,4 +228,4 @@ def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], cons
         pending.extend(x for x in producer.inputs if x)
 
 
-__all__ = ["Group", "partition", "is_injective", "CONTRACTIONS"]
+__all__ = ["Group", "partition", "is_injective", "epilogue_path", "CONTRACTIONS"]

@@ -1,0 +1,181 @@
+"""Korch-style orchestration: candidate kernels (each checked against the float64 reference of
+the tensor it writes), the binary linear program on chosen costs (feasible, never above greedy,
+identical blocks solved once), and compile_model(orchestration="blp") end to end."""
+
+import numpy as np
+import pytest
+
+from tilegraph.errors import GraphError
+from tilegraph.graph import GraphBuilder, TensorType, run_reference
+from tilegraph.graph.compile import compile_model
+from tilegraph.graph.fusion.candidates import candidates
+from tilegraph.graph.fusion.compose import group_spec
+from tilegraph.graph.fusion.orchestrate import orchestrate, view_roots
+from tilegraph.graph.fusion.partition import partition
+from tilegraph.graph.ops.registry import op_def
+from tilegraph.target import Target
+
+RNG = np.random.default_rng(5)
+
+
+def _const(b, *shape):
+    return b.constant((RNG.standard_normal(shape) * 0.5).astype(np.float32))
+
+
+def _attention_like():
+    """matmul + bias + reshape + transpose + scale feeding a second matmul, and a gelu chain."""
+    b = GraphBuilder()
+    x = b.input("x", TensorType((7, 12), "float32"))
+    h = b.add("add", [b.add("matmul", [x, _const(b, 12, 12)]), _const(b, 12)])
+    t = b.add("transpose", [b.add("reshape", [h], {"shape": (7, 3, 4)})], {"perm": (1, 0, 2)})
+    s = b.add("mul", [t, b.constant(np.array(0.5, np.float32))])
+    y = b.add("matmul", [s, _const(b, 4, 5)])
+    z = b.add("gelu", [b.add("relu", [y])])
+    return b.build([z]), {"x": RNG.standard_normal((7, 12)).astype(np.float32)}
+
+
+def _blocks(n):
+    """n identical residual blocks: relu(x @ w + b) + x."""
+    b = GraphBuilder()
+    x = b.input("x", TensorType((5, 8), "float32"))
+    for _ in range(n):
+        h = b.add("relu", [b.add("add", [b.add("matmul", [x, _const(b, 8, 8)]), _const(b, 8)])])
+        x = b.add("add", [h, x])
+    return b.build([x]), {"x": RNG.standard_normal((5, 8)).astype(np.float32)}
+
+
+def _feasible(graph, chosen):
+    """Every tensor a chosen kernel reads is written by an earlier one (or free); outputs written."""
+    roots = view_roots(graph)
+    free = set(graph.inputs) | set(graph.constants)
+    written = set()
+    for c in chosen:
+        for t in c.needs:
+            assert roots[t] in free or roots[t] in written, (c.group.nodes, t)
+        written.update(roots[t] for t in c.produces)
+    assert all(roots[t] in written or roots[t] in free for t in graph.outputs)
+
+
+def test_candidates_include_greedy_singletons_and_splits():
+    graph, _ = _attention_like()
+    groups = partition(graph)
+    cands = candidates(graph, groups)
+    sets = {(c.group.nodes, c.group.output) for c in cands}
+    assert all((g.nodes, g.output) in sets for g in groups)
+    assert {c.group.nodes for c in cands if c.greedy} == {g.nodes for g in groups}
+    for node in graph.nodes:
+        if not op_def(node.op).view:
+            assert any(c.group.nodes == (node.name,) for c in cands), node.name
+    ops = {n.name: n.op for n in graph.nodes}
+    shapes = {tuple(ops[m] for m in c.group.nodes) for c in cands}
+    assert ("matmul", "add") in shapes  # the bias fused, the transpose left out
+    assert ("matmul",) in shapes and ("relu", "gelu") in shapes
+    assert len(cands) == len(sets)  # no duplicates
+
+
+@pytest.mark.needs_cc
+def test_every_candidate_computes_its_tensor():
+    graph, inputs = _attention_like()
+    everything = graph.replace(outputs=tuple(t for n in graph.nodes for t in n.outputs))
+    values = run_reference(everything, inputs)
+    values.update(inputs)
+    for c in candidates(graph, partition(graph)):
+        spec = group_spec(graph, c.group)
+        kernel, _ = spec.build(Target())
+        args = [np.asarray(values.get(name, graph.constants.get(name)), dtype=np.float32) for name in spec.arguments]
+        outs = [np.full(b.shape, np.nan, np.float32) for b in kernel.outputs]
+        kernel(*[a.reshape(b.shape) for a, b in zip(args, kernel.inputs)], out=outs)
+        for out, name in zip(outs, spec.outputs):
+            np.testing.assert_allclose(out, values[name].reshape(out.shape), rtol=2e-5, atol=2e-5,
+                                       err_msg=str(c.group.nodes))
+
+
+def _keys(graph, cands):
+    # structural stand-in for workload keys: the ops of the candidate and its output's shape
+    ops = {n.name: n.op for n in graph.nodes}
+    return [f"{[ops[m] for m in c.group.nodes]}{graph.type_of(c.group.output).shape}" for c in cands]
+
+
+def test_blp_takes_a_cheaper_split_and_stays_feasible():
+    graph, _ = _attention_like()
+    groups = partition(graph)
+    cands = candidates(graph, groups)
+    cost = [10.0 if c.greedy and len(c.group.nodes) > 1 else float(len(c.group.nodes)) for c in cands]
+    result = orchestrate(graph, groups, cands, _keys(graph, cands), cost)
+    _feasible(graph, result.chosen)
+    assert not any(c.greedy and len(c.group.nodes) > 1 for c in result.chosen)
+    assert result.objective_s < result.greedy_s
+
+
+def test_blp_keeps_greedy_when_greedy_is_cheapest():
+    graph, _ = _attention_like()
+    groups = partition(graph)
+    cands = candidates(graph, groups)
+    cost = [1.0 if c.greedy else 5.0 for c in cands]
+    result = orchestrate(graph, groups, cands, _keys(graph, cands), cost)
+    assert {c.group.nodes for c in result.chosen} == {g.nodes for g in groups}
+    assert result.objective_s == pytest.approx(result.greedy_s)
+
+
+def test_unbuilt_candidates_are_left_out():
+    graph, _ = _attention_like()
+    groups = partition(graph)
+    cands = candidates(graph, groups)
+    cost = [None if c.greedy and len(c.group.nodes) > 1 else 1.0 for c in cands]
+    result = orchestrate(graph, groups, cands, _keys(graph, cands), cost)
+    _feasible(graph, result.chosen)
+    assert all(cost[cands.index(c)] is not None for c in result.chosen)
+
+
+def test_identical_blocks_are_solved_once():
+    graph, _ = _blocks(4)
+    groups = partition(graph)
+    cands = candidates(graph, groups)
+    cost = [1.0 + 0.1 * len(c.group.nodes) for c in cands]
+    result = orchestrate(graph, groups, cands, _keys(graph, cands), cost)
+    _feasible(graph, result.chosen)
+    assert result.segments >= 4
+    assert result.distinct_segments < result.segments
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("make", [_attention_like, lambda: _blocks(3)], ids=["attention_like", "blocks"])
+def test_compile_blp_matches_reference(make, tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path))
+    graph, inputs = make()
+    expected = run_reference(graph, inputs)
+    model = compile_model(graph, orchestration="blp", optimize_graph=False)
+    model._base[:] = 0xFF  # NaN everywhere: every value read must have been written
+    got = model.run(inputs)
+    for name in graph.outputs:
+        np.testing.assert_allclose(got[name], expected[name], rtol=2e-5, atol=2e-5)
+    report = model.orchestration
+    assert report.result.objective_s <= report.result.greedy_s * (1 + 1e-9)
+    assert report.measured > 0 and "BLP:" in report.summary()
+    again = compile_model(graph, orchestration="blp", optimize_graph=False)
+    assert again.orchestration.measured == 0  # every cost came from the cache
+    assert [s.nodes for s in again.steps] == [s.nodes for s in model.steps]
+
+
+def test_unknown_orchestration_is_refused():
+    graph, _ = _blocks(1)
+    with pytest.raises(GraphError, match="unknown orchestration 'ilp'"):
+        compile_model(graph, orchestration="ilp")
+
+
+@pytest.mark.needs_cc
+def test_patch_convolution_as_gemm_compiles_and_matches(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path))
+    b = GraphBuilder()
+    x = b.input("x", TensorType((1, 9, 10, 3), "float32"))
+    y = b.add("conv2d", [x, _const(b, 3, 3, 3, 7), _const(b, 7)], {"layout": "NHWC", "strides": (3, 3),
+                                                                   "pads": (0, 0, 0, 0)})
+    graph = b.build([b.add("relu", [b.add("add", [y, b.input("skip", TensorType((1, 3, 3, 7), "float32"))])])])
+    inputs = {"x": RNG.standard_normal((1, 9, 10, 3)).astype(np.float32),
+              "skip": RNG.standard_normal((1, 3, 3, 7)).astype(np.float32)}
+    expected = run_reference(graph, inputs)[graph.outputs[0]]
+    for orchestration in ("greedy", "blp"):
+        model = compile_model(graph, orchestration=orchestration, extra_rewrites=("conv_to_gemm",))
+        assert any("conv_to_gemm" in r for r in model.rewrites)
+        model._base[:] = 0xFF
+        np.testing.assert_allclose(model.run(inputs)[graph.outputs[0]], expected, rtol=2e-5, atol=2e-5)

@@ -1,0 +1,104 @@
+"""orchestrate_kernels: compile_model's orchestration="blp" path: candidates built and measured,
+then the binary linear program picks the kernels.
+
+    specs, built, report = orchestrate_kernels(graph, groups, target, db, workers, progress)
+
+1. The greedy groups are built (each anchor from its best database record, else its default
+   schedule, as in the greedy path) and timed alone (fusion.costs: cached by kernel binary).
+2. Every other candidate (fusion.candidates) is estimated by the roofline first; one whose
+   estimate already reaches the measured time of the greedy group it splits cannot pay off and is
+   not built. The rest are built (identical workloads once: 12 transformer layers, one build
+   each) and timed; one that fails to build is dropped.
+3. fusion.orchestrate solves the program; its chosen candidates become the model's kernels.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from tilegraph.errors import TilegraphError
+from tilegraph.graph.fusion.candidates import candidates
+from tilegraph.graph.fusion.compose import group_spec
+from tilegraph.graph.fusion.costs import KernelCosts, roofline_seconds
+from tilegraph.graph.fusion.orchestrate import Orchestration, orchestrate
+from tilegraph.graph.fusion.partition import Group
+from tilegraph.graph.ir import Graph
+from tilegraph.graph.kernels import build_kernels
+from tilegraph.runtime import threads
+from tilegraph.target import Target
+
+
+@dataclass(frozen=True)
+class OrchestrationReport:
+    result: Orchestration
+    candidates: int  # candidate kernels generated
+    pruned: int  # skipped by the roofline estimate
+    failed: int  # did not build (left out of the program)
+    measured: int  # kernels timed now (the rest came from the cost cache)
+    seconds: float  # building, timing and solving together
+
+    def summary(self) -> str:
+        r = self.result
+        return (f"BLP: {len(r.chosen)} kernels from {self.candidates} candidates ({self.pruned} pruned by the roofline, "
+                f"{self.failed} failed to build, {self.measured} timed); measured sum {r.objective_s * 1e3:.2f} ms vs "
+                f"greedy {r.greedy_s * 1e3:.2f} ms; {r.segments} segments, {r.distinct_segments} distinct, "
+                f"HiGHS {r.solver_s:.2f} s; {self.seconds:.1f} s in all")
+
+
+def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: Any, workers: int | None,
+                        progress: Any) -> tuple[list[Any], dict[str, Any], OrchestrationReport]:
+    start = time.perf_counter()
+    cands = candidates(graph, groups)
+    specs: list[Any] = []
+    for c in cands:
+        try:
+            specs.append(group_spec(graph, c.group))
+        except TilegraphError:
+            specs.append(None)  # a composition fusion cannot express: not a candidate
+    count = threads.configured_num_threads() or target.num_cores
+    costs = KernelCosts.open()
+    cost: list[float | None] = [None] * len(cands)
+    errors: dict[str, Any] = {}
+
+    def build_and_time(ids: list[int]) -> None:
+        built.update(build_kernels([specs[i] for i in ids], target, db, workers, progress, errors=errors))
+        for i in ids:
+            if specs[i].key in built:
+                cost[i] = costs.measure(built[specs[i].key].kernel, count)
+
+    built: dict[str, Any] = {}
+    greedy = [i for i, c in enumerate(cands) if c.greedy and specs[i] is not None]
+    build_and_time(greedy)
+    hw = None
+    owner = {}  # node -> measured seconds of the greedy group holding it
+    for i in greedy:
+        for m in cands[i].group.nodes:
+            owner[m] = cost[i]
+    rest, pruned = [], 0
+    for i, c in enumerate(cands):
+        if c.greedy or specs[i] is None:
+            continue
+        bound_to = owner.get(c.group.nodes[-1])
+        if bound_to is not None:
+            if hw is None:
+                from tilegraph.tune.hardware import hardware_model
+
+                hw = hardware_model(target)
+            if roofline_seconds(specs[i].workload, hw, count) >= bound_to:
+                pruned += 1
+                continue
+        rest.append(i)
+    build_and_time(rest)
+    costs.save()
+    keys = [s.key if s is not None else "" for s in specs]
+    result = orchestrate(graph, groups, cands, keys, cost)
+    by_id = {id(c): i for i, c in enumerate(cands)}
+    chosen_specs = [specs[by_id[id(c)]] for c in result.chosen]
+    failed = sum(1 for s in specs if s is None or s.key in errors)
+    report = OrchestrationReport(result, len(cands), pruned, failed, costs.measured, time.perf_counter() - start)
+    return chosen_specs, built, report
+
+
+__all__ = ["orchestrate_kernels", "OrchestrationReport"]
