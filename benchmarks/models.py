@@ -39,6 +39,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=2.0, help="timing seconds per system and thread count")
     p.add_argument("--no-unfused", dest="unfused", action="store_false",
                    help="skip the fuse=False build (timed beside the fused one by default)")
+    p.add_argument("--no-greedy", dest="greedy", action="store_false",
+                   help="skip the orchestration='greedy' build (timed beside the default BLP one by default)")
     p.add_argument("--short", action="store_true", help="reduced-depth models, one round: checks the harness")
     p.add_argument("--out", default=None)
     args, _ = p.parse_known_args(argv)
@@ -72,7 +74,16 @@ def main(argv: list[str]) -> int:
         model = tg.compile(str(path))
         compile_s = time.perf_counter() - start
         log(f"compiled in {compile_s:.1f} s: {model.summary()}")
-        unfused = tg.compile(str(path), fuse=False) if args.unfused else None  # fusion's effect, same kernels
+        report = model.orchestration
+        if report is not None:
+            log(report.summary())
+        variants, variant_compile = {}, {}  # the same kernels built other ways: fusion's and BLP's effect
+        for label, options, wanted in (("tilegraph greedy", {"orchestration": "greedy"}, args.greedy),
+                                       ("tilegraph fuse=False", {"fuse": False}, args.unfused)):
+            if wanted:
+                start = time.perf_counter()
+                variants[label] = tg.compile(str(path), **options)
+                variant_compile[label] = time.perf_counter() - start
         rng = np.random.default_rng(0)
         inputs = {n: (rng.integers(0, 1000, model.graph.type_of(n).shape).astype(np.int64)
                       if model.graph.type_of(n).dtype == "int64"
@@ -85,10 +96,9 @@ def main(argv: list[str]) -> int:
             torch.set_num_threads(threads)
             contenders = {"tilegraph": lambda: model.run(inputs)}  # noqa: B023
             ours = model.run(inputs)
-            errors, compile_times = {}, {"tilegraph": compile_s}
-            if unfused is not None:
-                contenders["tilegraph fuse=False"] = lambda: unfused.run(inputs)  # noqa: B023
-                theirs = unfused.run(inputs)
+            errors, compile_times = {}, {"tilegraph": compile_s, **variant_compile}
+            for label, variant in variants.items():
+                contenders[label] = lambda variant=variant: variant.run(inputs)  # noqa: B023
             for system in args.peers:
                 start = time.perf_counter()
                 call, outputs = peer(system, str(path), module, inputs, threads)
@@ -97,10 +107,11 @@ def main(argv: list[str]) -> int:
                 errors[system] = max(float(np.abs(ours[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
                                      for o, e in zip(model.output_names, expected))
                 contenders[system] = call
-                if system == "onnxruntime" and unfused is not None:
-                    errors["tilegraph fuse=False"] = max(
-                        float(np.abs(theirs[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
-                        for o, e in zip(model.output_names, expected))
+                if system == "onnxruntime":
+                    for label, variant in variants.items():
+                        theirs = variant.run(inputs)
+                        errors[label] = max(float(np.abs(theirs[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
+                                            for o, e in zip(model.output_names, expected))
             times = race(contenders, rounds=args.rounds, seconds=args.seconds)
             for system, result in times.items():
                 rows.append({
@@ -113,13 +124,15 @@ def main(argv: list[str]) -> int:
                     "arena_mb": model.arena_bytes / 1e6 if system == "tilegraph" else None,
                     "arena_lower_bound_mb": model.lower_bound_bytes / 1e6 if system == "tilegraph" else None,
                     "weights_mb": weights_mb if system == "tilegraph" else None,
-                    "kernels": f"{len(model.steps)} launches / {len(model.kernel_objects)} distinct"
-                    if system == "tilegraph" else f"{len(unfused.steps)} launches / {len(unfused.kernel_objects)} distinct"
-                    if system == "tilegraph fuse=False" else "",
+                    "blp_vs_greedy": times["tilegraph greedy"].median_s / times["tilegraph"].median_s
+                    if system == "tilegraph" and "tilegraph greedy" in times else None,
+                    "solver_s": report.result.solver_s if system == "tilegraph" and report is not None else None,
+                    "kernels": _kernels({"tilegraph": model, **variants}.get(system)),
                 })
                 log(f"{threads}T {system}: {result.median_s * 1e3:.2f} ms (spread {result.spread:.1%})")
-            if "tilegraph fuse=False" in times:
-                log(f"{threads}T fused / fuse=False: {times['tilegraph fuse=False'].median_s / times['tilegraph'].median_s:.2f}x")
+            for label, what in (("tilegraph fuse=False", "fused / fuse=False"), ("tilegraph greedy", "BLP / greedy")):
+                if label in times:
+                    log(f"{threads}T {what}: {times[label].median_s / times['tilegraph'].median_s:.2f}x")
     out = Path(args.out) if args.out else Path(__file__).parent / "results" / (
         f"{datetime.date.today().isoformat()}-models" + ("-short" if args.short else ""))
     out.mkdir(parents=True, exist_ok=True)
@@ -132,6 +145,12 @@ def main(argv: list[str]) -> int:
     (out / "models.md").write_text(text)
     print(text)
     return 0
+
+
+def _kernels(model: object) -> str:
+    if model is None:
+        return ""
+    return f"{len(model.steps)} launches / {len(model.kernel_objects)} distinct"  # type: ignore[attr-defined]
 
 
 def markdown(rows: list[dict], command: str) -> str:
@@ -149,6 +168,23 @@ def markdown(rows: list[dict], command: str) -> str:
         error = f"{r['rel_error_vs_ort']:.1e}" if r["rel_error_vs_ort"] is not None else ""
         lines.append(f"| {r['model']} | {r['threads']} | {r['system']} | {r['latency_ms']:.2f} | {r['spread']:.1%} | "
                      f"{r['vs_tilegraph']:.2f} | {r['compile_s']:.1f} | {error} | {arena} | {weights} | {r['kernels']} |")
+    lines += ["", "Fusion and orchestration (same run): latency (ms) and kernel launches per way of building.", "",
+              "| model | threads | fuse=False | greedy | BLP (default) | fused / fuse=False | BLP / greedy | "
+              "HiGHS (s) |", "|---|---|---|---|---|---|---|---|"]
+    by_key = {(r["model"], r["threads"], r["system"]): r for r in rows}
+    for r in rows:
+        if r["system"] != "tilegraph":
+            continue
+
+        def cell(system: str, r: dict = r) -> str:
+            other = by_key.get((r["model"], r["threads"], system))
+            return f"{other['latency_ms']:.2f} ({other['kernels'].split(' ')[0]})" if other else "-"
+
+        fusion = f"{r['fusion_speedup']:.2f}x" if r["fusion_speedup"] else "-"
+        blp = f"{r['blp_vs_greedy']:.2f}x" if r["blp_vs_greedy"] else "-"
+        solver = f"{r['solver_s']:.2f}" if r["solver_s"] is not None else "-"
+        lines.append(f"| {r['model']} | {r['threads']} | {cell('tilegraph fuse=False')} | {cell('tilegraph greedy')} | "
+                     f"{cell('tilegraph')} | {fusion} | {blp} | {solver} |")
     return "\n".join(lines) + "\n"
 
 

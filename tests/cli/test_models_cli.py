@@ -69,3 +69,15 @@ def test_no_fuse_compiles_one_kernel_per_node(mlp, tmp_path, capsys):
     assert main(["compile", str(mlp), "-o", str(tmp_path / "unfused.tg"), "--no-fuse", "--json"]) == 0
     described = json.loads(capsys.readouterr().out)
     assert described["kernels"] == 2 and described["fused_groups"] == 0 and described["fallbacks"] == []
+
+
+def test_orchestration_choice_and_report(mlp, tmp_path, capsys):
+    assert main(["compile", str(mlp), "-o", str(tmp_path / "g.tg"), "--orchestration", "greedy", "--json"]) == 0
+    greedy = json.loads(capsys.readouterr().out)
+    assert greedy["orchestration"] == "greedy" and "blp_candidates" not in greedy
+    assert main(["compile", str(mlp), "-o", str(tmp_path / "b.tg"), "--orchestration", "blp", "--json"]) == 0
+    blp = json.loads(capsys.readouterr().out)
+    assert blp["orchestration"] == "blp" and blp["blp_candidates"] >= greedy["kernel_launches"]
+    assert blp["blp_measured_sum_s"] <= blp["greedy_measured_sum_s"] * (1 + 1e-9)
+    assert main(["compile", str(mlp), "-o", str(tmp_path / "b.tg"), "--orchestration", "best"]) == 2
+    assert "invalid choice: 'best'" in capsys.readouterr().err

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from tilegraph import config
+from tilegraph.graph.compile import DEFAULT_ORCHESTRATION, ORCHESTRATIONS
+from tilegraph.graph.passes import OPTIONAL
 
 
 def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_least: Any) -> None:
@@ -28,6 +30,11 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp.add_argument("--time", type=float, default=0.0, help="whole-model tuning budget, seconds (0: no tuning)")
     comp.add_argument("--json", action="store_true", help="one JSON object describing the compiled model")
     comp.add_argument("--no-fuse", action="store_true", help="one kernel per graph node (to measure fusion)")
+    comp.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
+                      help="greedy fusion, or the kernels a binary linear program picks from measured candidates "
+                           f"(default {DEFAULT_ORCHESTRATION})")
+    comp.add_argument("--rewrite", action="append", default=[], choices=sorted(OPTIONAL),
+                      help="an optional graph rewrite to apply (repeatable)")
     run = sub.add_parser("run", parents=[parents["db"]], help="run a compiled model dir or an ONNX model")
     run.add_argument("model", help="a saved model dir, an ONNX file, or a reference model name")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input array")
@@ -38,6 +45,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     run.add_argument("--time", type=positive_float, default=2.0, help="seconds of timing per contender")
     run.add_argument("--json", action="store_true")
     run.add_argument("--no-fuse", action="store_true", help="compile an ONNX model with one kernel per node")
+    run.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
+                     help=f"how an ONNX model's kernels are chosen (default {DEFAULT_ORCHESTRATION})")
 
 
 def _resolve(spec: str) -> tuple[Path | None, Any, str]:
@@ -70,16 +79,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.time < 0:
         raise ValueError(f"--time must be >= 0, got {args.time}")
     output = Path(args.output) if args.output else onnx_path.with_suffix(".tg")
-    model = compile_model(str(onnx_path), db=args.db, time_budget=args.time, fuse=not args.no_fuse)
+    model = compile_model(str(onnx_path), db=args.db, time_budget=args.time, fuse=not args.no_fuse,
+                          orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite))
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
                  "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
                  "tuned_kernels": sum(model.tuned), "arena_bytes": model.arena_bytes,
                  "arena_lower_bound_bytes": model.lower_bound_bytes, "compile_s": round(model.compile_seconds, 3),
                  "rewrites": len(model.rewrites), "fused_groups": sum(len(s.covers) > 1 for s in model.steps),
-                 "fallbacks": list(model.fallbacks), "target": str(model.target)}
-    print(json.dumps(described) if args.json else f"{model.summary()}\ncompiled in {model.compile_seconds:.1f} s; "
-          f"saved to {output}")
+                 "fallbacks": list(model.fallbacks), "target": str(model.target),
+                 "orchestration": args.orchestration if not args.no_fuse else "none"}
+    report = model.orchestration
+    if report is not None:
+        described.update(blp_candidates=report.candidates, blp_measured_sum_s=report.result.objective_s,
+                         greedy_measured_sum_s=report.result.greedy_s, blp_solver_s=round(report.result.solver_s, 3))
+    text = f"{model.summary()}\n" + (f"{report.summary()}\n" if report is not None else "")
+    print(json.dumps(described) if args.json else f"{text}compiled in {model.compile_seconds:.1f} s; saved to {output}")
     return 0
 
 
@@ -116,9 +131,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"unknown peer(s) {', '.join(unknown)} for --vs; known peers: {', '.join(PEERS)}")
     onnx_path, zoo_name, kind = _resolve(args.model)
-    model = load_model(args.model) if kind == "saved" else compile_model(str(onnx_path), db=args.db, fuse=not args.no_fuse)
-    if args.threads:
+    if args.threads:  # before compiling: orchestration times candidates at this thread count
         threads.set_num_threads(args.threads)
+    model = load_model(args.model) if kind == "saved" else compile_model(
+        str(onnx_path), db=args.db, fuse=not args.no_fuse, orchestration=args.orchestration)
     thread_count = args.threads or model.target.num_cores
     inputs = _inputs(model, args.input)
     outputs = model.run(inputs)
