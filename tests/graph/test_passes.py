@@ -106,3 +106,84 @@ def test_merge_sibling_matmuls_makes_one_gemm_and_keeps_the_values():
     m2 = merge_sibling_matmuls(g2, [])
     assert m2.op_counts()["matmul"] == 1
     _same_outputs(g2, m2, x=RNG.standard_normal((3, 8)).astype(np.float32))
+
+
+def _conv_nhwc(h, w, c, o, k, stride, pads=(0, 0, 0, 0), groups=1, bias=True):
+    b = GraphBuilder("conv")
+    x = b.input("x", TensorType((1, h, w, c), "float32"))
+    inputs = [x, b.constant(RNG.standard_normal((k, k, c // groups, o)).astype(np.float32))]
+    if bias:
+        inputs.append(b.constant(RNG.standard_normal(o).astype(np.float32)))
+    y = b.add("conv2d", inputs, {"layout": "NHWC", "strides": (stride, stride), "pads": pads, "groups": groups})
+    return b.build([b.add("relu", [y])]), RNG.standard_normal((1, h, w, c)).astype(np.float32)
+
+
+def test_conv_to_gemm_rewrites_1x1_and_patch_convolutions():
+    from tilegraph.graph.passes import conv_to_gemm
+
+    for h, w, c, o, k, bias, rule in [(5, 7, 3, 6, 1, True, "1x1"), (9, 11, 3, 5, 4, True, "patch"),
+                                      (8, 8, 2, 3, 2, False, "patch")]:
+        g, x = _conv_nhwc(h, w, c, o, k, stride=k, bias=bias)
+        fired = []
+        after = conv_to_gemm(g, fired)
+        assert fired == [f"conv_to_gemm: conv2d_0 ({rule} convolution) as a GEMM"]
+        assert "conv2d" not in after.op_counts() and after.op_counts()["matmul"] == 1 and after.outputs == g.outputs
+        if (h % k or w % k):  # a 9x11 image on a 4x4 grid: the rows and columns past the last patch are cut
+            assert after.op_counts()["slice"] == 1
+        _same_outputs(g, after, x=x)
+
+
+def test_conv_to_gemm_leaves_other_convolutions_alone():
+    from tilegraph.graph.passes import conv_to_gemm, optimize
+
+    for kwargs in [dict(k=3, stride=1), dict(k=1, stride=2), dict(k=2, stride=2, pads=(1, 1, 1, 1)),
+                   dict(k=1, stride=1, groups=2)]:
+        g, _ = _conv_nhwc(6, 6, 4, 4, **kwargs)
+        fired = []
+        assert conv_to_gemm(g, fired) is g and not fired
+    g, x = _conv_nhwc(6, 6, 4, 4, k=1, stride=1)
+    assert not any("conv_to_gemm" in f for f in optimize(g)[1])  # optional: off by default
+    after, fired = optimize(g, extra=("conv_to_gemm",))
+    assert any("conv_to_gemm" in f for f in fired)
+    _same_outputs(g, after, x=x)
+    import pytest
+
+    from tilegraph.errors import GraphError
+    with pytest.raises(GraphError, match="unknown optional rewrite"):
+        optimize(g, extra=("fold_everything",))
+
+
+def test_fold_scale_into_weights_through_layout_ops():
+    from tilegraph.graph.passes import fold_scale_into_weights
+
+    b = GraphBuilder("attention_q")
+    x = b.input("x", TensorType((1, 5, 8), "float32"))
+    h = b.add("add", [b.add("matmul", [x, b.constant(RNG.standard_normal((8, 8)).astype(np.float32))]),
+                      b.constant(RNG.standard_normal(8).astype(np.float32))])
+    q = b.add("transpose", [b.add("reshape", [h], {"shape": (1, 5, 2, 4)})], {"perm": (0, 2, 1, 3)})
+    scaled = b.add("mul", [b.constant(np.array(0.35, np.float32)), q])
+    k = b.add("matmul", [x, b.constant(RNG.standard_normal((8, 4)).astype(np.float32))])
+    divided = b.add("div", [k, b.constant(np.array([2.0], np.float32))])
+    g = b.build([b.add("relu", [scaled]), b.add("relu", [divided])])
+    fired = []
+    after = eliminate_dead_code(fold_scale_into_weights(g, fired))
+    assert len(fired) == 2 and "mul" not in after.op_counts() and "div" not in after.op_counts()
+    assert after.outputs == g.outputs
+    _same_outputs(g, after, x=RNG.standard_normal((1, 5, 8)).astype(np.float32))
+
+
+def test_fold_scale_refuses_shared_or_unscalable_values():
+    from tilegraph.graph.passes import fold_scale_into_weights
+
+    b = GraphBuilder("shared")
+    x = b.input("x", TensorType((3, 4), "float32"))
+    m = b.add("matmul", [x, b.constant(RNG.standard_normal((4, 4)).astype(np.float32))])
+    scaled = b.add("mul", [m, b.constant(np.array(3.0, np.float32))])  # m is read twice: no fold
+    other = b.add("mul", [b.add("relu", [x]), b.constant(np.array(3.0, np.float32))])  # no matmul
+    zero = b.add("div", [b.add("matmul", [x, b.constant(np.ones((4, 2), np.float32))]),
+                         b.constant(np.array(0.0, np.float32))])
+    vector = b.add("mul", [b.add("matmul", [x, b.constant(np.ones((4, 4), np.float32))]),
+                           b.constant(np.arange(4, dtype=np.float32))])  # per-column: not a scalar
+    g = b.build([scaled, m, other, zero, vector])
+    fired = []
+    assert fold_scale_into_weights(g, fired) is g and not fired
