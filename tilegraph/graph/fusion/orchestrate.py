@@ -40,6 +40,7 @@ from tilegraph.graph.fusion.candidates import Candidate
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.ops.registry import op_def
+from tilegraph.graph.plan import storage_roots
 
 MAX_CROSSING = 2
 TIME_LIMIT_S = 5.0
@@ -57,15 +58,8 @@ class Orchestration:
 
 
 def view_roots(graph: Graph) -> dict[str, str]:
-    """tensor -> the tensor holding its data (view outputs followed to their source)."""
-    source = {n.outputs[0]: n.inputs[0] for n in graph.nodes if op_def(n.op).view}
-    roots = {}
-    for name in graph.values:
-        root = name
-        while root in source:
-            root = source[root]
-        roots[name] = root
-    return roots
+    """tensor -> the tensor holding its data (every view output followed to its source)."""
+    return storage_roots(graph, {n.outputs[0]: n.inputs[0] for n in graph.nodes if op_def(n.op).view})
 
 
 def orchestrate(graph: Graph, groups: Sequence[Group], cands: Sequence[Candidate], keys: Sequence[str],
