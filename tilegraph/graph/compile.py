@@ -9,8 +9,8 @@
 
 Steps: the graph passes (passes.optimize), the greedy fusion groups (fusion.partition), then
 with orchestration="blp" (the default) the kernels a binary linear program picks among measured
-candidates (fusion.choose), each built from the database's best record of its anchor, else the
-default schedule; the memory plan.
+candidates (fusion.choose; greedy for a target this machine cannot run), each built from the
+database's best record of its anchor, else the default schedule; the memory plan.
 `time_budget` is the whole-model tuning budget; 0 (the only value until whole-model tuning
 lands) builds without tuning.
 """
@@ -32,10 +32,12 @@ from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
 from tilegraph.graph.passes import optimize
 from tilegraph.graph.plan import plan_memory
-from tilegraph.target import as_target
+from tilegraph.target import as_target, host_supports
 
 ORCHESTRATIONS = ("greedy", "blp")
-DEFAULT_ORCHESTRATION = "blp"  # measured faster end to end than greedy on all four models (docs/performance.md)
+# the default: end to end as fast as greedy or faster on ResNet-50, MobileNet-V2 and BERT, 3% slower
+# on GPT-2 inside a 4-5% spread (docs/performance.md); a target this machine cannot run gets greedy
+DEFAULT_ORCHESTRATION = "blp"
 
 
 def as_graph(model: Any, example_inputs: Any = None) -> Graph:
@@ -83,8 +85,9 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     groups = partition(graph, fuse=fuse)
     fallbacks: list[str] = []
     chosen = None
-    if fuse and orchestration == "blp":
+    if fuse and orchestration == "blp" and host_supports(tgt):  # BLP times candidates: they must run here
         specs, built, chosen = orchestrate_kernels(graph, groups, tgt, db, workers, progress)
+        fallbacks += chosen.failures
     else:
         specs, built = _greedy_kernels(graph, groups, tgt, db, workers, progress, fallbacks)
     produced = {o for spec in specs for o in spec.outputs}

@@ -179,3 +179,15 @@ def test_patch_convolution_as_gemm_compiles_and_matches(tmp_path, monkeypatch):
         assert any("conv_to_gemm" in r for r in model.rewrites)
         model._base[:] = 0xFF
         np.testing.assert_allclose(model.run(inputs)[graph.outputs[0]], expected, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.needs_cc
+def test_blp_falls_back_to_greedy_for_a_target_this_machine_cannot_run(monkeypatch):
+    import tilegraph.graph.compile as compile_module
+
+    monkeypatch.setattr(compile_module, "host_supports", lambda target: False)
+    graph, inputs = _blocks(2)
+    model = compile_model(graph, optimize_graph=False)  # the default, blp, asked for
+    greedy = compile_model(graph, orchestration="greedy", optimize_graph=False)
+    assert model.orchestration is None
+    assert [s.nodes for s in model.steps] == [s.nodes for s in greedy.steps]

@@ -38,6 +38,7 @@ class OrchestrationReport:
     failed: int  # did not build (left out of the program)
     measured: int  # kernels timed now (the rest came from the cost cache)
     seconds: float  # building, timing and solving together
+    failures: tuple[str, ...] = ()  # greedy groups that failed to build, with why (left out of the program)
 
     def summary(self) -> str:
         r = self.result
@@ -97,7 +98,10 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
     by_id = {id(c): i for i, c in enumerate(cands)}
     chosen_specs = [specs[by_id[id(c)]] for c in result.chosen]
     failed = sum(1 for s in specs if s is None or s.key in errors)
-    report = OrchestrationReport(result, len(cands), pruned, failed, costs.measured, time.perf_counter() - start)
+    failures = tuple(f"{', '.join(cands[i].group.nodes)}: {errors[specs[i].key]}" for i in greedy
+                     if specs[i].key in errors)
+    report = OrchestrationReport(result, len(cands), pruned, failed, costs.measured, time.perf_counter() - start,
+                                 failures)
     return chosen_specs, built, report
 
 
