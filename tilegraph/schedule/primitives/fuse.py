@@ -2,6 +2,8 @@
 
     for i in range(4):                fuse(i, j)          for i_j_fused in range(20):
       for j in range(5): S(i, j)    ------------->          S(i_j_fused // 5, i_j_fused % 5)
+
+The loops must all be spatial or all reduce loops of the blocks beneath them.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import math
 
 from tilegraph.loop.ir import For, Func
 from tilegraph.loop.names import fresh_name
-from tilegraph.loop.visit import loop_names, replace_node
+from tilegraph.loop.visit import loop_names, reduce_loop_of, replace_node
 from tilegraph.schedule.primitives.common import get_loop, require, substitute_in_stmt
 from tilegraph.te.expr import Const, Expr, Var
 
@@ -25,6 +27,12 @@ def fuse(func: Func, loops: list[str]) -> tuple[Func, tuple[str, ...]]:
         chain.append(chain[-1].body)  # type: ignore[arg-type]
     for lp in chain:
         require(lp.kind == "serial", f"fuse: loop {lp.var.name} is {lp.kind}; fuse before annotating")
+    # A loop over both spatial and reduce iterations would, once split and reordered, visit a
+    # point's later reduce steps before its first one (where the block's init runs): refused.
+    reducing = [bool(reduce_loop_of(lp)) for lp in chain]
+    require(all(reducing) or not any(reducing),
+            f"fuse{tuple(names)}: mixes reduce loops ({', '.join(n for n, r in zip(names, reducing) if r)}) "
+            "with spatial ones; fuse loops of one kind")
     fused = Var(fresh_name("_".join(names) + "_fused", loop_names(func)))
     mapping: dict[Var, Expr] = {}
     inner = 1
