@@ -52,7 +52,8 @@ def test_compile_then_run_the_saved_model(mlp, tmp_path, capsys):
     (["run", "{mlp}", "--vs", "torch"], "needs the model's PyTorch definition"),
     (["compile", "{garbage}"], "not a readable ONNX model"),
     (["compile", "{mlp}", "-o", "/proc/nope/m.tg"], "cannot write"),
-    (["compile", "{mlp}", "--time", "5"], "whole-model tuning is not available"),
+    (["compile", "{mlp}", "--time", "-5"], "--time must be >= 0"),
+    (["compile", "{mlp}", "--trials", "-1"], "--trials"),
 ])
 def test_bad_input_is_one_line_and_exit_2(mlp, tmp_path, capsys, argv, message):
     (tmp_path / "bad.npy").write_bytes(b"not numpy")
@@ -81,3 +82,22 @@ def test_orchestration_choice_and_report(mlp, tmp_path, capsys):
     assert blp["blp_measured_sum_s"] <= blp["greedy_measured_sum_s"] * (1 + 1e-9)
     assert main(["compile", str(mlp), "-o", str(tmp_path / "b.tg"), "--orchestration", "best"]) == 2
     assert "invalid choice: 'best'" in capsys.readouterr().err
+
+
+def test_compile_with_a_budget_prints_progress_and_the_task_table(mlp, tmp_path, capsys):
+    db = str(tmp_path / "t.db")
+    assert main(["compile", str(mlp), "-o", str(tmp_path / "t.tg"), "--trials", "6", "--db", db]) == 0
+    out, err = capsys.readouterr()
+    assert "1/1 tasks" in err and "measured" in err  # the progress, one line per slice off a terminal
+    head = next(line for line in out.splitlines() if line.startswith("task"))
+    for column in ("occ", "share", "before ms", "after ms", "GFLOP/s", "% peak", "meas", "torch ms"):
+        assert column in head
+    assert "matmul 2x8 . 8x4" in out and "6 measured now" in out
+    # a rerun with the same database continues: nothing is measured again, one JSON line per task + the model
+    assert main(["compile", str(mlp), "-o", str(tmp_path / "t.tg"), "--trials", "6", "--db", db, "--json",
+                 "--no-vendor"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    (task,) = [line["task"] for line in lines[:-1]]
+    assert task["occurrences"] == 1 and task["measured"] == 6 and task["measured_now"] == 0
+    assert task["after_s"] <= task["before_s"] and task["vendor_s"] is None
+    assert lines[-1]["tuning"]["measured_now"] == 0 and lines[-1]["tuned_kernels"] == 1

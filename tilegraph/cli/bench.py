@@ -13,8 +13,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tilegraph.cli.peers import PeerUnavailable, peer_function
 from tilegraph.te.workload import Workload
+from tilegraph.testing.peers import PeerUnavailable, peer_function
 from tilegraph.tune.apply import best_schedule
 from tilegraph.tune.database import Database
 from tilegraph.tune.measure import MeasurePolicy, random_inputs, time_runs

@@ -180,7 +180,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from tilegraph.tune.tune import resolve_workload
 
     peers = [p.strip() for p in args.vs.split(",") if p.strip()]
-    from tilegraph.cli.peers import PEERS
+    from tilegraph.testing.peers import PEERS
 
     unknown = [p for p in peers if p not in PEERS]
     if unknown:

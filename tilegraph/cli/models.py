@@ -1,11 +1,17 @@
 """`tilegraph compile` and `tilegraph run`: whole models from the command line.
 
-    tilegraph compile MODEL.onnx [-o DIR] [--time S] [--db PATH] [--json]
+    tilegraph compile MODEL.onnx [-o DIR] [--time S] [--trials N] [--threads N] [--db PATH] [--json]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
 
 MODEL may also name a reference model (resnet50, mobilenet_v2, bert, gpt2): it is exported to ONNX
 first (and PyTorch is then available as a peer). Inputs not given are random (seed 0); `run`
 saves nothing unless `--output DIR` names where each output goes as NAME.npy.
+
+`compile --time S` (and/or `--trials N`) tunes the model's tasks first under that budget
+(graph/tuning/): progress on stderr, then the per-task table with PyTorch's time for the same
+operator where it has one (`--no-vendor` skips that); `--json` prints one JSON line per task and
+a last one for the model. A rerun with the same database continues the tuning and re-measures
+nothing. Without --db, the default database is used (read-only when not tuning, if it exists).
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp.add_argument("model", help="an ONNX file, or a reference model name (resnet50, mobilenet_v2, bert, gpt2)")
     comp.add_argument("-o", "--output", default=None, help="where to save the compiled model (default MODEL.tg)")
     comp.add_argument("--time", type=float, default=0.0, help="whole-model tuning budget, seconds (0: no tuning)")
+    comp.add_argument("--trials", type=int_at_least(0), default=None,
+                      help="whole-model tuning budget in measurements, earlier runs' included")
+    comp.add_argument("--threads", type=int_at_least(1), default=None,
+                      help="threads tasks are timed with, as the model will run (default: all cores)")
+    comp.add_argument("--no-vendor", action="store_true", help="skip timing PyTorch's kernel for each task")
     comp.add_argument("--json", action="store_true", help="one JSON object describing the compiled model")
     comp.add_argument("--no-fuse", action="store_true", help="one kernel per graph node (to measure fusion)")
     comp.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
@@ -79,8 +90,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.time < 0:
         raise ValueError(f"--time must be >= 0, got {args.time}")
     output = Path(args.output) if args.output else onnx_path.with_suffix(".tg")
-    model = compile_model(str(onnx_path), db=args.db, time_budget=args.time, fuse=not args.no_fuse,
-                          orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite))
+    tuning = args.time > 0 or bool(args.trials)
+    db = args.db
+    if db is None and not tuning:
+        from tilegraph.tune.database import default_path
+
+        db = str(default_path()) if default_path().exists() else None
+    if args.threads:  # tasks are timed, and BLP candidates too, at the threads the model will run with
+        from tilegraph.runtime import threads
+
+        threads.set_num_threads(args.threads)
+    from tilegraph.graph.tuning.progress import TuningProgress
+
+    with TuningProgress(onnx_path.stem, args.time or None, enabled=tuning) as show:
+        model = compile_model(str(onnx_path), db=db, time_budget=args.time, fuse=not args.no_fuse,
+                              orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite),
+                              trials=args.trials, num_threads=args.threads, tune_progress=show)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
                  "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
@@ -93,8 +118,20 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if report is not None:
         described.update(blp_candidates=report.candidates, blp_measured_sum_s=report.result.objective_s,
                          greedy_measured_sum_s=report.result.greedy_s, blp_solver_s=round(report.result.solver_s, 3))
+    tuned = model.tuning
+    if tuned is not None:
+        if not args.no_vendor:
+            tuned.add_vendor_times(args.threads)
+        described["tuning"] = tuned.to_json()["model"]
+    if args.json:
+        for task in tuned.to_json()["tasks"] if tuned is not None else []:
+            print(json.dumps({"task": task}))
+        print(json.dumps(described))
+        return 0
     text = f"{model.summary()}\n" + (f"{report.summary()}\n" if report is not None else "")
-    print(json.dumps(described) if args.json else f"{text}compiled in {model.compile_seconds:.1f} s; saved to {output}")
+    if tuned is not None:
+        text += f"{tuned.table()}\n"
+    print(f"{text}compiled in {model.compile_seconds:.1f} s; saved to {output}")
     return 0
 
 

@@ -6,13 +6,19 @@
     model = compile_model(g, fuse=False)                       # one kernel per node (to measure fusion)
     model = compile_model(g, orchestration="greedy")           # Hidet's greedy fusion groups as they are
     model = compile_model(g, extra_rewrites=("conv_to_gemm",)) # optional rewrites (passes.OPTIONAL)
+    model = compile_model(g, time_budget=180, db="tune.db")    # tune the model's tasks first
+    print(model.tuning.table())
 
 Steps: the graph passes (passes.optimize), the greedy fusion groups (fusion.partition), then
 with orchestration="blp" (the default) the kernels a binary linear program picks among measured
 candidates (fusion.choose; greedy for a target this machine cannot run), each built from the
 database's best record of its anchor, else the default schedule; the memory plan.
-`time_budget` is the whole-model tuning budget; 0 (the only value until whole-model tuning
-lands) builds without tuning.
+
+`time_budget` (seconds) and/or `trials` (measurements, earlier runs' included) first tune the
+model's tasks into `db` (the default database when None) with the task scheduler
+(graph/tuning/); `model.tuning` is then the per-task report. 0 and None build without tuning,
+from whatever the database holds. `num_threads` is what tasks are timed with (default: all cores,
+as the model runs); `tune_progress` a TuningProgress or any callable(scheduler, message).
 """
 
 from __future__ import annotations
@@ -61,28 +67,39 @@ def as_graph(model: Any, example_inputs: Any = None) -> Graph:
 def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: float = 0.0,
                   example_inputs: Any = None, optimize_graph: bool = True, workers: int | None = None,
                   progress: Callable[[int, int], None] | None = None, fuse: bool = True,
-                  orchestration: str = DEFAULT_ORCHESTRATION, extra_rewrites: tuple[str, ...] = ()) -> CompiledModel:
+                  orchestration: str = DEFAULT_ORCHESTRATION, extra_rewrites: tuple[str, ...] = (),
+                  trials: int | None = None, num_threads: int | None = None,
+                  tune_progress: Callable[[Any, str], None] | None = None) -> CompiledModel:
     start = time.perf_counter()
     if orchestration not in ORCHESTRATIONS:
         raise GraphError(f"unknown orchestration {orchestration!r}; choose one of {', '.join(ORCHESTRATIONS)}")
     if time_budget is None or time_budget < 0:
         raise GraphError(f"time_budget must be >= 0 seconds, got {time_budget!r}")
-    if time_budget > 0:
-        raise GraphError("whole-model tuning is not available yet: compile with time_budget=0 (kernels come from "
-                         "the database's records, else default schedules); tune operators with `tilegraph tune`")
+    if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 0):
+        raise GraphError(f"trials must be a non-negative integer, got {trials!r}")
+    tune = time_budget > 0 or bool(trials)
     tgt = as_target(target)
     if tgt.kind != "cpu":
         raise GraphError(f"compiled models run on cpu targets for now, got {tgt.kind!r}")
-    if isinstance(db, (str, os.PathLike)):
+    if tune or isinstance(db, (str, os.PathLike)):
         from tilegraph.tune.database import open_database
 
-        db = open_database(db, readonly=True)
+        db = open_database(db, readonly=not tune)
     graph = as_graph(model, example_inputs)
     rewrites: list[str] = []
     if optimize_graph:
         graph, rewrites = optimize(graph, extra=extra_rewrites)
     graph.verify()
     groups = partition(graph, fuse=fuse)
+    report = None
+    tuning_s = 0.0
+    if tune:
+        from tilegraph.graph.tuning import tune_model
+        from tilegraph.runtime import threads
+
+        timed_threads = num_threads or threads.configured_num_threads() or tgt.num_cores  # as the model runs
+        report = tune_model(graph, groups, tgt, db, time_budget or None, trials, timed_threads, tune_progress)
+        tuning_s = report.elapsed_s
     fallbacks: list[str] = []
     chosen = None
     if fuse and orchestration == "blp" and host_supports(tgt):  # BLP times candidates: they must run here
@@ -98,8 +115,9 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     steps = [Step(index[spec.key], spec.label, spec.arguments, spec.outputs, spec.nodes) for spec in specs]
     plan = plan_memory([(s.inputs, s.outputs) for s in steps], graph, views)
     model_ = CompiledModel(graph, steps, [built[k].kernel for k in keys], keys, [built[k].tuned for k in keys], plan,
-                           views, tgt, rewrites, time.perf_counter() - start)
+                           views, tgt, rewrites, time.perf_counter() - start - tuning_s)
     model_.fallbacks = tuple(fallbacks)
+    model_.tuning = report
     model_.orchestration = chosen
     return model_
 

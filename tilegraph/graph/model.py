@@ -64,6 +64,7 @@ class CompiledModel:
         self.compile_seconds = compile_seconds
         self.fallbacks: tuple[str, ...] = ()  # fused groups that failed to build and run unfused, with why
         self.orchestration: Any = None  # orchestration="blp": fusion.choose.OrchestrationReport
+        self.tuning: Any = None  # compiled with a tuning budget: graph.tuning.TuningReport
         self._arena = np.zeros(max(plan.arena_bytes, 1) // 8 + 1, dtype=np.float64)  # 8-byte aligned base
         self._base = self._arena.view(np.uint8)[: max(plan.arena_bytes, 1)]
         self._launches: list[Any] = []

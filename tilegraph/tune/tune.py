@@ -80,7 +80,7 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
     builder = opts.builder or Builder(opts.build_workers, opts.build_timeout_s, build_target)
     runner = opts.runner or Runner(opts.policy, opts.reference, target=build_target)
     try:
-        _search(search, ctx, builder, runner, database, opts.batch_size, counts, bar, start)
+        search_loop(search, ctx, builder, runner, database, opts.batch_size, counts, bar, start)
         kernel, best = _best_kernel(wl, tgt, database, builder, runner)
     finally:
         bar.close()
@@ -95,8 +95,11 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
                       sum(failures.values()), elapsed, search.name, wl.key, failures)
 
 
-def _search(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, db: Database,
-            batch_size: int, counts: Counter[str], bar: _Progress, start: float) -> None:
+def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, db: Database,
+                batch_size: int, counts: Counter[str], bar: Any, start: float) -> None:
+    """Propose, build, check, time and record until ctx's trial or time budget is spent or the
+    strategy is done; traces in ctx.measured are never measured again (the strategy is told their
+    recorded results). `counts` gains one per measurement by result kind; `bar.update` sees each."""
     wl, fp = ctx.workload, ctx.target_fingerprint
     empty_rounds = 0
     measured_here = 0

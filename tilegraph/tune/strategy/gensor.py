@@ -28,17 +28,21 @@ from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 
 log = logging.getLogger(__name__)
 ROLLER_SEEDS = 8
+# states converted to traces per candidate wanted, at most: many states of a small space (softmax)
+# give one trace, and converting all of them (~20 ms each) cost seconds for nothing new
+ATTEMPTS_PER_CANDIDATE = 8
 
 
 def candidates_from_states(setup: SearchSetup, states: Sequence[EtirState], k: int, strategy: str,
                            visits: dict[EtirState, int] | None = None) -> list[Candidate]:
-    """The k best states (by model) that build into a schedule, as Candidates; duplicates dropped."""
+    """The k best states (by model) that build into a schedule, as Candidates; duplicates dropped;
+    at most ATTEMPTS_PER_CANDIDATE * k states are converted."""
     visits = visits or {}
     ranked = sorted(set(states), key=lambda s: (setup.model.predict(s), -visits.get(s, 0), repr(s)))
     out: list[Candidate] = []
     seen: set[str] = set()
-    for s in ranked:
-        if len(out) >= k:
+    for attempt, s in enumerate(ranked):
+        if len(out) >= k or attempt >= ATTEMPTS_PER_CANDIDATE * k:
             break
         try:
             trace_json = state_to_trace_json(setup.workload, setup.space, s)

@@ -1,11 +1,11 @@
-"""cli/peers.py: the peers' equivalent of a workload, from the op library's reference metadata."""
+"""testing/peers.py: the peers' equivalent of a workload, from the op library's reference metadata."""
 
 import numpy as np
 import pytest
 
 import tilegraph as tg
 from tilegraph import te, workloads
-from tilegraph.cli.peers import PeerUnavailable, peer_function
+from tilegraph.testing.peers import PeerUnavailable, peer_function
 
 
 def test_numpy_runs_the_same_matmul():

@@ -65,11 +65,21 @@ def _torch_table(torch: Any) -> dict[str, Callable[..., Callable[[], Any]]]:
     def conv2d_nchw(x: Any, w: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, **_: Any) -> Any:
         return lambda: F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation)
 
-    def conv2d_nhwc(x: Any, w: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, **_: Any) -> Any:
+    def conv2d_nhwc(x: Any, w: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
+                    **_: Any) -> Any:
         # torch has no NHWC kernel entry point: channels_last memory format is its equivalent
         xc = x.permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
         wc = w.permute(3, 2, 0, 1).contiguous()
-        return lambda: F.conv2d(xc, wc, stride=stride, padding=padding, dilation=dilation)
+        return lambda: F.conv2d(xc, wc, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+    def max_pool2d(x: Any, kernel: Any, stride: Any = 1, padding: Any = 0, layout: str = "NCHW", **_: Any) -> Any:
+        if layout == "NHWC":
+            x = x.permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
+        return lambda: F.max_pool2d(x, kernel, stride, padding)
+
+    def mean(x: Any, axis: Any = None, keepdims: bool = False, **_: Any) -> Any:
+        dims = tuple(range(x.dim())) if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
+        return lambda: torch.mean(x, dim=dims, keepdim=bool(keepdims))
 
     def layer_norm(x: Any, gamma: Any, beta: Any, axis: Any = -1, epsilon: float = 1e-5, **_: Any) -> Any:
         axes = sorted(a % x.dim() for a in ((axis,) if isinstance(axis, int) else axis))
@@ -82,6 +92,9 @@ def _torch_table(torch: Any) -> dict[str, Callable[..., Callable[[], Any]]]:
         "matmul": matmul,
         "dense": lambda x, w, bias=None, **_: (lambda: F.linear(x, w, bias)),
         "batch_matmul": lambda a, b, **_: (lambda: torch.bmm(a, b)),
+        "matmul_nd": lambda a, b, **_: (lambda: torch.matmul(a, b)),
+        "max_pool2d": max_pool2d,
+        "mean": mean,
         "relu": lambda x, **_: (lambda: torch.relu(x)),
         "add": lambda a, b, **_: (lambda: torch.add(a, b)),
         "sub": lambda a, b, **_: (lambda: torch.sub(a, b)),

@@ -1,0 +1,173 @@
+"""graph/tuning/scheduler.py: first round, Ansor's gradient, budgets, early stopping and resume,
+against a fake session (scripted latencies, a fake clock): no compiler needed."""
+
+import numpy as np
+import pytest
+
+from tilegraph.graph import GraphBuilder, TensorType
+from tilegraph.graph.fusion.partition import partition
+from tilegraph.graph.tuning import scheduler as sched
+from tilegraph.graph.tuning.scheduler import TaskScheduler
+from tilegraph.graph.tuning.tasks import extract_tasks
+from tilegraph.target import as_target
+from tilegraph.tune.database import Record
+from tilegraph.tune.session import SliceResult
+from tilegraph.tune.strategy.base import SearchStrategy
+
+RNG = np.random.default_rng(0)
+
+
+def _const(b, *shape):
+    return b.constant(RNG.standard_normal(shape).astype(np.float32))
+
+
+def model_tasks():
+    """Three tasks: a large matmul used 3 times, a small matmul once, a softmax once."""
+    b = GraphBuilder()
+    x = b.input("x", TensorType((16, 64), "float32"))
+    for _ in range(3):
+        x = b.add("relu", [b.add("matmul", [x, _const(b, 64, 64)])])
+    y = b.add("softmax", [b.add("matmul", [x, _const(b, 64, 8)])])
+    graph = b.build([y])
+    return extract_tasks(graph, partition(graph))
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class Done(SearchStrategy):
+    name = "fake"
+
+    def __init__(self, exhausted=False):
+        self.exhausted = exhausted
+
+    def done(self):
+        return self.exhausted
+
+
+class FakeSession:
+    """Each task's k-th new measurement has latency curve[k]; every slice costs `cost` seconds."""
+
+    def __init__(self, curves, clock, cost=1.0, space=None):
+        self.target = as_target("cpu")
+        self.curves = curves
+        self.clock = clock
+        self.cost = cost
+        self.space = space or {}
+        self.recs = {}
+        self.calls = []
+
+    def records(self, wl):
+        return list(self.recs.get(wl.key, []))
+
+    def tune_slice(self, wl, strategy, trials, deadline=None, seed=None):
+        recs = self.recs.setdefault(wl.key, [])
+        curve = self.curves[wl.key]
+        n = min(trials, self.space.get(wl.key, 10**9) - len(recs))
+        for _ in range(max(0, n)):
+            meta = {"strategy": "default"} if not recs else {"strategy": "fake"}
+            recs.append(Record(wl.key, "fp", f"trace{len(recs)}", "ok", latency_s=curve[min(len(recs), len(curve) - 1)],
+                               meta=meta))
+        self.calls.append((wl.key, max(0, n)))
+        self.clock.now += self.cost
+        best = min(r.latency_s for r in recs) if recs else None
+        return SliceResult(max(0, n), best, self.cost)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr(sched.time, "monotonic", c)
+    return c
+
+
+def _scheduler(tasks, session, **kw):
+    return TaskScheduler(tasks, session, slice_strategy=lambda task, gen: Done(), **kw)
+
+
+def test_tasks_have_weights_flops_and_variants():
+    tasks = model_tasks()
+    assert [t.op for t in tasks] == ["matmul", "matmul", "softmax"]
+    big, small, soft = tasks
+    assert (big.weight, small.weight, soft.weight) == (3, 1, 1)
+    assert big.flops == 2 * 16 * 64 * 64 and small.flops == 2 * 16 * 64 * 8
+    assert len(big.variants) == 1 and big.variants[0] != big.key  # fused with its relu: a variant
+    assert "16x64 . 64x64" in big.name
+
+
+def test_first_round_goes_largest_share_first_and_seeds_the_default(clock):
+    tasks = model_tasks()
+    curves = {t.key: [1.0, 0.5] for t in tasks}
+    session = FakeSession(curves, clock)
+    s = _scheduler(tasks, session, trials=3 * (sched.FIRST_TRIALS + 1)).run()
+    assert [k for k, _ in session.calls] == [tasks[0].key, tasks[1].key, tasks[2].key]
+    assert all(n == sched.FIRST_TRIALS + 1 for _, n in session.calls)
+    assert all(st.before_s == 1.0 and st.best_s == 0.5 for st in s.states)
+    assert s.stop_reason == "trial budget spent"
+
+
+def test_gradient_gives_slices_to_the_task_that_improves_the_model_most(clock):
+    big, small, soft = model_tasks()
+    improving = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.09, 0.08, 0.07, 0.06, 0.05, 0.04]
+    curves = {big.key: improving, small.key: [0.01] * 40, soft.key: [0.01] * 40}
+    session = FakeSession(curves, clock)
+    s = _scheduler([big, small, soft], session, time_budget=12).run()
+    later = [k for k, _ in session.calls[3:]]
+    assert later and later.count(big.key) > len(later) / 2
+    assert s.states[0].best_s < 0.5
+
+
+def test_time_budget_is_honoured_within_five_percent(clock):
+    tasks = model_tasks()
+    session = FakeSession({t.key: [1.0 / (1 + k) for k in range(200)] for t in tasks}, clock, cost=1.0)
+    s = _scheduler(tasks, session, time_budget=20.5).run()
+    assert clock.now <= 20.5 * 1.05
+    assert clock.now >= 20.5 - 1.0  # and spent, not left idle
+    assert s.stop_reason.startswith("time budget spent")
+
+
+def test_tasks_that_stop_improving_die_and_the_run_stops(clock):
+    tasks = model_tasks()
+    session = FakeSession({t.key: [1.0, 0.5] for t in tasks}, clock)
+    s = _scheduler(tasks, session, time_budget=1000).run()
+    assert all(st.dead and st.dead.startswith("converged") for st in s.states)
+    assert s.stop_reason == "every task converged or exhausted"
+    assert clock.now < 100
+
+
+def test_exhausted_spaces_die(clock):
+    tasks = model_tasks()
+    session = FakeSession({t.key: [1.0 / (1 + k) for k in range(100)] for t in tasks}, clock,
+                          space={t.key: 7 for t in tasks})
+    s = TaskScheduler(tasks, session, time_budget=1000, slice_strategy=lambda task, gen: Done(exhausted=True)).run()
+    assert all(st.dead == "search space exhausted" for st in s.states)
+    assert all(len(session.recs[t.key]) == 7 for t in tasks)
+
+
+def test_trial_budget_counts_earlier_runs_and_resume_skips_the_first_round(clock):
+    tasks = model_tasks()
+    curves = {t.key: [1.0 / (1 + k) for k in range(100)] for t in tasks}
+    session = FakeSession(curves, clock)
+    _scheduler(tasks, session, trials=8).run()  # "killed" after 8 measurements
+    first = sum(len(r) for r in session.recs.values())
+    assert first == 8
+    session.calls.clear()
+    resumed = _scheduler(tasks, session, trials=30).run()
+    assert sum(len(r) for r in session.recs.values()) == 30
+    started = [st for st in resumed.states if st.slices]
+    assert all(st.before_s == 1.0 for st in started)
+    # the task tuned before the "kill" got no second default/first slice
+    assert session.calls[0][0] != tasks[0].key
+    session.calls.clear()
+    again = _scheduler(tasks, session, trials=30).run()
+    assert session.calls == [] and again.stop_reason == "trial budget spent"
+
+
+def test_a_budget_is_required():
+    with pytest.raises(ValueError, match="budget"):
+        TaskScheduler(model_tasks(), FakeSession({}, Clock()))

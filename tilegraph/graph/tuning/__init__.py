@@ -1,0 +1,41 @@
+"""Whole-model tuning: tasks from a model's fusion groups, one budget spent by a task scheduler.
+
+    report = tune_model(graph, groups, target, db, time_budget=180, num_threads=2, progress=display)
+
+tasks.py extracts the tasks, scheduler.py spends the budget (Ansor's gradient, resumable),
+report.py is the per-task table, vendor.py PyTorch's time for the same operator, progress.py the
+terminal display. `tg.compile(model, time_budget=S)` calls tune_model and then builds the model
+from the database the tuning filled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tilegraph.graph.fusion.partition import Group
+from tilegraph.graph.ir import Graph
+from tilegraph.graph.tuning.report import TaskRow, TuningReport, build_report
+from tilegraph.graph.tuning.scheduler import TaskScheduler, TaskState, default_slice_strategy
+from tilegraph.graph.tuning.tasks import Task, extract_tasks
+
+
+def tune_model(graph: Graph, groups: Sequence[Group], target: Any, db: Any, time_budget: float | None = None,
+               trials: int | None = None, num_threads: int | None = None,
+               progress: Callable[[TaskScheduler, str], None] | None = None,
+               slice_strategy: Callable[[Task, int], Any] = default_slice_strategy,
+               session_options: dict[str, Any] | None = None) -> TuningReport:
+    """Tune the anchor workloads of `groups` into `db` under the budget; the per-task report."""
+    from tilegraph.tune.hardware import hardware_model
+    from tilegraph.tune.session import TuneSession
+
+    tasks = extract_tasks(graph, groups)
+    with TuneSession(target, db, num_threads=num_threads, progress=False, **(session_options or {})) as session:
+        threads = session.options.policy.resolved().num_threads or 1
+        scheduler = TaskScheduler(tasks, session, time_budget, trials, slice_strategy)
+        scheduler.run(progress)
+    peak = hardware_model(session.target).peak_flops(cores=threads)
+    return build_report(scheduler, threads, peak)
+
+
+__all__ = ["Task", "TaskRow", "TaskScheduler", "TaskState", "TuningReport", "extract_tasks", "tune_model"]

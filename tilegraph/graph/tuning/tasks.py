@@ -1,0 +1,71 @@
+"""Task extraction: the distinct anchor workloads of a model, each a tuning task.
+
+    tasks = extract_tasks(graph, groups)      # groups from fusion.partition
+    tasks[0].key, .workload, .weight, .flops, .nodes, .variants
+
+A task is one anchor workload (a contraction, reduction or normalisation; by structural key, so
+ResNet-50's repeated bottlenecks share tasks): its weight is how many nodes of the model compute
+it, its FLOPs are one occurrence's. Fused variants (the anchor with different prologues and
+epilogues) replay the anchor's tuned schedule (fusion/compose.py), so one tuning serves them all;
+`variants` names the fused kernels that do. Injective chains are not tasks: they keep their
+default schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tilegraph.graph.fusion.compose import group_spec
+from tilegraph.graph.fusion.partition import Group
+from tilegraph.graph.ir import Graph, Node
+from tilegraph.graph.kernels import KernelSpec, kernel_spec
+from tilegraph.te.workload import Workload
+
+
+@dataclass(frozen=True)
+class Task:
+    key: str                    # the anchor workload's structural key (the database's key)
+    workload: Workload
+    op: str                     # the anchor node's op
+    nodes: tuple[str, ...]      # anchor nodes computing it, one per occurrence
+    variants: tuple[str, ...]   # keys of the fused kernels that replay this task's schedule
+    spec: KernelSpec            # one occurrence's spec (its node, for the vendor comparison)
+
+    @property
+    def weight(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def flops(self) -> float:
+        return float(self.workload.flops())
+
+    @property
+    def name(self) -> str:
+        """A readable name: op and the shapes of its first two inputs ("matmul 1x128x768 . 768x3072";
+        a convolution's shows its padded input and weights), unambiguous within a model."""
+        shapes = ["x".join(str(d) for d in t.shape) for t in self.workload.inputs[:2]]
+        return f"{self.op} {' . '.join(shapes)}"
+
+
+def extract_tasks(graph: Graph, groups: Sequence[Group]) -> list[Task]:
+    """One Task per distinct anchor workload of `groups`, in first-use order."""
+    nodes: dict[str, Node] = {n.name: n for n in graph.nodes}
+    specs: dict[str, KernelSpec] = {}
+    occurrences: dict[str, list[str]] = {}
+    variants: dict[str, list[str]] = {}
+    for group in groups:
+        if group.anchor is None:
+            continue
+        spec = kernel_spec(graph, nodes[group.anchor])
+        specs.setdefault(spec.key, spec)
+        occurrences.setdefault(spec.key, []).append(group.anchor)
+        variant = group_spec(graph, group).key if group.fused else spec.key
+        keys = variants.setdefault(spec.key, [])
+        if variant not in keys:
+            keys.append(variant)
+    return [Task(key, spec.workload, spec.node.op, tuple(occurrences[key]), tuple(variants[key]), spec)
+            for key, spec in specs.items()]
+
+
+__all__ = ["Task", "extract_tasks"]
