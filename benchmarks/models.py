@@ -1,7 +1,13 @@
-"""python -m benchmarks.run models: whole models, untuned tilegraph against ONNX Runtime, PyTorch
-eager and torch.compile, batch 1, 1 and 2 threads.
+"""python -m benchmarks.run models: whole models, tuned and untuned tilegraph against ONNX Runtime,
+PyTorch eager and torch.compile, batch 1, 1 and 2 threads.
 
-    python -m benchmarks.run models [--models resnet50,bert] [--threads 1,2] [--short]
+    python -m benchmarks.run models [--models resnet50,bert] [--threads 1,2] [--budget 180] [--short]
+
+With --budget S > 0 (default 180), "tilegraph tuned" is the model compiled with time_budget=S
+into a fresh database (tasks timed at the largest thread count; the 1-thread rows run the same
+kernels), its tuning and compile times reported apart; its per-task table (PyTorch's kernel
+beside each task) goes to tasks-MODEL.md. A plot (latency per model normalised to the fastest
+system, tuning time) goes to models.png.
 
 Per model: the transformers definition (random weights, seed 0) is exported to ONNX with the
 dynamo exporter; tilegraph compiles it with time_budget=0 (a cold build cache: compile time
@@ -41,6 +47,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="skip the fuse=False build (timed beside the fused one by default)")
     p.add_argument("--no-greedy", dest="greedy", action="store_false",
                    help="skip the orchestration='greedy' build (timed beside the default BLP one by default)")
+    p.add_argument("--budget", type=float, default=180.0, help="whole-model tuning seconds per model (0: untuned only)")
     p.add_argument("--short", action="store_true", help="reduced-depth models, one round: checks the harness")
     p.add_argument("--out", default=None)
     args, _ = p.parse_known_args(argv)
@@ -49,6 +56,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args.peers = [x for x in args.peers.split(",") if x]
     if args.short:
         args.models, args.rounds, args.seconds, args.threads = args.models[:1], 1, 0.1, args.threads[:1]
+        args.budget = min(args.budget, 10.0)
     return args
 
 
@@ -62,9 +70,11 @@ def main(argv: list[str]) -> int:
     import tilegraph as tg
     from tilegraph.graph import zoo
     from tilegraph.graph.race import peer, race
+    from tilegraph.graph.tuning.progress import TuningProgress
 
     warnings.filterwarnings("ignore")
     rows = []
+    tasks_table: dict[str, object] = {}
     for name in args.models:
         log = lambda msg: print(f"[{name}] {msg}", file=sys.stderr, flush=True)  # noqa: B023, E731
         path = Path(cold) / f"{name}.onnx"
@@ -78,6 +88,19 @@ def main(argv: list[str]) -> int:
         if report is not None:
             log(report.summary())
         variants, variant_compile = {}, {}  # the same kernels built other ways: fusion's and BLP's effect
+        tuning_s: dict[str, float] = {}
+        if args.budget > 0:
+            tg.set_num_threads(max(args.threads))
+            start = time.perf_counter()
+            tuned = tg.compile(str(path), db=str(Path(cold) / f"{name}.db"), time_budget=args.budget,
+                               num_threads=max(args.threads), tune_progress=TuningProgress(name, args.budget))
+            total = time.perf_counter() - start
+            variants["tilegraph tuned"] = tuned
+            tuning_s["tilegraph tuned"] = tuned.tuning.elapsed_s
+            variant_compile["tilegraph tuned"] = total - tuned.tuning.elapsed_s
+            log(f"tuned {tuned.tuning.elapsed_s:.1f} s (budget {args.budget:.0f} s), "
+                f"compiled {variant_compile['tilegraph tuned']:.1f} s")
+            tasks_table[name] = tuned.tuning
         for label, options, wanted in (("tilegraph greedy", {"orchestration": "greedy"}, args.greedy),
                                        ("tilegraph fuse=False", {"fuse": False}, args.unfused)):
             if wanted:
@@ -118,6 +141,7 @@ def main(argv: list[str]) -> int:
                     "model": name, "threads": threads, "system": system, "latency_ms": result.median_s * 1e3,
                     "spread": result.spread, "vs_tilegraph": times["tilegraph"].median_s / result.median_s,
                     "compile_s": compile_times.get(system, float("nan")),
+                    "tuning_s": tuning_s.get(system),
                     "rel_error_vs_ort": errors.get("onnxruntime") if system == "tilegraph" else errors.get(system),
                     "fusion_speedup": times["tilegraph fuse=False"].median_s / times["tilegraph"].median_s
                     if system == "tilegraph" and "tilegraph fuse=False" in times else None,
@@ -128,6 +152,7 @@ def main(argv: list[str]) -> int:
                     if system == "tilegraph" and "tilegraph greedy" in times else None,
                     "solver_s": report.result.solver_s if system == "tilegraph" and report is not None else None,
                     "kernels": _kernels({"tilegraph": model, **variants}.get(system)),
+                    "peak_rss_mb": _peak_rss_mb(),
                 })
                 log(f"{threads}T {system}: {result.median_s * 1e3:.2f} ms (spread {result.spread:.1%})")
             for label, what in (("tilegraph fuse=False", "fused / fuse=False"), ("tilegraph greedy", "BLP / greedy")):
@@ -142,9 +167,84 @@ def main(argv: list[str]) -> int:
         writer.writerows(rows)
     command = "python -m benchmarks.run models " + " ".join(a for a in argv if a != "models")
     text = markdown(rows, command)
+    if tasks_table:
+        text += tuned_markdown(rows)
+        with contextlib.suppress(Exception):  # the vendor column needs torch; the table stands without it
+            for name, report in tasks_table.items():
+                report.add_vendor_times(max(args.threads))  # type: ignore[attr-defined]
+                (out / f"tasks-{name}.md").write_text(f"# {name}: tasks after {report.budget_s:.0f} s of tuning\n\n"
+                                                      f"```\n{report.table()}\n```\n")  # type: ignore[attr-defined]
+        plot(rows, out / "models.png")
     (out / "models.md").write_text(text)
     print(text)
     return 0
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+SYSTEMS = ("tilegraph tuned", "tilegraph", "onnxruntime", "torch.compile", "torch")
+
+
+def tuned_markdown(rows: list[dict]) -> str:
+    """The tuned model against every peer: latency, peer / tuned ratios (above 1: tuned is faster)."""
+    by_key = {(r["model"], r["threads"], r["system"]): r for r in rows}
+    lines = ["", "Tuned: latency (ms) per system; ratios are that system's latency / tuned tilegraph's (above 1: "
+             "tuned tilegraph is faster).", "",
+             "| model | threads | tuned | untuned | ORT | torch.compile | eager | ORT / tuned | torch.compile / tuned | "
+             "eager / tuned | tuning (s) | compile (s) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (model, threads, system), r in by_key.items():
+        if system != "tilegraph tuned":
+            continue
+
+        def ms(sys_: str, model: str = model, threads: int = threads) -> str:
+            other = by_key.get((model, threads, sys_))
+            return f"{other['latency_ms']:.2f}" if other else "-"
+
+        def ratio(sys_: str, model: str = model, threads: int = threads, r: dict = r) -> str:
+            other = by_key.get((model, threads, sys_))
+            return f"{other['latency_ms'] / r['latency_ms']:.2f}x" if other else "-"
+
+        lines.append(f"| {model} | {threads} | {r['latency_ms']:.2f} | {ms('tilegraph')} | {ms('onnxruntime')} | "
+                     f"{ms('torch.compile')} | {ms('torch')} | {ratio('onnxruntime')} | {ratio('torch.compile')} | "
+                     f"{ratio('torch')} | {r['tuning_s']:.0f} | {r['compile_s']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Latency per model normalised to the fastest system (largest thread count), and tuning time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    threads = max(r["threads"] for r in rows)
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    systems = [s for s in SYSTEMS if any(r["system"] == s for r in rows)]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [3, 1]})
+    width = 0.8 / len(systems)
+    for i, system in enumerate(systems):
+        values = []
+        for m in models:
+            mine = [r["latency_ms"] for r in rows if r["model"] == m and r["threads"] == threads and r["system"] == system]
+            fastest = min(r["latency_ms"] for r in rows if r["model"] == m and r["threads"] == threads
+                          and r["system"] in systems)
+            values.append(mine[0] / fastest if mine else 0)
+        ax.bar([x + i * width for x in range(len(models))], values, width, label=system)
+    ax.set_xticks([x + width * (len(systems) - 1) / 2 for x in range(len(models))], models)
+    ax.set_ylabel(f"latency / fastest ({threads} threads)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    tuning = [next((r["tuning_s"] for r in rows if r["model"] == m and r["system"] == "tilegraph tuned"), 0) or 0
+              for m in models]
+    ax2.bar(models, tuning)
+    ax2.set_ylabel("tuning time (s)")
+    ax2.tick_params(axis="x", rotation=45)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def _kernels(model: object) -> str:
