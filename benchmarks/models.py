@@ -48,6 +48,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-greedy", dest="greedy", action="store_false",
                    help="skip the orchestration='greedy' build (timed beside the default BLP one by default)")
     p.add_argument("--budget", type=float, default=180.0, help="whole-model tuning seconds per model (0: untuned only)")
+    p.add_argument("--isa", default=None, help="avx2 or avx512: tilegraph and PyTorch restricted to it (benchmarks/run.py)")
     p.add_argument("--short", action="store_true", help="reduced-depth models, one round: checks the harness")
     p.add_argument("--out", default=None)
     args, _ = p.parse_known_args(argv)
@@ -257,7 +258,8 @@ def markdown(rows: list[dict], command: str) -> str:
     import platform
 
     lines = [f"Command: `{command.strip()}`; {datetime.datetime.now().isoformat(timespec='seconds')}, "
-             f"{platform.machine()}, {os.cpu_count()} cores. Latency: median of per-round medians (alternating rounds); "
+             f"{platform.machine()}, {os.cpu_count()} cores, ISA {os.environ.get('TILEGRAPH_HOST_ISA', 'host')}. "
+             "Latency: median of per-round medians (alternating rounds); "
              "tilegraph / system = tilegraph latency / that system's latency (above 1: tilegraph is that many times "
              "slower); error: max |out - ORT| / max |ORT|.",
              "", "| model | threads | system | latency (ms) | spread | tilegraph / system | compile (s) | error vs ORT | "

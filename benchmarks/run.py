@@ -174,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     if "models" in argv:  # whole models: their own harness (benchmarks/models.py)
         from benchmarks import models
 
-        others = [a for a in argv if a != "models"]
+        isa, _ = _early_options(argv)
+        restrict_isa(isa)  # tilegraph and PyTorch (oneDNN/MKL/ATen); ONNX Runtime's MLAS has no such switch
+        others = [a for a in argv if a != "models" and a != isa]
         if any(a in __import__("benchmarks").SUITES for a in others) or "all" in others:
             raise SystemExit("run `models` on its own: python -m benchmarks.run models [options]")
         return models.main(argv)

@@ -50,9 +50,11 @@ def build(obj: Schedule | Workload, target: str | Target = "cpu", db: _Any = Non
 def compile(model: _Any, target: str | Target = "cpu", db: _Any = None, time_budget: float = 0.0,
             example_inputs: _Any = None, **options: _Any) -> _Any:
     """Compile a model (a tg.graph.Graph, an ONNX path or ModelProto, or a torch.nn.Module with
-    example_inputs) into a CompiledModel: graph passes, one kernel per node from `db`'s best records
-    (a database or its path) or default schedules, a static memory plan. `time_budget=0` tunes
-    nothing (whole-model tuning is not there yet)."""
+    example_inputs) into a CompiledModel: graph passes, fused kernels from `db`'s best records
+    (a database or its path) or default schedules, a static memory plan. `time_budget=S` seconds
+    (or `trials=N`) first tunes the model's tasks into `db` (the default database when None) with
+    the task scheduler; `model.tuning.table()` then reports per task. Other options:
+    graph.compile.compile_model."""
     from tilegraph.graph.compile import compile_model
 
     return compile_model(model, target, db, time_budget, example_inputs, **options)

@@ -70,11 +70,14 @@ def _torch_table(torch: Any) -> dict[str, Callable[..., Callable[[], Any]]]:
         # torch has no NHWC kernel entry point: channels_last memory format is its equivalent
         xc = x.permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
         wc = w.permute(3, 2, 0, 1).contiguous()
-        return lambda: F.conv2d(xc, wc, stride=stride, padding=padding, dilation=dilation, groups=groups)
+        # the result is NCHW-shaped in channels_last memory: permuted back to NHWC (a view, no copy)
+        return lambda: F.conv2d(xc, wc, stride=stride, padding=padding, dilation=dilation,
+                                groups=groups).permute(0, 2, 3, 1)
 
     def max_pool2d(x: Any, kernel: Any, stride: Any = 1, padding: Any = 0, layout: str = "NCHW", **_: Any) -> Any:
         if layout == "NHWC":
-            x = x.permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
+            xc = x.permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
+            return lambda: F.max_pool2d(xc, kernel, stride, padding).permute(0, 2, 3, 1)
         return lambda: F.max_pool2d(x, kernel, stride, padding)
 
     def mean(x: Any, axis: Any = None, keepdims: bool = False, **_: Any) -> Any:
