@@ -152,7 +152,8 @@ class TaskScheduler:
             self._slice(st, first=True)
             report(self, f"first round: {st.task.name}")
         if skipped:
-            self.stop_reason = f"time budget spent ({skipped} of {len(self.states)} tasks not tuned)"
+            why = self.stop_reason or "time budget spent"
+            self.stop_reason = f"{why} ({skipped} of {len(self.states)} tasks not tuned)"
         while True:
             st = self._pick()
             if st is None:
