@@ -11,11 +11,8 @@ the measured model latency: fused epilogues and injective kernels are not in it.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-log = logging.getLogger("tilegraph.tune.scheduler")
 
 
 @dataclass

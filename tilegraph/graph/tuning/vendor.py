@@ -6,16 +6,11 @@ per-task table shows where tilegraph loses (user_needs N6). Compiled models neve
 
 from __future__ import annotations
 
-import statistics
-import time
 from typing import Any
 
+from tilegraph.runtime.timer import measure
 from tilegraph.testing.data import random_inputs
 from tilegraph.testing.peers import PeerUnavailable, peer_function
-
-WARMUP = 3
-MIN_SECONDS = 0.2   # timed runs per task: at least this long ...
-MIN_RUNS = 5        # ... and at least this many
 
 
 def vendor_time(vendor: str, workload: Any, threads: int) -> tuple[float | None, str]:
@@ -29,17 +24,10 @@ def vendor_time(vendor: str, workload: Any, threads: int) -> tuple[float | None,
 
         torch.set_num_threads(threads)
     try:
-        for _ in range(WARMUP):
-            fn()
-        samples: list[float] = []
-        deadline = time.perf_counter() + MIN_SECONDS
-        while len(samples) < MIN_RUNS or time.perf_counter() < deadline:
-            t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
+        timing = measure(fn)  # the one timing loop (runtime/timer.py): what our kernels are timed with
     except Exception as e:  # the vendor rejects this shape: say so, never fail the report
         return None, f"{vendor} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    return statistics.median(samples), ""
+    return timing.median, ""
 
 
 __all__ = ["vendor_time"]
