@@ -1,6 +1,6 @@
 """The `tilegraph` console script.
 
-    tilegraph tune GMM-4 matmul:512,256,384 --time 60 [--strategy gensor] [--trials N] [--target opencl]
+    tilegraph tune GMM-4 matmul:512,256,384 --time 60 [--strategy auto] [--trials N] [--target opencl]
                     [--db PATH] [--json]
     tilegraph bench GMM-4 --vs numpy,torch [--target cpu] [--db PATH] [--json]
     tilegraph db list | best | distill | export FILE | import FILE | merge OTHER.db   [--db PATH]
@@ -84,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune = sub.add_parser("tune", parents=[db_opt, target_opt], help="tune workloads and store every measurement")
     tune.add_argument("workloads", nargs="+", metavar="WORKLOAD", help="suite id (GMM-4) or op:shape spec")
     tune.add_argument("--batch", type=_int_at_least(1), default=1, help="batch size for suite workloads")
-    tune.add_argument("--strategy", default="gensor", help="search strategy name")
+    tune.add_argument("--strategy", default="auto",
+                      help="search strategy: auto (Gensor, then evolutionary search while time remains), gensor, "
+                           "evolutionary, roller, random")
     tune.add_argument("--time", type=_positive_float, default=None, help="time budget per workload, seconds")
     tune.add_argument("--trials", type=_int_at_least(0), default=None, help="candidates to measure per workload")
     tune.add_argument("--threads", type=_int_at_least(1), default=None, help="threads the kernels run with")

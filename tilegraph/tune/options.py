@@ -25,7 +25,7 @@ DEFAULT_BATCH = 8
 
 @dataclass(frozen=True)
 class TuneOptions:
-    strategy: Any = "gensor"               # a name (gensor, roller, random) or a SearchStrategy
+    strategy: Any = "auto"                 # a name (auto, gensor, evolutionary, roller, random) or a SearchStrategy
     time_budget: float | None = None       # seconds; with neither budget, DEFAULT_TRIALS trials
     trials: int | None = None
     seed: int = 0

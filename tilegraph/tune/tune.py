@@ -103,6 +103,7 @@ def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: 
     wl, fp = ctx.workload, ctx.target_fingerprint
     empty_rounds = 0
     measured_here = 0
+    per_candidate_s: float | None = None  # wall time of a round / its candidates (search, build, run)
 
     def out_of_budget() -> bool:
         if ctx.trials_left is not None and ctx.trials_left <= 0:
@@ -111,6 +112,10 @@ def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: 
 
     while not out_of_budget() and not search.done():
         n = batch_size if ctx.trials_left is None else min(batch_size, ctx.trials_left)
+        left = ctx.time_left_s
+        if left is not None and per_candidate_s:  # near the deadline: no more than fits in the time left
+            n = max(1, min(n, int(left / per_candidate_s)))
+        round_start = time.monotonic()
         proposed = search.propose(ctx, n)
         fresh: list[Candidate] = []
         seen: set[str] = set()
@@ -151,6 +156,7 @@ def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: 
             bar.update(run, time.monotonic() - start)
         if done_cands:
             search.notify(ctx, done_cands, results)
+            per_candidate_s = (time.monotonic() - round_start) / len(done_cands)
 
 
 def _check_seed(seed: int, n: int) -> int:

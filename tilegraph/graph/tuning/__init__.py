@@ -16,14 +16,14 @@ from typing import Any
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.tuning.report import TaskRow, TuningReport, build_report
-from tilegraph.graph.tuning.scheduler import TaskScheduler, TaskState, default_slice_strategy
+from tilegraph.graph.tuning.scheduler import AutoSlices, TaskScheduler, TaskState
 from tilegraph.graph.tuning.tasks import Task, extract_tasks
 
 
 def tune_model(graph: Graph, groups: Sequence[Group], target: Any, db: Any, time_budget: float | None = None,
                trials: int | None = None, num_threads: int | None = None,
                progress: Callable[[TaskScheduler, str], None] | None = None,
-               slice_strategy: Callable[[Task, int], Any] = default_slice_strategy,
+               slice_strategy: Callable[[Task, int], Any] | None = None,
                session_options: dict[str, Any] | None = None) -> TuningReport:
     """Tune the anchor workloads of `groups` into `db` under the budget; the per-task report."""
     from tilegraph.tune.hardware import hardware_model
@@ -38,4 +38,4 @@ def tune_model(graph: Graph, groups: Sequence[Group], target: Any, db: Any, time
     return build_report(scheduler, threads, peak)
 
 
-__all__ = ["Task", "TaskRow", "TaskScheduler", "TaskState", "TuningReport", "extract_tasks", "tune_model"]
+__all__ = ["AutoSlices", "Task", "TaskRow", "TaskScheduler", "TaskState", "TuningReport", "extract_tasks", "tune_model"]

@@ -9,8 +9,8 @@ First round: every task, largest estimated share of the model first (weight x FL
 measured), gets one slice: its default schedule (the "before" latency) and the first
 FIRST_TRIALS candidates of a fast Gensor search. Then, slice by slice, the task with the largest
 expected reduction of model latency per second of tuning gets SLICE_TRIALS more measurements
-from its strategy (`slice_strategy`, Gensor's ranked queue by default; the deepest strategy
-available plugs in there). The expected reduction is Ansor's gradient:
+from its strategy (`slice_strategy`; by default "auto": Gensor's ranked queue, then evolutionary
+search with a learned cost model, one strategy object per task across its slices). The expected reduction is Ansor's gradient:
 
     w_i * [ alpha * (g_i(t-W) - g_i(t)) / W  +  (1 - alpha) * max(g_i / t_i, g_i - beta * C_i / V*) ]
 
@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 
 from tilegraph.graph.tuning.tasks import Task
 from tilegraph.tune.session import TuneSession
+from tilegraph.tune.strategy.auto import AutoStrategy
 from tilegraph.tune.strategy.base import SearchStrategy
+from tilegraph.tune.strategy.evolutionary import EvolutionarySearch, SharedHistory
 from tilegraph.tune.strategy.gensor import GensorStrategy
 from tilegraph.tune.strategy.seeded import SeededStrategy, default_candidate
 
@@ -80,21 +82,36 @@ class TaskState:
         return sum(later) / len(later) if later else None
 
 
+class AutoSlices:
+    """The default slice strategy, "auto": Gensor's ranked candidates, GENSOR_TOP_K deep, then
+    evolutionary search seeded with what they measured (one strategy object per task, kept across
+    its slices, so its population and cost model are too). The tasks' cost models share their
+    measurements by op (SharedHistory): a convolution task learns from the model's other
+    convolutions. A later generation starts again with another seed."""
+
+    def __init__(self) -> None:
+        self.shared = SharedHistory()
+
+    def __call__(self, task: Task, generation: int) -> SearchStrategy:
+        return AutoStrategy(gensor=GensorStrategy(top_k=GENSOR_TOP_K), evolution=EvolutionarySearch(shared=self.shared))
+
+
 def default_slice_strategy(task: Task, generation: int) -> SearchStrategy:
-    """Gensor's ranked candidates, GENSOR_TOP_K deep; a later generation walks with another seed."""
-    return GensorStrategy(top_k=GENSOR_TOP_K)
+    """Gensor's ranked candidates then evolutionary search, without measurements shared between tasks
+    (TaskScheduler's default is AutoSlices(), which shares them)."""
+    return AutoStrategy(gensor=GensorStrategy(top_k=GENSOR_TOP_K))
 
 
 class TaskScheduler:
     def __init__(self, tasks: Sequence[Task], session: TuneSession, time_budget: float | None = None,
                  trials: int | None = None,
-                 slice_strategy: Callable[[Task, int], SearchStrategy] = default_slice_strategy):
+                 slice_strategy: Callable[[Task, int], SearchStrategy] | None = None):
         if time_budget is None and trials is None:
             raise ValueError("the task scheduler needs a time budget, a trial budget or both")
         self.session = session
         self.time_budget = time_budget
         self.trials = trials
-        self.slice_strategy = slice_strategy
+        self.slice_strategy = slice_strategy or AutoSlices()
         self.states = [self._restore(t) for t in tasks]
         self.start = time.monotonic()
         self.stop_reason = ""
@@ -263,4 +280,4 @@ class TaskScheduler:
             st.dead = f"converged ({EARLY_STOP} slices under {MIN_GAIN:.0%} gain)"
 
 
-__all__ = ["TaskScheduler", "TaskState", "default_slice_strategy", "FIRST_TRIALS", "SLICE_TRIALS"]
+__all__ = ["AutoSlices", "TaskScheduler", "TaskState", "default_slice_strategy", "FIRST_TRIALS", "SLICE_TRIALS"]

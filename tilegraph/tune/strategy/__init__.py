@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tilegraph.tune.strategy.auto import AutoStrategy
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
+from tilegraph.tune.strategy.evolutionary import EvolutionarySearch
 from tilegraph.tune.strategy.gensor import GensorStrategy
 from tilegraph.tune.strategy.random_search import RandomSearch
 from tilegraph.tune.strategy.roller import RollerStrategy
@@ -16,6 +18,8 @@ STRATEGIES: dict[str, Callable[[], SearchStrategy]] = {
     "random": RandomSearch,
     "gensor": GensorStrategy,
     "roller": RollerStrategy,
+    "evolutionary": EvolutionarySearch,
+    "auto": AutoStrategy,
 }
 
 
@@ -27,4 +31,4 @@ def get_strategy(name: str) -> SearchStrategy:
 
 
 __all__ = ["STRATEGIES", "Candidate", "SearchStrategy", "TuneContext", "RandomSearch", "GensorStrategy", "RollerStrategy",
-           "get_strategy"]
+           "EvolutionarySearch", "AutoStrategy", "get_strategy"]

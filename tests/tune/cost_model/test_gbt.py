@@ -1,0 +1,37 @@
+"""The gradient-boosted cost model learns a ranking, waits for its warm-up, and survives failures."""
+
+import math
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from tilegraph.tune.cost_model.features import NUM_FEATURES
+from tilegraph.tune.cost_model.gbt import GBTCostModel
+
+
+def _programs(n, seed):
+    rng = np.random.default_rng(seed)
+    progs = [rng.random((int(rng.integers(1, 4)), NUM_FEATURES)).astype(np.float32) for _ in range(n)]
+    # a synthetic cost: more of features 3 and 10 summed over the stores is faster
+    costs = [1.0 / (0.1 + p[:, 3].sum() + 0.5 * p[:, 10].sum()) for p in progs]
+    return progs, costs
+
+
+def test_learns_a_synthetic_ranking_on_held_out_programs():
+    progs, costs = _programs(200, 0)
+    model = GBTCostModel()
+    model.update(progs[:128], costs[:128], "w")
+    scores = model.predict(progs[128:])
+    assert spearmanr(scores, [-c for c in costs[128:]]).statistic > 0.8
+
+
+def test_untrained_until_the_warmup_and_failures_count_as_slow():
+    progs, costs = _programs(40, 1)
+    model = GBTCostModel(warmup=16)
+    model.update(progs[:10], costs[:10], "w")
+    assert not model.trained and model.predict(progs[:3]) is None
+    model.update(progs[10:30], [math.inf if i % 5 == 0 else c for i, c in enumerate(costs[10:30])], "w")
+    assert model.trained and len(model) == 30
+    labels = model.labels()
+    assert labels.max() == 1.0 and (labels[10::5] == 0).all()
+    assert model.predict(progs[30:]).shape == (10,)

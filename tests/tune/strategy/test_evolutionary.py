@@ -1,0 +1,77 @@
+"""evolutionary and auto through tg.tune: trial budgets, correct kernels, Gensor's picks in the
+population, and auto never worse than its Gensor phase."""
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph.target import Target
+from tilegraph.testing import random_inputs, reference_outputs
+from tilegraph.tune.database import open_database
+from tilegraph.tune.options import TuneOptions
+from tilegraph.tune.strategy import STRATEGIES, get_strategy
+from tilegraph.tune.strategy.auto import AutoStrategy
+from tilegraph.tune.strategy.base import TuneContext
+from tilegraph.tune.strategy.evolutionary import EvolutionarySearch
+
+pytestmark = pytest.mark.needs_cc
+
+
+def _wl():
+    return tg.workloads.from_spec("matmul:24,40,32")
+
+
+def _assert_correct(wl, kernel):
+    args = random_inputs(wl, seed=11)
+    np.testing.assert_allclose(kernel(*args), reference_outputs(wl, args)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_auto_is_the_default_and_both_are_registered():
+    assert TuneOptions().strategy == "auto"
+    assert {"auto", "evolutionary"} <= set(STRATEGIES)
+    assert isinstance(get_strategy("auto"), AutoStrategy)
+
+
+def test_evolutionary_spends_exactly_its_trials_and_returns_a_correct_kernel(tune_dirs):
+    wl = _wl()
+    db = str(tune_dirs / "evo.db")
+    result = tg.tune(wl, strategy="evolutionary", trials=12, db=db, progress=False)
+    assert result.measured == 12 and result.strategy == "evolutionary"
+    _assert_correct(wl, result.kernel)
+    records = open_database(db).records(wl.key)
+    assert len(records) == 12 and {r.meta.get("origin") for r in records} <= {"evolved", "random"}
+
+
+def test_auto_with_a_tiny_budget_is_never_slower_than_its_gensor_phase(tune_dirs):
+    wl = _wl()
+    db = str(tune_dirs / "auto.db")
+    result = tg.tune(wl, strategy="auto", trials=14, db=db, progress=False)
+    assert result.measured == 14
+    records = open_database(db).records(wl.key)
+    gensor = [r.latency_s for r in records if r.ok and r.meta.get("strategy") == "gensor"]
+    evolved = [r for r in records if r.meta.get("strategy") == "evolutionary"]
+    assert gensor and evolved  # Gensor's picks first, then the evolutionary phase
+    assert result.latency_s <= min(gensor)
+    _assert_correct(wl, result.kernel)
+
+
+def test_auto_without_a_budget_is_gensor_alone():
+    wl = _wl()
+    auto = AutoStrategy()
+    ctx = TuneContext(wl, Target("cpu"), 0, None)
+    first = auto.propose(ctx, 64)
+    assert first and all(c.meta.get("strategy") == "gensor" for c in first)
+    assert auto.propose(ctx, 8) == [] and auto.done()
+
+
+def test_evolution_seeds_its_population_with_the_given_traces():
+    wl = _wl()
+    auto = AutoStrategy()
+    ctx = TuneContext(wl, Target("cpu"), 0, None, trials_left=40)
+    picks = auto.propose(ctx, 64)
+    search = EvolutionarySearch(seeds=[c.trace_json for c in picks])
+    batch = search.propose(ctx, 8)
+    assert len(batch) == 8
+    seeded = {p.trace_json for p in search._seed_programs}
+    assert len(seeded) == len(picks)  # every Gensor pick is in the population (a foreign trace, mutated as one)
+    assert all(p.sketch is None for p in search._seed_programs)

@@ -1,0 +1,107 @@
+"""GBTCostModel: gradient-boosted trees (LightGBM) over per-store features, Ansor's pack-sum loss.
+
+    model = GBTCostModel()
+    model.update(programs, costs, group="GMM-4 key")    # feature matrices (one per program) + measured seconds
+    scores = model.predict(programs)                   # higher = faster; None until trained
+
+Each store gets a score from the trees; a program's score is the sum over its stores ("pack-sum").
+Labels are normalised throughput per group (workload): best cost in the group / this cost, in (0, 1].
+The loss is Ansor's weighted squared error on the pack-sum, weighted by the label itself so fast
+programs count more: loss = y * (sum_s f(s) - y)^2, a custom LightGBM objective
+(gradient (sum - y) * y for every store row of the program, hessian y). Retrained from scratch on
+every update (a tuning run has at most a few thousand programs). Until `warmup` programs have been
+measured, predict returns None and the search ranks by random scores (Ansor does the same).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from tilegraph.tune.cost_model.features import NUM_FEATURES
+
+log = logging.getLogger(__name__)
+
+WARMUP = 16  # measured programs before the model is trusted (Ansor: 100, scaled to our budgets)
+PARAMS = {
+    "max_depth": 10, "learning_rate": 0.2, "min_gain_to_split": 1e-3, "min_child_weight": 0.0,
+    "min_data_in_leaf": 2, "num_leaves": 63, "verbose": -1, "num_threads": 1, "deterministic": True,
+    "feature_pre_filter": False, "seed": 0,
+}
+ROUNDS = 200
+EARLY_STOP = 20
+
+
+class GBTCostModel:
+    name = "lightgbm"
+
+    def __init__(self, warmup: int = WARMUP, rounds: int = ROUNDS):
+        self.warmup = warmup
+        self.rounds = rounds
+        self._programs: list[np.ndarray] = []
+        self._costs: list[float] = []
+        self._groups: list[str] = []
+        self._booster = None
+
+    @property
+    def trained(self) -> bool:
+        return self._booster is not None
+
+    def __len__(self) -> int:
+        return len(self._programs)
+
+    def update(self, programs: Sequence[np.ndarray], costs: Sequence[float], group: str = "") -> None:
+        """Add measured programs (cost in seconds; inf or nan for failures, kept as label 0) and retrain."""
+        self.add(programs, costs, group)
+        if sum(math.isfinite(c) for c in self._costs) >= self.warmup:
+            self._train()
+
+    def add(self, programs: Sequence[np.ndarray], costs: Sequence[float], group: str = "") -> None:
+        """Add measured programs without retraining (the next update trains on everything)."""
+        for feats, cost in zip(programs, costs):
+            if feats.ndim != 2 or feats.shape[1] != NUM_FEATURES or feats.shape[0] == 0:
+                continue
+            self._programs.append(feats)
+            self._costs.append(float(cost) if cost is not None and math.isfinite(cost) and cost > 0 else math.inf)
+            self._groups.append(group)
+
+    def labels(self) -> np.ndarray:
+        best: dict[str, float] = {}
+        for g, c in zip(self._groups, self._costs):
+            if math.isfinite(c):
+                best[g] = min(best.get(g, math.inf), c)
+        return np.array([best[g] / c if math.isfinite(c) and g in best else 0.0
+                         for g, c in zip(self._groups, self._costs)])
+
+    def _train(self) -> None:
+        import lightgbm as lgb
+
+        y = self.labels()
+        rows = np.concatenate(self._programs)
+        owner = np.concatenate([np.full(len(p), i) for i, p in enumerate(self._programs)])
+        weight = np.maximum(y, 0.05)  # failures still teach "slow", with a small weight
+
+        def packsum_objective(preds: np.ndarray, data: object) -> tuple[np.ndarray, np.ndarray]:
+            sums = np.bincount(owner, weights=preds, minlength=len(y))
+            grad = (sums - y)[owner] * weight[owner]
+            hess = weight[owner]
+            return grad, hess
+
+        params = dict(PARAMS, objective=packsum_objective)
+        data = lgb.Dataset(rows, label=np.zeros(len(rows)), free_raw_data=False)
+        self._booster = lgb.train(params, data, num_boost_round=self.rounds)
+
+    def predict(self, programs: Sequence[np.ndarray]) -> np.ndarray | None:
+        """Pack-sum scores (higher = faster), or None while untrained."""
+        if self._booster is None or not programs:
+            return None
+        sizes = [len(p) for p in programs]
+        rows = np.concatenate([p if len(p) else np.zeros((0, NUM_FEATURES), np.float32) for p in programs])
+        if len(rows) == 0:
+            return np.zeros(len(programs))
+        preds = self._booster.predict(rows)
+        owner = np.concatenate([np.full(n, i) for i, n in enumerate(sizes)])
+        return np.bincount(owner, weights=preds, minlength=len(programs))
