@@ -2,8 +2,8 @@
 
     python -m benchmarks.cost_model_quality --db tuning.db --workloads GMM-4,C2D-2 [--train 64]
 
-For each workload, its records in the database (in the order they were measured) are split: the
-first --train measurements train a fresh GBTCostModel (per-store features of each recorded trace,
+For each workload, its records in the database (in the order they were measured, or shuffled with
+--shuffle) are split: the first --train measurements train a fresh GBTCostModel (per-store features of each recorded trace,
 replayed), and the remaining "ok" measurements are held out. Reported: Spearman's rank correlation
 between the model's scores and the measured speeds (1 / latency) on the held-out records, the
 pairwise accuracy (the share of held-out pairs ordered correctly), and whether the model's top
@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import random
 
 import numpy as np
 from scipy.stats import spearmanr
 
 
-def evaluate(db_path: str, wid: str, train: int) -> dict[str, float | int | str]:
+def evaluate(db_path: str, wid: str, train: int, shuffle: bool = False) -> dict[str, float | int | str]:
     from tilegraph import workloads
     from tilegraph.tune.cost_model.features import program_features
     from tilegraph.tune.cost_model.gbt import GBTCostModel
@@ -29,6 +30,8 @@ def evaluate(db_path: str, wid: str, train: int) -> dict[str, float | int | str]
 
     wl = workloads.get(wid)
     records = sorted(open_database(db_path).records(wl.key), key=lambda r: r.created)
+    if shuffle:  # a random split: the held-out programs come from the same distribution as the training ones
+        random.Random(0).shuffle(records)
     feats, costs = [], []
     for r in records:
         prog = recognise(wl, r.trace_json)
@@ -55,11 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", required=True, help="a database (one per workload: use {wid} in the path)")
     ap.add_argument("--workloads", required=True)
     ap.add_argument("--train", type=int, default=64)
+    ap.add_argument("--shuffle", action="store_true", help="train on a random --train of the records, not the first")
     args = ap.parse_args(argv)
     print("| workload | trained on | held out | Spearman | pairwise accuracy | top pick / best |")
     print("|---|---|---|---|---|---|")
     for wid in args.workloads.split(","):
-        r = evaluate(args.db.format(wid=wid), wid, args.train)
+        r = evaluate(args.db.format(wid=wid), wid, args.train, args.shuffle)
         print(f"| {r['workload']} | {r['train']} | {r['held_out']} | {r['spearman']:.3f} | {r.get('pairwise', math.nan):.3f} "
               f"| {r.get('top_pick_vs_best', math.nan):.3f} |")
     return 0

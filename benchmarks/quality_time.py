@@ -107,7 +107,7 @@ def _write(out: Path, rows: list[dict], checkpoints: list[float], args: argparse
              "|---|---|" + "---|" * len(keys) + "---|"]
     for r in rows:
         cells = " | ".join(f"{r[k + '_ms']:.4g} ({r[k + '_speedup']:.2f}x)" for k in keys)
-        lines.append(f"| {r['workload']} | {r['gensor_ms']:.4g} ({r['gensor_tuning_s']:.0f}) | {cells} | {r['auto_measured']} |")
+        lines.append(f"| {r['workload']} | {r['gensor_ms']:.4g} ({r['gensor_tuning_s']:.0f}) | {cells} | {int(r['auto_measured'])} |")
     lines.append("| geomean | | " + " | ".join(f"{_geomean([r[k + '_speedup'] for r in rows]):.3f}x" for k in keys) + " | |")
     (out / "quality_time.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

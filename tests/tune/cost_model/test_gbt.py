@@ -35,3 +35,16 @@ def test_untrained_until_the_warmup_and_failures_count_as_slow():
     labels = model.labels()
     assert labels.max() == 1.0 and (labels[10::5] == 0).all()
     assert model.predict(progs[30:]).shape == (10,)
+
+
+def test_a_training_failure_leaves_the_model_untrained_instead_of_raising(monkeypatch):
+    import lightgbm
+
+    def fail(*args, **kwargs):
+        raise lightgbm.basic.LightGBMError("Check failed: (best_split_info.left_count) > (0)")
+
+    monkeypatch.setattr(lightgbm, "train", fail)
+    progs, costs = _programs(20, 2)
+    model = GBTCostModel(warmup=4)
+    model.update(progs, costs, "w")
+    assert not model.trained and model.predict(progs[:2]) is None

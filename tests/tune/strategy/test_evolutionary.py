@@ -75,3 +75,24 @@ def test_evolution_seeds_its_population_with_the_given_traces():
     seeded = {p.trace_json for p in search._seed_programs}
     assert len(seeded) == len(picks)  # every Gensor pick is in the population (a foreign trace, mutated as one)
     assert all(p.sketch is None for p in search._seed_programs)
+
+
+def test_auto_honours_its_time_budget_within_five_percent(tune_dirs):
+    wl = _wl()
+    budget = 10.0
+    result = tg.tune(wl, strategy="auto", time_budget=budget, db=str(tune_dirs / "t.db"), progress=False)
+    assert budget * 0.95 <= result.tuning_time_s <= budget * 1.05
+    assert result.measured > 8  # past Gensor's picks: the evolutionary phase measured too
+    _assert_correct(wl, result.kernel)
+
+
+def test_gpu_targets_get_gensor_alone_from_auto_and_a_clear_error_from_evolutionary():
+    from tilegraph.errors import TilegraphError
+
+    wl = _wl()
+    ctx = TuneContext(wl, Target("opencl"), 0, None, trials_left=40)
+    auto = AutoStrategy()
+    assert auto.propose(ctx, 64)
+    assert auto.propose(ctx, 8) == [] and auto.done()
+    with pytest.raises(TilegraphError, match="CPU sketches only"):
+        EvolutionarySearch().propose(ctx, 4)

@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 WARMUP = 16  # measured programs before the model is trusted (Ansor: 100, scaled to our budgets)
 PARAMS = {
-    "max_depth": 10, "learning_rate": 0.2, "min_gain_to_split": 1e-3, "min_child_weight": 0.0,
+    # Ansor's XGBoost settings where LightGBM has them; min_child_weight 1e-3 instead of 0: with the
+    # custom objective a zero-hessian leaf makes LightGBM abort ("best_split_info.left_count > 0")
+    "max_depth": 10, "learning_rate": 0.2, "min_gain_to_split": 1e-3, "min_child_weight": 1e-3,
     "min_data_in_leaf": 2, "num_leaves": 63, "verbose": -1, "num_threads": 1, "deterministic": True,
     "feature_pre_filter": False, "seed": 0,
 }
@@ -92,7 +94,11 @@ class GBTCostModel:
 
         params = dict(PARAMS, objective=packsum_objective)
         data = lgb.Dataset(rows, label=np.zeros(len(rows)), free_raw_data=False)
-        self._booster = lgb.train(params, data, num_boost_round=self.rounds)
+        try:
+            self._booster = lgb.train(params, data, num_boost_round=self.rounds)
+        except lgb.basic.LightGBMError as err:  # a model that cannot train never stops a tuning run
+            log.warning("cost model: training on %d programs failed (%s); the search keeps its previous model",
+                        len(self._programs), str(err)[:120])
 
     def predict(self, programs: Sequence[np.ndarray]) -> np.ndarray | None:
         """Pack-sum scores (higher = faster), or None while untrained."""

@@ -263,8 +263,9 @@ def _schedule_rest(sch: Schedule, workload: Workload, d: Decider, skip: set[str]
     stages = [t.name for t in reversed(workload.computes)
               if t.name in sch.block_names() and t.name not in skip and t.name not in outputs]
     for name in stages:  # consumers first: a stage computed at the output's loops joins its nest
-        if main_loops and d.categorical(sch, list(range(len(main_loops) + 1))) > 0:
-            _try(sch.compute_at, name, main_loops[sch.trace.instructions[-1].decision - 1])
+        location = d.categorical(sch, list(range(len(main_loops) + 1))) if main_loops else 0
+        if location > 0:  # 0: root; k: at the output's k-th loop
+            _try(sch.compute_at, name, main_loops[location - 1])
     roots = []
     for name in [*outputs, *stages]:
         own = _own_loops(sch, name)
@@ -274,8 +275,10 @@ def _schedule_rest(sch: Schedule, workload: Workload, d: Decider, skip: set[str]
             _tile_reduction(sch, d, name, reduce)
         if spatial and _extent(sch, spatial[-1]) > 1 and _stores_contiguously_along(sch, name, spatial[-1]):
             _, lanes = sch.split(spatial[-1], list(d.tile(sch, spatial[-1], 2, MAX_VECTOR)))
-            if not reduce or d.categorical(sch, [0, 1]):
-                _try(sch.vectorize, lanes) if not reduce else _try(_move_innermost_and_vectorize, sch, name, lanes)
+            if not reduce:
+                _try(sch.vectorize, lanes)
+            elif d.categorical(sch, [0, 1]):  # a reduction: vectorize across its rows (strided loads) or not
+                _try(_move_innermost_and_vectorize, sch, name, lanes)
         if len(own) == len(sch.loops(name)):
             roots.append(name)
     for name in roots:

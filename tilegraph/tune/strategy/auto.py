@@ -5,13 +5,15 @@
 Gensor's ranked candidates are measured first (its kernels in seconds), so the result is never
 worse than Gensor's: the best record wins and Gensor's are among them. When a trial or time budget
 is left after them, EvolutionarySearch takes over with Gensor's measured programs in its population
-(mutated like any other) and in its cost model's training data. Without any budget, auto is Gensor.
+(mutated like any other) and in its cost model's training data. Without any budget, and on GPU
+targets (the sketches are CPU ones), auto is Gensor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tilegraph.runtime.backends import backend_for
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 from tilegraph.tune.strategy.evolutionary import EvolutionarySearch
@@ -28,7 +30,9 @@ class AutoStrategy(SearchStrategy):
         self._gensor_seen: list[tuple[Candidate, RunResult]] = []
 
     def _switch(self, ctx: TuneContext) -> None:
-        self.phase = "evolutionary" if ctx.trials_left is not None or ctx.deadline is not None else "done"
+        budget_left = ctx.trials_left is not None or ctx.deadline is not None
+        # the sketches are CPU sketches (SSRSRS): on a GPU target auto is Gensor's GPU search alone
+        self.phase = "evolutionary" if budget_left and not backend_for(ctx.target).is_gpu else "done"
         if self.phase == "evolutionary":
             cands, results = zip(*self._gensor_seen) if self._gensor_seen else ((), ())
             self.evolution.seeds = [c.trace_json for c in cands]

@@ -34,7 +34,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tilegraph.errors import ScheduleError
+from tilegraph.errors import ScheduleError, TilegraphError
+from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.tune.cost_model.features import program_features
@@ -102,6 +103,9 @@ class EvolutionarySearch(SearchStrategy):
 
     # ------------------------------------------------------------------ setup
     def _start(self, ctx: TuneContext) -> None:
+        if backend_for(ctx.target).is_gpu:
+            raise TilegraphError("the evolutionary search has CPU sketches only (SSRSRS); "
+                                 "tune GPU targets with strategy='gensor' or 'auto'")
         self._rng = random.Random(ctx.seed)
         self._sketches = sketches_for(ctx.workload)
         known: list[tuple[str, float]] = []
@@ -137,7 +141,8 @@ class EvolutionarySearch(SearchStrategy):
                 model.add(feats, costs, key)
             self.shared.put(ctx.workload, [f for f, _ in progs], [c for _, c in progs])
         model.update([f for f, _ in progs], [c for _, c in progs], ctx.workload.key)
-        self.model = model
+        if model.trained or not self.model.trained:  # a model that failed to train keeps the last one
+            self.model = model
 
     def _feats(self, prog: Program) -> np.ndarray:
         h = trace_hash(prog.trace_json)
