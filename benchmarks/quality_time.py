@@ -8,7 +8,8 @@ checkpoint (records carry their commit time) is its result for that budget: the 
 columns are checkpoints of the one long run (a shorter run differs only in that its last batch
 is cut to fit). Then every kernel (Gensor's best, auto's best at each checkpoint) is checked
 against the float64 reference and timed in alternating rounds at --threads (runtime.timer.measure
-of the kernel bound to its arrays, as the tuner times it; median of the round medians). Writes quality_time.md / .csv / .png to --out.
+of the kernel bound to its arrays, as the tuner times it; median of the round medians). Writes
+quality_time.md / .csv / .png to --out.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ def _write(out: Path, rows: list[dict], checkpoints: list[float], args: argparse
              "|---|---|" + "---|" * len(keys) + "---|"]
     for r in rows:
         cells = " | ".join(f"{r[k + '_ms']:.4g} ({r[k + '_speedup']:.2f}x)" for k in keys)
-        lines.append(f"| {r['workload']} | {r['gensor_ms']:.4g} ({r['gensor_tuning_s']:.0f}) | {cells} | {int(r['auto_measured'])} |")
+        gensor = f"{r['gensor_ms']:.4g} ({r['gensor_tuning_s']:.0f})"
+        lines.append(f"| {r['workload']} | {gensor} | {cells} | {int(r['auto_measured'])} |")
     lines.append("| geomean | | " + " | ".join(f"{_geomean([r[k + '_speedup'] for r in rows]):.3f}x" for k in keys) + " | |")
     (out / "quality_time.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -122,6 +124,8 @@ def _write(out: Path, rows: list[dict], checkpoints: list[float], args: argparse
             ax.plot(checkpoints, [r[k + "_speedup"] for k in keys], marker="o", label=r["workload"])
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xscale("log")
+        ax.set_xticks(checkpoints, [f"{c:g}" for c in checkpoints])
+        ax.minorticks_off()
         ax.set_xlabel("tuning time per workload (s)")
         ax.set_ylabel("speed-up over Gensor")
         ax.legend(fontsize=7)

@@ -32,11 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tilegraph.errors import ScheduleError
-from tilegraph.loop.ir import BufferStore, For
+from tilegraph.loop.ir import Block, BufferStore, For
 from tilegraph.loop.visit import loads_under, reduce_loop_of, walk_stmts
 from tilegraph.schedule.defaults import inline_producers, is_padding
 from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
+from tilegraph.te.expr import Var
 from tilegraph.te.visit import uses_var
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.state import IterSpace
@@ -122,8 +123,7 @@ def _own_loops(sch: Schedule, block: str) -> list[str]:
     names = sch.loops(block)
     own: list[str] = []
     for name in reversed(names):
-        others = [s for s in walk_stmts(get_loop(sch.func, name).body)
-                  if s.__class__.__name__ == "Block" and s.name != block]  # type: ignore[attr-defined]
+        others = [s for s in walk_stmts(get_loop(sch.func, name).body) if isinstance(s, Block) and s.name != block]
         if others:
             break
         own.insert(0, name)
@@ -150,8 +150,8 @@ def _stores_contiguously_along(sch: Schedule, block: str, loop: str) -> bool:
     return dims_using == [len(stores[0].indices) - 1]
 
 
-def _var(blk: object, name: str) -> object:
-    return next(iv.var for iv in blk.iter_vars if iv.var.name == name)  # type: ignore[attr-defined]
+def _var(blk: Block, name: str) -> Var:
+    return next(iv.var for iv in blk.iter_vars if iv.var.name == name)
 
 
 # ------------------------------------------------------------------------------ multi-level tiling

@@ -153,12 +153,12 @@ class EvolutionarySearch(SearchStrategy):
         return f
 
     # ------------------------------------------------------------------ search
-    def _random(self, n: int) -> list[Program]:
+    def _random(self, workload: Workload, n: int) -> list[Program]:
         out: list[Program] = []
         fruitless = 0
         while len(out) < n and fruitless < _MAX_FRUITLESS_SAMPLES and self._sketches:
             try:
-                out.append(sample(self._ctx_wl, self._rng.choice(self._sketches), self._rng))  # type: ignore[union-attr]
+                out.append(sample(workload, self._rng.choice(self._sketches), self._rng))  # type: ignore[union-attr]
             except ScheduleError:
                 fruitless += 1
         return out
@@ -177,7 +177,7 @@ class EvolutionarySearch(SearchStrategy):
         best_measured = sorted((v for v in self._measured.values() if math.isfinite(v[1])), key=lambda v: v[1])
         seeds = [p for p, _ in best_measured[: int(self.population * MEASURED_SHARE)]]
         seeds += [p for p in self._seed_programs if p not in seeds]
-        population = seeds + self._random(self.population - len(seeds))
+        population = seeds + self._random(ctx.workload, self.population - len(seeds))
         heap: dict[str, tuple[float, Program]] = {}
         generations = self.generations if self.model.trained else 1  # random scores: one round of mutants
         for gen in range(generations + 1):
@@ -205,7 +205,6 @@ class EvolutionarySearch(SearchStrategy):
         return sorted(heap.values(), key=lambda sp: -sp[0])
 
     def propose(self, ctx: TuneContext, n: int) -> list[Candidate]:
-        self._ctx_wl = ctx.workload
         if self._rng is None:
             self._start(ctx)
         if ctx.trials_left is None and ctx.deadline is None and self._count >= DEFAULT_TRIALS:
@@ -226,7 +225,7 @@ class EvolutionarySearch(SearchStrategy):
         batch: list[tuple[float | None, Program, str]] = [
             (float(sc), p, "evolved") for sc, p in zip(scores, self._queue[: n - n_random])]
         self._queue = self._queue[n - n_random:]
-        for p in self._random(4 * n_random):
+        for p in self._random(ctx.workload, 4 * n_random):
             if len(batch) >= n:
                 break
             if self._fresh(p, ctx) and all(p.trace_json != q.trace_json for _, q, _ in batch):
@@ -274,7 +273,6 @@ class EvolutionarySearch(SearchStrategy):
     def learn(self, ctx: TuneContext, candidates: Sequence[Candidate], results: Sequence[RunResult]) -> None:
         """Measurements another strategy made (auto's Gensor phase): they seed the population and train the model."""
         if self._rng is None:
-            self._ctx_wl = ctx.workload
             self._start(ctx)
         for cand, res in zip(candidates, results):
             self._learn(ctx, cand.trace_json, res.median if res.ok and res.median else math.inf, retrain=False)
