@@ -3,7 +3,8 @@
     tg.tune(wl, time_budget=60)          # strategy="auto" is the default
 
 Gensor's ranked candidates are measured first (its kernels in seconds), so the result is never
-worse than Gensor's: the best record wins and Gensor's are among them. When a trial or time budget
+worse than this run's Gensor phase: the best record wins and Gensor's are among them. (Another
+Gensor run may pick other candidates: its walk is time-budgeted; docs/performance.md.) When a trial or time budget
 is left after them, EvolutionarySearch takes over with Gensor's measured programs in its population
 (mutated like any other) and in its cost model's training data. Without any budget, and on GPU
 targets (the sketches are CPU ones), auto is Gensor.
