@@ -61,7 +61,8 @@ def tune_checked_only(wl: Workload, target: Any, search: SearchStrategy, opts: T
     start = time.monotonic()
     limit = opts.trials if opts.trials is not None else (None if opts.time_budget is not None else DEFAULT_CHECKS)
     deadline = None if opts.time_budget is None else start + opts.time_budget
-    ctx = TuneContext(wl, target, opts.seed, MemoryDatabase(), set(), limit, deadline, opts.num_threads)
+    ctx = TuneContext(wl, target, opts.seed, MemoryDatabase(), set(), limit, deadline, opts.num_threads,
+                      budget_given=opts.trials is not None or opts.time_budget is not None)
     runner = opts.runner or Runner(opts.policy, opts.reference, target=target)
     counts: Counter[str] = Counter()
     passed: list[tuple[Candidate, Any]] = []

@@ -74,7 +74,8 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
     start = time.monotonic()
     trials = opts.trial_limit
     ctx = TuneContext(wl, tgt, opts.seed, database, database.measured_hashes(wl.key, fp), trials,
-                      None if opts.time_budget is None else start + opts.time_budget, opts.num_threads)
+                      None if opts.time_budget is None else start + opts.time_budget, opts.num_threads,
+                      budget_given=opts.trials is not None or opts.time_budget is not None)
     counts: Counter[str] = Counter()
     bar = _Progress(opts.progress, wl, trials, opts.time_budget)
     build_target = target if isinstance(target, str) else tgt

@@ -96,3 +96,12 @@ def test_gpu_targets_get_gensor_alone_from_auto_and_a_clear_error_from_evolution
     assert auto.propose(ctx, 8) == [] and auto.done()
     with pytest.raises(TilegraphError, match="CPU sketches only"):
         EvolutionarySearch().propose(ctx, 4)
+
+
+def test_tg_tune_without_a_budget_runs_auto_as_gensor_alone(tune_dirs):
+    wl = _wl()
+    db = str(tune_dirs / "nobudget.db")
+    result = tg.tune(wl, db=db, progress=False)  # no budget: the default trial cap must not start the evolution
+    records = open_database(db).records(wl.key)
+    assert result.strategy == "auto" and 1 <= result.measured <= 8
+    assert {r.meta.get("strategy") for r in records} == {"gensor"}

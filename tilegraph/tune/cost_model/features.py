@@ -182,7 +182,7 @@ def _store_row(st: BufferStore, loops: list[For], binding: dict[str, Expr]) -> l
 
 
 def _footprint(coeffs: dict[str, int], loops: list[For], dim_extent: int) -> int:
-    span = 1 + sum(c * (lp.extent - 1) for lp in loops for name, c in coeffs.items() if name == lp.var.name)
+    span = 1 + sum(coeffs.get(lp.var.name, 0) * (lp.extent - 1) for lp in loops)
     return max(1, min(dim_extent, span))
 
 

@@ -34,7 +34,6 @@ PARAMS = {
     "feature_pre_filter": False, "seed": 0,
 }
 ROUNDS = 200
-EARLY_STOP = 20
 
 
 class GBTCostModel:

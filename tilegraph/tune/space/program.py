@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tilegraph.errors import ScheduleError
@@ -155,8 +155,8 @@ def _mutate_trace(workload: Workload, program: Program, rng: random.Random) -> P
         if moved is None:
             return None
         insts = list(trace.instructions)
-        insts[n] = type(inst)(inst.kind, {**inst.inputs, "factors": moved}, inst.outputs, inst.decision)
-        trace = Trace(trace.workload_key, tuple(insts), trace.version, trace.names)
+        insts[n] = replace(inst, inputs={**inst.inputs, "factors": moved})
+        trace = replace(trace, instructions=tuple(insts))
     else:
         choices = [c for c in range(len(inst.inputs["candidates"])) if c != inst.decision]
         trace = trace.with_decision(n, rng.choice(choices))

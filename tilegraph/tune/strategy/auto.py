@@ -31,9 +31,8 @@ class AutoStrategy(SearchStrategy):
         self._gensor_seen: list[tuple[Candidate, RunResult]] = []
 
     def _switch(self, ctx: TuneContext) -> None:
-        budget_left = ctx.trials_left is not None or ctx.deadline is not None
         # the sketches are CPU sketches (SSRSRS): on a GPU target auto is Gensor's GPU search alone
-        self.phase = "evolutionary" if budget_left and not backend_for(ctx.target).is_gpu else "done"
+        self.phase = "evolutionary" if ctx.has_budget and not backend_for(ctx.target).is_gpu else "done"
         if self.phase == "evolutionary":
             cands, results = zip(*self._gensor_seen) if self._gensor_seen else ((), ())
             self.evolution.seeds = [c.trace_json for c in cands]

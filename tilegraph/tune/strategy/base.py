@@ -45,6 +45,16 @@ class TuneContext:
     trials_left: int | None = None
     deadline: float | None = None  # time.monotonic() value, or None for no time budget
     num_threads: int | None = None
+    # whether the user set a budget: tg.tune without one still caps the trials (DEFAULT_TRIALS), but
+    # a strategy that can go on for ever (auto's evolutionary phase) stops where it would naturally;
+    # None: a budget is set when trials_left or deadline is
+    budget_given: bool | None = None
+
+    @property
+    def has_budget(self) -> bool:
+        if self.budget_given is not None:
+            return self.budget_given
+        return self.trials_left is not None or self.deadline is not None
 
     @property
     def time_left_s(self) -> float | None:

@@ -20,8 +20,8 @@ Defaults are Ansor's scaled to two cores and Python: population 2048 -> 192, gen
 64 measurements per round -> 24 (the heap left after a batch is re-scored by the retrained model
 and serves the next batches of the round), mutation 0.85, measured share 0.2, epsilon 0.05 (with
 8 candidates per batch: one). One evolution spends at most SEARCH_SHARE of the time left (and at
-most MAX_SEARCH_S), so measuring keeps most of the budget. Without a trial or time budget it
-stops after DEFAULT_TRIALS measurements.
+most MAX_SEARCH_S), so measuring keeps most of the budget. Without a trial or time budget from the
+user it stops after DEFAULT_TRIALS measurements.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ class EvolutionarySearch(SearchStrategy):
     def propose(self, ctx: TuneContext, n: int) -> list[Candidate]:
         if self._rng is None:
             self._start(ctx)
-        if ctx.trials_left is None and ctx.deadline is None and self._count >= DEFAULT_TRIALS:
+        if not ctx.has_budget and self._count >= DEFAULT_TRIALS:
             self._exhausted = True
             return []
         now = time.monotonic()
