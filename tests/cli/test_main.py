@@ -90,3 +90,21 @@ def test_info_json(dirs, capsys):
     assert info["fingerprint"].startswith("cpu-") and info["cores"] >= 1 and info["database"].endswith("tuning.db")
     assert info["peak_gflops_1_thread"] > 0 and info["peaks_source"] in ("measured", "nominal (no compiler to measure with)")
     assert any(key.startswith("bandwidth_") for key in info)
+
+
+@pytest.mark.needs_cc
+def test_tune_with_the_language_model(dirs, capsys):
+    pytest.importorskip("torch")
+    assert main(["tune", "matmul:20,12,36", "--strategy", "tlm", "--trials", "3", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["strategy"] == "tlm" and row["measured"] == 3 and row["failed"] == 0
+
+
+def test_tlm_without_torch_is_one_line_naming_the_extra(dirs, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert main(["tune", "matmul:8,8,8", "--strategy", "tlm", "--trials", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tilegraph[tlm]" in err

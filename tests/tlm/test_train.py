@@ -60,3 +60,13 @@ def test_bad_data_is_one_line(tmp_path, capsys):
     (tmp_path / "bad" / "records.jsonl").write_text("{oops\n")
     assert train.main(["--data", str(tmp_path / "bad"), "--out", str(tmp_path / "w")]) == 2
     assert "not a dataset record" in capsys.readouterr().err
+
+
+def test_a_compressed_dataset_reads_the_same(tmp_path):
+    import gzip
+
+    data = _dataset(tmp_path / "ds", ["matmul:32,48,64", "softmax:16,100"], per=4)
+    plain = train.load_records([data])
+    (data / "records.jsonl.gz").write_bytes(gzip.compress((data / "records.jsonl").read_bytes()))
+    (data / "records.jsonl").unlink()
+    assert train.load_records([data]) == plain

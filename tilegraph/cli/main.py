@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--batch", type=_int_at_least(1), default=1, help="batch size for suite workloads")
     tune.add_argument("--strategy", default="auto",
                       help="search strategy: auto (Gensor, then evolutionary search while time remains), gensor, "
-                           "evolutionary, roller, random")
+                           "evolutionary, tlm (a language model writes the decisions; needs tilegraph[tlm]), roller, random")
     tune.add_argument("--time", type=_positive_float, default=None, help="time budget per workload, seconds")
     tune.add_argument("--trials", type=_int_at_least(0), default=None, help="candidates to measure per workload")
     tune.add_argument("--threads", type=_int_at_least(1), default=None, help="threads the kernels run with")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gzip
 import hashlib
 import json
 import math
@@ -33,13 +34,16 @@ BEST_FOR_ACCURACY = 5
 
 
 def load_records(dirs: list[Path]) -> dict[str, list[tuple[list[str], float]]]:
-    """workload key -> [(sentence, latency or inf)] from records.jsonl files."""
+    """workload key -> [(sentence, latency or inf)] from records.jsonl (or records.jsonl.gz) files."""
     by_workload: dict[str, list[tuple[list[str], float]]] = defaultdict(list)
     for d in dirs:
         path = d / "records.jsonl"
+        if not path.exists() and path.with_suffix(".jsonl.gz").exists():  # a dataset kept compressed
+            path = path.with_suffix(".jsonl.gz")
         if not path.exists():
             raise FileNotFoundError(f"{path}: no dataset here (make one: python -m tilegraph.tlm.dataset --out {d})")
-        for n, line in enumerate(path.read_text().splitlines(), 1):
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
@@ -109,6 +113,14 @@ def evaluate(net: Any, records: dict[str, list[tuple[list[str], float]]], keys: 
 
 def train(records: dict[str, list[tuple[list[str], float]]], seed: int, minutes: float, epochs: int, batch: int,
           lr: float, power: float, log: Any = print) -> tuple[Any, dict[str, Any]]:
+    from tilegraph.tune.tlm.network import torch
+
+    with torch.enable_grad():  # whatever grad mode the process was left in (a torch peer turns it off)
+        return _train(records, seed, minutes, epochs, batch, lr, power, log)
+
+
+def _train(records: dict[str, list[tuple[list[str], float]]], seed: int, minutes: float, epochs: int, batch: int,
+           lr: float, power: float, log: Any) -> tuple[Any, dict[str, Any]]:
     from tilegraph.tune.tlm.network import ModelConfig, ScheduleLM, torch
     from tilegraph.tune.tlm.objective import batch_tensors, weighted_loss
 

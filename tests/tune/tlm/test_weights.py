@@ -7,8 +7,18 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tilegraph.tune.tlm.language import LanguageError  # noqa: E402
-from tilegraph.tune.tlm.weights import FORMAT_VERSION, load_model, read_meta  # noqa: E402
+from tilegraph.tune.tlm.language import VOCAB, LanguageError  # noqa: E402
+from tilegraph.tune.tlm.weights import FORMAT_VERSION, WEIGHTS_DIR, load_model, read_meta  # noqa: E402
+
+
+def test_the_shipped_model_loads_and_says_how_it_was_made():
+    net, meta = load_model()
+    assert meta["format_version"] == FORMAT_VERSION and meta["vocabulary"] == VOCAB.digest
+    assert 1_000_000 <= net.parameter_count() == meta["parameters"] <= 10_000_000
+    assert "python -m tilegraph.tlm.train" in meta["trained"]["command"] and "seed" in meta["trained"]
+    held = meta["metrics"]["held_out"]
+    assert 0.0 <= held["top1"] <= 1.0 and held["loss"] > 0
+    assert sum(f.stat().st_size for f in WEIGHTS_DIR.iterdir()) <= 20 * 2**20  # ships within 20 MB
 
 
 def _copy(src, dst):

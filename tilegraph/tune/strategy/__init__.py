@@ -13,6 +13,7 @@ from tilegraph.tune.strategy.evolutionary import EvolutionarySearch
 from tilegraph.tune.strategy.gensor import GensorStrategy
 from tilegraph.tune.strategy.random_search import RandomSearch
 from tilegraph.tune.strategy.roller import RollerStrategy
+from tilegraph.tune.strategy.tlm import TLMStrategy
 
 STRATEGIES: dict[str, Callable[[], SearchStrategy]] = {
     "random": RandomSearch,
@@ -20,6 +21,7 @@ STRATEGIES: dict[str, Callable[[], SearchStrategy]] = {
     "roller": RollerStrategy,
     "evolutionary": EvolutionarySearch,
     "auto": AutoStrategy,
+    "tlm": TLMStrategy,  # needs torch (tilegraph[tlm]) and the shipped model
 }
 
 
@@ -31,4 +33,5 @@ def get_strategy(name: str) -> SearchStrategy:
 
 
 __all__ = ["STRATEGIES", "Candidate", "SearchStrategy", "TuneContext", "RandomSearch", "GensorStrategy", "RollerStrategy",
-           "EvolutionarySearch", "AutoStrategy", "get_strategy"]
+           "EvolutionarySearch", "AutoStrategy", "TLMStrategy",
+           "get_strategy"]
