@@ -4,7 +4,7 @@
     python -m tilegraph.tlm.dataset --out DIR --time-per-workload 5 --ops 4 --models none   # a quick one
 
 The corpus (corpus()):
-- the op library at random shapes: OPS_PER_ROUND families (matmul, dense, batch matmul, 1-D/2-D/3-D,
+- the op library at random shapes: the families of OPS_ORDER (matmul, dense, batch matmul, 1-D/2-D/3-D,
   depthwise, grouped, dilated, transposed and capsule convolutions, conv+bn+relu, attention's
   transposed batch matmul, norms, softmax, pooling, reductions, elementwise) drawn round-robin, each
   shape drawn from ranges around what models use. A shape that is one of the Ansor suite's

@@ -108,10 +108,8 @@ class TLMStrategy(SearchStrategy):
             raise TilegraphError("strategy 'tlm' writes programs of the CPU sketches only; "
                                  "tune GPU targets with strategy='gensor' or 'auto'")
         self.net, self.meta = _load(self.model_dir)
-        from tilegraph.tune.tlm.network import torch
         from tilegraph.tune.tlm.sampler import Sampler
 
-        torch.manual_seed(ctx.seed)
         self._rng = random.Random(ctx.seed)
         self._sampler = Sampler(self.net, ctx.workload, ctx.target, seed=ctx.seed)
         self._sketches = sketches_for(ctx.workload)

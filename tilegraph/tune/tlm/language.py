@@ -8,7 +8,7 @@ A sentence is a header that says what is being scheduled, the sketch, then the d
 order the sketch asks for them (the order of the trace's sampling instructions):
 
     <bos> isa:avx512 op:batch_matmul                                       target ISA and op family
-      in f32 #3 #1 #128 #128  in f32 #3 #1 #128 #128  out f32 #3 #1 #128 #128   dtypes and shapes
+      in dtype:float32 #3 #1 #128 #128  in ...  out dtype:float32 #3 #1 #128 #128   dtypes, ranks, shapes
       loops S #1 S #128 S #128 R #128                                       the anchor's loop nest
       sketch:multi_level_tiling
       T #4 #128 #2 #8 #1 #8      a tile decision: levels, the loop's extent, then the factors
@@ -71,6 +71,9 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self.tokens)
 
+    def __contains__(self, token: object) -> bool:
+        return token in self._index  # type: ignore[attr-defined]
+
     def id(self, token: str) -> int:
         try:
             return self._index[token]  # type: ignore[attr-defined]
@@ -126,12 +129,12 @@ def isa_token(target: Any) -> str:
     kind = getattr(target, "kind", "cpu")
     isa = getattr(target, "isa", None) if kind == "cpu" else kind
     token = f"isa:{isa}"
-    return token if token in VOCAB._index else "isa:other"  # type: ignore[attr-defined]
+    return token if token in VOCAB else "isa:other"
 
 
 def op_token(workload: Workload) -> str:
     token = f"op:{workload.op_name}"
-    return token if token in VOCAB._index else OTHER_OP  # type: ignore[attr-defined]
+    return token if token in VOCAB else OTHER_OP
 
 
 def workload_tokens(workload: Workload) -> list[str]:

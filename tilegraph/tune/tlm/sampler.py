@@ -16,7 +16,6 @@ and shared by every sample.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ def _value_ids(values: list[int]) -> tuple[list[int], bool]:
 
 
 class ModelDecider(Decider):
-    """A Decider whose fresh decisions the language model writes (given ones still come first)."""
+    """A Decider whose every decision the language model writes (it takes no given ones)."""
 
     def __init__(self, net: ScheduleLM, cache: list[dict[str, Any]], generator: Any, rng: random.Random,
                  temperature: float = 1.0, greedy: bool = False):
@@ -176,15 +175,4 @@ class Sampler:
         return list(out.values())
 
 
-def sentence_logprob(net: ScheduleLM, sentence: list[str]) -> float:
-    """The model's log-probability of a sentence's decision values (unmasked; for diagnostics)."""
-    from tilegraph.tune.tlm.language import decision_mask
-
-    ids = torch.tensor([VOCAB.encode(sentence)])
-    mask = decision_mask(sentence)
-    with torch.no_grad():
-        logp = torch.log_softmax(net(ids)[0, :-1], dim=-1)
-    return float(sum(logp[i - 1, ids[0, i]] for i in range(1, len(sentence)) if mask[i])) if any(mask) else -math.inf
-
-
-__all__ = ["ModelDecider", "Sampler", "Written", "sentence_logprob"]
+__all__ = ["ModelDecider", "Sampler", "Written"]
