@@ -55,6 +55,7 @@ int64 = DType("int64", 64, "int")
 bool_ = DType("bool", 8, "bool")
 
 _ALL = {d.name: d for d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_)}
+DTYPE_NAMES: tuple[str, ...] = tuple(_ALL)  # every dtype tilegraph knows, by name
 _NUMPY_NAMES = {
     "float32": "float32",
     "float64": "float64",

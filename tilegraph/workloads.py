@@ -256,6 +256,11 @@ _REDUCED_CAP = {"s": 8, "c": 8, "m": 16, "h": 2}
 _ID = re.compile(r"^([A-Za-z0-9]+)-(\d+)$")
 
 
+def spec_examples() -> dict[str, str]:
+    """Every op `from_spec` builds, with an example spec ("matmul" -> "matmul:512,256,384")."""
+    return {op: entry.example for op, entry in _SPEC_OPS.items()}
+
+
 def list() -> builtins.list[str]:  # noqa: A001 (the registry's public name)
     """Every suite id, family by family: C1D-1 .. TBG-4."""
     return [f"{family}-{i + 1}" for family, fam in _SUITE.items() for i in range(len(fam.shapes))]

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 import tilegraph as tg
@@ -78,3 +79,17 @@ def test_one_row_per_store_and_a_local_accumulator():
     names = FEATURE_NAMES.index("alloc.is_local")
     assert sorted(feats[:, names].tolist()) == [0.0, 1.0]
     assert wb in sch.block_names()
+
+
+def test_feature_cache_featurises_a_program_once():
+    import random
+
+    from tilegraph.tune.cost_model.features import FeatureCache
+    from tilegraph.tune.space.program import sample
+
+    wl = tg.workloads.from_spec("matmul:16,24,32")
+    cache = FeatureCache()
+    a, b = sample(wl, "multi_level_tiling", random.Random(0)), sample(wl, "multi_level_tiling", random.Random(1))
+    fa = cache(a)
+    assert cache(a) is fa and np.array_equal(fa, program_features(a.func))
+    assert a.trace_json == b.trace_json or cache(b) is not fa

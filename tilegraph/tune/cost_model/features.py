@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +77,21 @@ def store_features(func: Func) -> list[list[float]]:
 def program_features(func: Func) -> np.ndarray:
     rows = store_features(func)
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), NUM_FEATURES)
+
+
+class FeatureCache:
+    """program_features of a program by its trace: a search scores the same program many times and
+    featurises it once. Takes anything with `trace_json` and `func` (tune/space/program.Program)."""
+
+    def __init__(self) -> None:
+        self._by_trace: dict[str, np.ndarray] = {}
+
+    def __call__(self, program: Any) -> np.ndarray:
+        feats = self._by_trace.get(program.trace_json)
+        if feats is None:
+            feats = program_features(program.func)
+            self._by_trace[program.trace_json] = feats
+        return feats
 
 
 def _visit(s: Stmt, loops: list[For], binding: dict[str, Expr], rows: list[list[float]]) -> None:

@@ -45,7 +45,8 @@ class Program:
     decisions: tuple[Any, ...] = ()
 
 
-def _program(sch: Schedule, sketch: str | None, decisions: list[Any]) -> Program:
+def checked_program(sch: Schedule, sketch: str | None, decisions: list[Any]) -> Program:
+    """The Program of a scheduled sketch (or foreign trace); ScheduleError when the postprocessor refuses it."""
     ok, why = check_program(sch.func)
     if not ok:
         raise ScheduleError(f"postprocessor: {why}")
@@ -55,7 +56,7 @@ def _program(sch: Schedule, sketch: str | None, decisions: list[Any]) -> Program
 def sample(workload: Workload, sketch: str, rng: random.Random, given: list[Any] | None = None) -> Program:
     decider = Decider(rng, given)
     sch = apply_sketch(workload, sketch, decider)
-    return _program(sch, sketch, decider.taken)
+    return checked_program(sch, sketch, decider.taken)
 
 
 def recognise(workload: Workload, trace_json: str) -> Program | None:
@@ -161,4 +162,4 @@ def _mutate_trace(workload: Workload, program: Program, rng: random.Random) -> P
         choices = [c for c in range(len(inst.inputs["candidates"])) if c != inst.decision]
         trace = trace.with_decision(n, rng.choice(choices))
     sch = Schedule.replay(workload, trace)
-    return _program(sch, None, [])
+    return checked_program(sch, None, [])

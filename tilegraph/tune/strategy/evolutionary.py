@@ -38,7 +38,7 @@ from tilegraph.errors import ScheduleError, TilegraphError
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
-from tilegraph.tune.cost_model.features import program_features
+from tilegraph.tune.cost_model.features import FeatureCache
 from tilegraph.tune.cost_model.gbt import GBTCostModel
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.space.program import Program, mutate, recognise, sample
@@ -89,7 +89,7 @@ class EvolutionarySearch(SearchStrategy):
         self._rng: random.Random | None = None
         self._sketches: list[str] = []
         self._measured: dict[str, tuple[Program, float]] = {}  # trace hash -> (program, seconds or inf)
-        self._features: dict[str, np.ndarray] = {}
+        self._feats = FeatureCache()
         self._proposed: set[str] = set()
         self._pending: dict[str, tuple[Program, float | None]] = {}
         self.history: list[tuple[float, float]] = []  # (score, measured seconds) of ranked candidates
@@ -143,14 +143,6 @@ class EvolutionarySearch(SearchStrategy):
         model.update([f for f, _ in progs], [c for _, c in progs], ctx.workload.key)
         if model.trained or not self.model.trained:  # a model that failed to train keeps the last one
             self.model = model
-
-    def _feats(self, prog: Program) -> np.ndarray:
-        h = trace_hash(prog.trace_json)
-        f = self._features.get(h)
-        if f is None:
-            f = program_features(prog.func)
-            self._features[h] = f
-        return f
 
     # ------------------------------------------------------------------ search
     def _random(self, workload: Workload, n: int) -> list[Program]:

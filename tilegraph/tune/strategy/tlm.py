@@ -38,7 +38,7 @@ import numpy as np
 from tilegraph.errors import ScheduleError, TilegraphError
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.trace import trace_hash
-from tilegraph.tune.cost_model.features import program_features
+from tilegraph.tune.cost_model.features import FeatureCache
 from tilegraph.tune.cost_model.gbt import GBTCostModel
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.space.program import Program, recognise, sample
@@ -96,7 +96,7 @@ class TLMStrategy(SearchStrategy):
         self._measured: dict[str, tuple[Program, tuple[str, ...] | None, float]] = {}
         self._pending: dict[str, tuple[Program, tuple[str, ...]]] = {}
         self._proposed: set[str] = set()
-        self._features: dict[str, np.ndarray] = {}
+        self._feats = FeatureCache()
         self._optimizer: Any = None
         self._count = 0
         self._exhausted = False
@@ -128,12 +128,6 @@ class TLMStrategy(SearchStrategy):
         from tilegraph.tune.tlm.language import render
 
         return tuple(render(ctx.workload, ctx.target, prog)) if prog.sketch else None
-
-    def _feats(self, prog: Program) -> np.ndarray:
-        h = trace_hash(prog.trace_json)
-        if h not in self._features:
-            self._features[h] = program_features(prog.func)
-        return self._features[h]
 
     def _retrain(self, ctx: TuneContext) -> None:
         progs = [(self._feats(p), c) for p, _, c in self._measured.values()]

@@ -31,14 +31,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tilegraph.dtype import _ALL as DTYPES
+from tilegraph.dtype import DTYPE_NAMES
 from tilegraph.errors import ScheduleError, TilegraphError
 from tilegraph.target import CPU_ISAS
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.state import IterSpace
 from tilegraph.tune.space.program import Program, recognise, sample
 from tilegraph.tune.space.sketch import SKETCHES
-from tilegraph.workloads import _SPEC_OPS
+from tilegraph.workloads import spec_examples
 
 NUM_MAX = 4096
 LANGUAGE_VERSION = 1
@@ -99,8 +99,8 @@ def number_token(n: int) -> str:
 def _build_vocabulary() -> Vocabulary:
     specials = [PAD, BOS, EOS, TILE, CATEGORICAL, "in", "out", "loops", "S", "R", BIG, BIG_END]
     isas = [f"isa:{i}" for i in (*CPU_ISAS, "cuda", "opencl", "other")]
-    ops = [f"op:{o}" for o in sorted({*_SPEC_OPS, *_GRAPH_OPS})] + [OTHER_OP]
-    dtypes = [f"dtype:{d}" for d in sorted(DTYPES)]
+    ops = [f"op:{o}" for o in sorted({*spec_examples(), *_GRAPH_OPS})] + [OTHER_OP]
+    dtypes = [f"dtype:{d}" for d in sorted(DTYPE_NAMES)]
     sketches = [f"sketch:{s}" for s in sorted(SKETCHES)]
     digits = [f"d{i}" for i in range(10)]
     numbers = [number_token(n) for n in range(NUM_MAX + 1)]

@@ -27,7 +27,7 @@ from tilegraph.schedule.sampling import divisors
 from tilegraph.schedule.schedule import IntRV, Schedule
 from tilegraph.te.workload import Workload
 from tilegraph.tune.space.decider import Decider
-from tilegraph.tune.space.program import Program, _program
+from tilegraph.tune.space.program import Program, checked_program
 from tilegraph.tune.space.sketch import apply_sketch
 from tilegraph.tune.tlm.language import BIG, EOS, NUM_MAX, VOCAB, categorical_prefix, header, number_tokens, tile_prefix
 from tilegraph.tune.tlm.network import ScheduleLM, torch
@@ -147,7 +147,7 @@ class Sampler:
         decider.pending = [tokens[-1]]
         with torch.no_grad():
             sch = apply_sketch(self.workload, sketch, decider)
-        program = _program(sch, sketch, decider.taken)
+        program = checked_program(sch, sketch, decider.taken)
         sentence = (*tokens, *decider.written, EOS)
         return Written(program, sentence, decider.logprob)
 
