@@ -185,3 +185,50 @@ def test_making_a_target_runs_no_compiler(monkeypatch):
     assert calls == [] and t.cc_version is None
     assert t.compiler_version and t.fingerprint and len(calls) == 1, "asked once, when the fingerprint needs it"
     assert Target("cpu", isa="avx2", cc_version="gcc 99").compiler_version == "gcc 99"
+
+
+def test_gpu_fingerprints_name_the_device_driver_and_toolkit():
+    """Two GPUs, drivers or toolkits never share tuning records (issue 18, part 6)."""
+    for kind, toolkit in (("cuda", "cc_version"), ("opencl", "cc_version")):
+        base = Target(kind, device_name="Device A", driver_version="550.1", cc_version="toolkit 1")
+        assert base.driver_version == "550.1" and base.device_name == "Device A"
+        others = [Target(kind, device_name="Device B", driver_version="550.1", cc_version="toolkit 1"),
+                  Target(kind, device_name="Device A", driver_version="560.2", cc_version="toolkit 1"),
+                  Target(kind, device_name="Device A", driver_version="550.1", **{toolkit: "toolkit 2"})]
+        prints = {base.fingerprint, *(t.fingerprint for t in others)}
+        assert len(prints) == 4, kind
+        assert Target.from_string(str(base)) == base
+
+
+def test_nvidia_smi_answer_is_parsed_with_the_driver():
+    from tilegraph.target import parse_nvidia_smi
+
+    assert parse_nvidia_smi("NVIDIA H100 80GB HBM3, 9.0, 550.54.15\nNVIDIA H100, 9.0, 550.54.15\n") == (
+        "NVIDIA H100 80GB HBM3", "9.0", "550.54.15")
+    assert parse_nvidia_smi("NVIDIA, Inc. Weird, Name, 8.0, 535.1") == ("NVIDIA, Inc. Weird, Name", "8.0", "535.1")
+    assert parse_nvidia_smi("") is None
+    assert parse_nvidia_smi("No devices were found") is None
+
+
+def test_cuda_target_takes_name_and_driver_from_nvidia_smi(monkeypatch):
+    from tilegraph import target as target_module
+
+    monkeypatch.setattr(target_module, "_query_nvidia_smi", lambda: ("NVIDIA H100 80GB HBM3", "9.0", "550.54.15"))
+    t = Target("cuda", cc_version="Cuda compilation tools, release 12.4")
+    assert (t.device_name, t.driver_version, t.compute_capability, t.num_sms) == (
+        "NVIDIA H100 80GB HBM3", "550.54.15", "9.0", 132)
+    # a device named by the user is not the detected one: its driver is unknown, not borrowed
+    other = Target("cuda", device_name="NVIDIA A100-SXM4-40GB", cc_version="x")
+    assert other.driver_version == "unknown"
+
+
+def test_opencl_target_describes_the_runtime_device():
+    pytest.importorskip("pyopencl")
+    from tilegraph.runtime.opencl import available, device_limits
+
+    if not available():
+        pytest.skip("no OpenCL device")
+    t = Target("opencl")
+    assert t.device_name == device_limits()["device_name"].strip()
+    assert t.driver_version not in (None, "", "unknown") and t.cc_version not in (None, "", "unknown")
+    assert t.device_name in str(t)

@@ -72,7 +72,7 @@ GENERIC_CUDA = ("generic", "7.0", 80, 6 << 20)
 # Short spellings accepted by from_string and used by __str__.
 ALIASES = {
     "cores": "num_cores", "model": "cpu_model", "l1d": "l1d_bytes", "l2": "l2_bytes", "l3": "l3_bytes",
-    "vector-bits": "vector_bits", "cc-version": "cc_version", "device": "device_name",
+    "vector-bits": "vector_bits", "cc-version": "cc_version", "device": "device_name", "driver": "driver_version",
     "sm": "compute_capability", "sms": "num_sms", "smem": "shared_memory_bytes",
     "max-threads": "max_threads_per_block", "warp": "warp_size",
 }
@@ -99,6 +99,7 @@ class Target:
     cc_version: str | None = None
     cflags: tuple[str, ...] | None = None
     device_name: str | None = None
+    driver_version: str | None = None
     compute_capability: str | None = None
     num_sms: int | None = None
     shared_memory_bytes: int | None = None
@@ -456,6 +457,8 @@ def compiler_version(cc: str) -> str:
 def _fill_cuda(t: Target) -> dict[str, Any]:
     detected = _query_nvidia_smi()
     name = _pick(t.device_name, detected[0] if detected else GENERIC_CUDA[0])
+    # the detected driver only describes the detected device: a named other device keeps "unknown"
+    own_device = detected is not None and t.device_name in (None, detected[0])
     table_cc, table_sms, table_l2 = _cuda_spec(name)
     capability = _pick(t.compute_capability, (detected[1] if detected else None) or table_cc)
     cc = t.cc or shutil.which("nvcc") or "nvcc"
@@ -466,6 +469,7 @@ def _fill_cuda(t: Target) -> dict[str, Any]:
         "fma": True if t.fma is None else t.fma,
         "l2_bytes": _pick(t.l2_bytes, table_l2),
         "device_name": name,
+        "driver_version": _pick(t.driver_version, detected[2] if own_device else "unknown"),
         "compute_capability": capability,
         "num_sms": _pick(t.num_sms, table_sms),
         "shared_memory_bytes": _pick(t.shared_memory_bytes, 48 << 10),
@@ -490,21 +494,27 @@ def gpu_visible() -> bool:
 
 
 @functools.lru_cache(maxsize=1)
-def _query_nvidia_smi() -> tuple[str, str] | None:
-    """(name, compute capability) of the first visible GPU, or None without one."""
+def _query_nvidia_smi() -> tuple[str, str, str] | None:
+    """(name, compute capability, driver version) of the first visible GPU, or None without one."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
     try:
-        result = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+        result = subprocess.run([smi, "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
                                 capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    first = result.stdout.strip().splitlines()[:1]
-    if result.returncode != 0 or not first or "," not in first[0]:
+    return parse_nvidia_smi(result.stdout) if result.returncode == 0 else None
+
+
+def parse_nvidia_smi(text: str) -> tuple[str, str, str] | None:
+    """The first line of `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader`."""
+    first = text.strip().splitlines()[:1]
+    parts = [part.strip() for part in first[0].rsplit(",", 2)] if first else []
+    if len(parts) != 3 or not all(parts):
         return None
-    name, capability = (part.strip() for part in first[0].split(",", 1))
-    return name, capability
+    name, capability, driver = parts
+    return name, capability, driver
 
 
 @functools.lru_cache(maxsize=4)
@@ -519,14 +529,50 @@ def _nvcc_version(nvcc: str) -> str:
 
 
 def _fill_opencl(t: Target) -> dict[str, Any]:
-    # OpenCL compiles at run time on the device; these are conservative portable limits.
+    # OpenCL compiles at run time on the device: the device's name, driver and platform (whose
+    # compiler builds the kernels) are detected for the fingerprint; the limits stay conservative
+    # portable values (the hardware model asks the device for its own, tune/hardware_gpu.py).
+    detected = query_opencl_device()
+    own_device = detected is not None and t.device_name in (None, detected[0])
     return {
         "isa": _pick(t.isa, "generic"),
         "vector_bits": _pick(t.vector_bits, 128),
         "fma": True if t.fma is None else t.fma,
-        "device_name": _pick(t.device_name, "generic"),
+        "device_name": _pick(t.device_name, detected[0] if detected else "generic"),
+        "driver_version": _pick(t.driver_version, detected[1] if own_device else "unknown"),
+        "cc_version": _pick(t.cc_version, detected[2] if own_device else "unknown"),
         "num_sms": _pick(t.num_sms, 16),
         "shared_memory_bytes": _pick(t.shared_memory_bytes, 32 << 10),
         "max_threads_per_block": _pick(t.max_threads_per_block, 256),
         "warp_size": _pick(t.warp_size, 32),
     }
+
+
+OPENCL_DEVICE_ENV = "TILEGRAPH_OPENCL_DEVICE"
+
+
+def opencl_device_wanted() -> str:
+    """The lower-cased name fragment that picks the OpenCL device ($TILEGRAPH_OPENCL_DEVICE; "" = first)."""
+    return os.environ.get(OPENCL_DEVICE_ENV, "").lower()
+
+
+def query_opencl_device() -> tuple[str, str, str] | None:
+    """(device name, driver version, platform name and version) of the OpenCL device the runtime
+    uses (the first, or the first whose name contains $TILEGRAPH_OPENCL_DEVICE); None without
+    pyopencl or a device."""
+    return _query_opencl(opencl_device_wanted())
+
+
+@functools.lru_cache(maxsize=4)
+def _query_opencl(wanted: str) -> tuple[str, str, str] | None:
+    try:
+        import pyopencl as cl
+
+        for platform in cl.get_platforms():
+            for device in platform.get_devices():
+                if not wanted or wanted in device.name.lower():
+                    return (str(device.name).strip(), str(device.driver_version).strip(),
+                            f"{platform.name.strip()} {platform.version.strip()}")
+    except Exception:  # noqa: BLE001 (no pyopencl, no ICD loader, no platform: no device to describe)
+        return None
+    return None

@@ -10,7 +10,6 @@ Programs are built once per source text and context.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -22,9 +21,9 @@ from tilegraph.dtype import poisoned
 from tilegraph.errors import BuildError
 from tilegraph.lower.gpu.split_host_device import GpuProgram
 from tilegraph.runtime.launch import KernelBase, check_flat_arrays
-from tilegraph.target import Target
+from tilegraph.target import OPENCL_DEVICE_ENV, Target, opencl_device_wanted
 
-DEVICE_ENV = "TILEGRAPH_OPENCL_DEVICE"
+DEVICE_ENV = OPENCL_DEVICE_ENV
 
 
 def available() -> bool:
@@ -40,7 +39,7 @@ def available() -> bool:
 def _context() -> tuple[Any, Any]:
     import pyopencl as cl
 
-    wanted = os.environ.get(DEVICE_ENV, "").lower()
+    wanted = opencl_device_wanted()
     for platform in cl.get_platforms():
         for device in platform.get_devices():
             if not wanted or wanted in device.name.lower():
