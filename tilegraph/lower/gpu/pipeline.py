@@ -26,6 +26,7 @@ from tilegraph.lower.gpu import (
     hoist_shared_allocs,
     insert_barriers,
     lower_thread_kinds,
+    register_accumulators,
     split_host_device,
 )
 from tilegraph.lower.gpu.split_host_device import GpuProgram
@@ -63,6 +64,7 @@ GPU_PASSES: list[tuple[str, Pass]] = [
     ("flatten_buffers", flatten_buffers.run),
     ("expand_unroll", expand_unroll.run),
     ("final_simplify", simplify.run),
+    ("register_accumulators", register_accumulators.run),
     ("hoist_shared_allocs", hoist_shared_allocs.run),
     ("insert_barriers", insert_barriers.run),
     ("check_printable", _check_printable),

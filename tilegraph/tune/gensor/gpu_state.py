@@ -12,8 +12,9 @@ t_a = v_a * c_a (Gensor 1.7: thread ti owns v chunks of c contiguous elements, t
 reduce axis as [outer, rstep]. Loops: grid (fused, blockIdx.x) / threads (fused, threadIdx.x) /
 reduce outers / reduce inners / vthreads / c (unrolled). Inputs are copied to shared memory at the
 innermost reduce outer loop (cooperatively, see lower/gpu/cooperative_fetch.py), padded by `pad`
-elements per row against bank conflicts; the result accumulates in a local (register) tile, except
-with vthread > 1, whose strided tile has no contiguous write-back region (it accumulates in place).
+elements per row against bank conflicts; the result accumulates in a local (register) tile. With
+vthread > 1 the strided tile has no contiguous write-back region for cache_write, so the schedule
+accumulates in place and lowering keeps the tile in registers (lower/gpu/register_accumulators.py).
 Other blocks: pure producers are inlined, the rest get one element per thread over their fused
 spatial loops (reductions stay serial inside a thread).
 """
@@ -225,7 +226,8 @@ def _tile_anchor(sch: Schedule, space: GpuSpace, s: GpuState) -> None:
     for c in inner:
         sch.unroll(c)
     if all(v == 1 for v in s.vthread):
-        # A strided (vthread) tile has no contiguous write-back region: it accumulates in place.
+        # A strided (vthread) tile has no contiguous write-back region: it accumulates in place here
+        # and lower/gpu/register_accumulators.py holds it in registers.
         wb = sch.cache_write(name, "local")
         sch.reverse_compute_at(wb, thread_loop)
     if s.shared and outer:
