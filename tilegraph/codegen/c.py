@@ -35,7 +35,7 @@ from tilegraph.codegen.vector_math import VECTOR_MATH, vector_math_helpers
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.dtype import DType
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Allocate, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.passes.common import lanes_of
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
@@ -308,8 +308,8 @@ class _Printer:
                 self.declare(s.buffer)
                 self.stmt(s.body)
                 self.release(s.buffer)
-        elif isinstance(s, Barrier):
-            raise LoweringError("a barrier cannot be printed as C (lowering should have refused it)")
+        elif isinstance(s, (Barrier, AllReduce)):
+            raise LoweringError(f"a {type(s).__name__} cannot be printed as C (lowering should have refused it)")
         else:
             raise LoweringError(f"the C printer cannot print {type(s).__name__} (lowering should have refused it)")
 

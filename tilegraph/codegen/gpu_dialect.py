@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from tilegraph.codegen.c import CFamilyPrinter, ctype, division_helpers
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Allocate, Barrier, Buffer, For, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, For, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_IDX_KINDS
 from tilegraph.lower.gpu.split_host_device import DeviceKernel, GpuProgram
@@ -40,6 +40,7 @@ class Dialect:
     prelude: str                     # includes / typedefs / math spellings
     launch_bounds: str               # per-kernel attribute: {threads}, {bx}, {by}, {bz}
     uses_axis_letters: bool
+    shuffle_xor: str | None = None   # {mask}, {value}, {lane_mask}, {width}; None: lowering replaces AllReduce
 
 
 _CUDA_PRELUDE = """#include <stdint.h>
@@ -83,6 +84,7 @@ CUDA = Dialect(
     prelude=_CUDA_PRELUDE,
     launch_bounds="__launch_bounds__({threads})",
     uses_axis_letters=True,
+    shuffle_xor="__shfl_xor_sync({mask}, {value}, {lane_mask}, {width})",
 )
 
 OPENCL = Dialect(
@@ -159,9 +161,29 @@ class GpuPrinter(CFamilyPrinter):
         with self.w.block(f"for ({self.int_type(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
             self.stmt(s.body)
 
+    def all_reduce(self, s: AllReduce) -> None:
+        """The xor butterfly AllReduce defines, one warp shuffle per step and element."""
+        if s.width == 1:
+            return
+        if self.dialect.shuffle_xor is None:
+            raise LoweringError(f"{self.dialect.name} has no warp shuffles: lowering should have replaced "
+                                f"allreduce({s.buffer.name})")
+        threads = self.kernel.threads
+        mask = "0xffffffffu" if threads >= 32 else f"{(1 << threads) - 1:#x}u"
+        t, name = ctype(s.buffer.dtype), self.buf(s.buffer)
+        m = self.names.fresh("temp", "lane_mask")
+        with self.w.block(f"for (int32_t {m} = {s.width // 2}; {m} > 0; {m} >>= 1)"):
+            for i in range(s.buffer.size):
+                other = self.dialect.shuffle_xor.format(mask=mask, value=f"{name}[{i}]", lane_mask=m, width=s.width)
+                combined = (f"{name}[{i}] + {other}" if s.combiner == "sum"
+                            else f"tgh_{s.combiner}_{t}({name}[{i}], {other})")
+                self.w.line(f"{name}[{i}] = {combined};")
+
     def stmt(self, s: Stmt) -> None:
         if isinstance(s, Barrier):
             self.w.line(self.dialect.barrier)
+        elif isinstance(s, AllReduce):
+            self.all_reduce(s)
         elif isinstance(s, Allocate) and s.buffer.scope == "shared":
             self.stmt(s.body)  # declared at the top of the kernel
         elif isinstance(s, Allocate):

@@ -24,6 +24,10 @@ intermediates get one private copy per lane, is decided statically by tilegraph.
 Guards (block predicates, ifs, select branches) become lane masks.
 Each output element sees the same operations in the same order as in serial execution.
 
+A threadIdx.x loop driving a reduction (a cross-thread reduction, schedule/primitives/annotate.py)
+means that reduction over its lanes: it runs as the serial loop (lowering turns it into per-lane
+partial results and an AllReduce, which the interpreter runs as threads).
+
 GPU thread loops (threadIdx.*, vthread): with thread_order="lockstep" a thread loop containing
 barriers is always a lane loop, so a statement finishes in every thread before the next starts
 (shared buffers per block, local ones per thread); without barriers it is an ordinary loop. With
@@ -42,8 +46,8 @@ import scipy.special
 
 from tilegraph.dtype import DType, poisoned, wrap_int
 from tilegraph.errors import LoweringError
-from tilegraph.loop.interpret_gpu import run_threads
-from tilegraph.loop.ir import Allocate, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.interpret_gpu import butterfly, run_threads
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.lanes import LoopPlan, determines, plan_loops
 from tilegraph.loop.verify import THREAD_KINDS, verify
 from tilegraph.loop.visit import walk_stmts
@@ -288,11 +292,13 @@ class Machine:
             self._allocate(s, env, mask)
         elif isinstance(s, Barrier):
             return
+        elif isinstance(s, AllReduce):
+            self._all_reduce_lanes(s, mask)
         else:
             raise TypeError(f"interpret: unknown statement node {type(s).__name__}")
 
     def _for(self, s: For, env: dict[str, object], mask: np.ndarray | None) -> None:
-        if s.kind in THREAD_KINDS and self.thread_order != "lockstep":
+        if s.kind in THREAD_KINDS and self.thread_order != "lockstep" and not self.plans[id(s)].cross_thread_reduction:
             run_threads(self, s, env, mask)
             return
         plan = self.plans[id(s)]
@@ -324,6 +330,19 @@ class Machine:
             self.stores.update(saved)
             self.lane_shape.pop()
             self.lane_kinds.pop()
+
+    def _all_reduce_lanes(self, s: AllReduce, mask: np.ndarray | None) -> None:
+        """Lockstep: the threadIdx.x lanes are an axis of the buffer's per-thread copies."""
+        if s.width == 1:
+            return
+        if mask is not None and not np.all(mask):
+            raise LoweringError(f"interpret: allreduce({s.buffer.name}) under a guard that differs between threads")
+        axes = [a for a, kind in enumerate(self.lane_kinds) if kind == "threadIdx.x"]
+        st = self._store_of(s.buffer)
+        if not axes or axes[-1] not in st.private_axes:
+            raise LoweringError(f"interpret: allreduce({s.buffer.name}) needs a per-thread buffer inside a threadIdx.x loop")
+        k = st.private_axes.index(axes[-1])
+        st.array[...] = butterfly(st.array, k, s.combiner, s.width)
 
     def _block(self, s: Block, env: dict[str, object], mask: np.ndarray | None) -> None:
         inner = dict(env)

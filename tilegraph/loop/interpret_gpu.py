@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Allocate, Barrier, For, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, For, IfThenElse, Seq, Stmt
 from tilegraph.loop.verify import THREAD_KINDS
 from tilegraph.loop.visit import walk_stmts
 
@@ -33,13 +33,29 @@ if TYPE_CHECKING:
 def run_threads(machine: Machine, s: For, env: dict[str, object], mask: np.ndarray | None) -> None:
     """Run thread loop `s` (and the thread loops directly inside it) thread by thread."""
     chain = [s]
-    while isinstance(chain[-1].body, For) and chain[-1].body.kind in THREAD_KINDS:
+    while (isinstance(chain[-1].body, For) and chain[-1].body.kind in THREAD_KINDS
+           and not machine.plans[id(chain[-1].body)].cross_thread_reduction):  # that one runs as a serial loop
         chain.append(chain[-1].body)
     combos = itertools.product(*(range(lp.extent) for lp in chain))
     envs = [dict(env, **{lp.var.name: v for lp, v in zip(chain, c)}) for c in combos]
-    block = _ThreadBlock(machine, envs, mask)
+    block = _ThreadBlock(machine, envs, mask, chain)
     block.walk(chain[-1].body, {})
     block.flush()
+
+
+_COMBINE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def butterfly(values: np.ndarray, axis: int, combiner: str, width: int) -> np.ndarray:
+    """AllReduce's meaning: along `axis` (the threadIdx.x lanes), for m = width/2 .. 1, every
+    lane combines its value with lane ^ m's (in groups of `width` lanes)."""
+    op = _COMBINE[combiner]
+    lanes = np.arange(values.shape[axis])
+    m = width // 2
+    while m >= 1:
+        values = op(values, np.take(values, lanes ^ m, axis=axis)).astype(values.dtype, copy=False)
+        m //= 2
+    return values
 
 
 class _ThreadBlock:
@@ -52,8 +68,10 @@ class _ThreadBlock:
     thread (an Allocate between barriers runs inside each thread anyway).
     """
 
-    def __init__(self, machine: Machine, envs: list[dict[str, object]], mask: np.ndarray | None):
+    def __init__(self, machine: Machine, envs: list[dict[str, object]], mask: np.ndarray | None,
+                 chain: list[For] | None = None):
         self.m = machine
+        self.chain = chain or []
         self.envs = envs
         self.mask = mask
         self.own: list[dict[str, Store]] = [{} for _ in envs]
@@ -64,7 +82,7 @@ class _ThreadBlock:
         cache = self.m.barrier_cache
         hit = cache.get(id(s))
         if hit is None:
-            hit = cache[id(s)] = any(isinstance(x, Barrier) for x in walk_stmts(s))
+            hit = cache[id(s)] = any(isinstance(x, (Barrier, AllReduce)) for x in walk_stmts(s))
         return hit
 
     def walk(self, s: Stmt, binds: dict[str, object]) -> None:
@@ -72,6 +90,9 @@ class _ThreadBlock:
             self.queue.append((s, binds))
         elif isinstance(s, Barrier):
             self.flush()
+        elif isinstance(s, AllReduce):
+            self.flush()
+            self.all_reduce(s, binds)
         elif isinstance(s, Seq):
             for x in s.stmts:
                 self.walk(x, binds)
@@ -102,6 +123,37 @@ class _ThreadBlock:
         else:
             raise LoweringError(f"interpret: a barrier inside a {type(s).__name__} cannot be run thread by thread")
 
+    def all_reduce(self, s: AllReduce, binds: dict[str, object]) -> None:
+        """Exchange the per-thread copies of `s.buffer` between the lanes of each group."""
+        if s.width == 1:
+            return
+        name = s.buffer.name
+        xs = [lp.var.name for lp in self.chain if lp.kind == "threadIdx.x"]
+        if name not in self.per_thread or not xs:
+            raise LoweringError(f"interpret: allreduce({name}) needs a local buffer allocated around it, in a "
+                                "threadIdx.x loop")
+        x = xs[-1]
+        others = [lp.var.name for lp in self.chain if lp.var.name != x]
+        group: dict[tuple, int] = {}
+        for t, e in enumerate(self.envs):
+            group[(*(e[o] for o in others), e[x])] = t
+        copies = []
+        for t in range(len(self.envs)):
+            mine = self.own[t].get(name)
+            if mine is None:
+                st = self.m.stores[name]
+                mine = self.own[t][name] = replace(st, array=st.array.copy())
+            copies.append(mine)
+        for key_others in {k[:-1] for k in group}:
+            lanes = sorted(k[-1] for k in group if k[:-1] == key_others)
+            if lanes != list(range(len(lanes))) or len(lanes) % s.width:
+                raise LoweringError(f"interpret: allreduce({name}) over {len(lanes)} lanes in groups of {s.width}")
+            members = [group[(*key_others, lane)] for lane in lanes]
+            stacked = np.stack([copies[t].array for t in members])
+            reduced = butterfly(stacked, 0, s.combiner, s.width)
+            for t, value in zip(members, reduced):
+                copies[t].array[...] = value
+
     def flush(self) -> None:
         if not self.queue:
             return
@@ -128,4 +180,4 @@ class _ThreadBlock:
         self.queue = []
 
 
-__all__ = ["run_threads"]
+__all__ = ["butterfly", "run_threads"]

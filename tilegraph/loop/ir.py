@@ -14,6 +14,8 @@ Extents are static integers and every loop starts at 0.
     Seq(stmts), IfThenElse(cond, then_body, else_body)
     Allocate(buffer, body)                  lowered IR: `buffer` lives for `body`
     Barrier(scope)                          GPU: all threads of a block wait here
+    AllReduce(buffer, combiner, width)      GPU: each element of a local buffer becomes its combination
+                                            over `width` neighbouring threadIdx.x lanes (warp shuffles)
 
 Variables are compared by name, so loop variables are unique in a Func; block variables are
 local to their block (conventionally named v_<axis>).
@@ -100,6 +102,22 @@ class Allocate(Stmt):
 @dataclass(frozen=True)
 class Barrier(Stmt):
     scope: str = "shared"
+
+
+@dataclass(frozen=True)
+class AllReduce(Stmt):
+    """GPU: the threads of a group of `width` consecutive threadIdx.x lanes (lane // width, within
+    one value of the other thread indices) each replace every element of the local `buffer` by
+    its `combiner` ("sum" | "max" | "min") over the group, combined in xor-butterfly order:
+
+        for m in width/2, width/4, ..., 1:   v = v (+) (v of lane ^ m)
+
+    (CUDA: __shfl_xor_sync). Every thread of the group must reach it (no divergent guard around it).
+    """
+
+    buffer: Buffer
+    combiner: str
+    width: int
 
 
 @dataclass(frozen=True)

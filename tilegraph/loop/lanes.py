@@ -50,6 +50,7 @@ class LoopPlan:
     forced: bool                # GPU threads with barriers in lockstep mode: always lanes
     private: tuple[str, ...]    # buffers that get one copy per lane of this loop
     work_factor: int            # lanes forced below it (thread loops) x largest private buffer
+    cross_thread_reduction: bool = False  # a thread loop driving a reduction: run as a serial loop
 
 
 @dataclass
@@ -81,8 +82,11 @@ def plan_loops(func: Func, lockstep: bool, observable: set[str]) -> dict[int, Lo
         for a in under:
             count[a.buffer.name] = count.get(a.buffer.name, 0) + 1
         allocated = allocated_under.get(id(lp), {})
-        forced = lockstep and lp.kind in THREAD_KINDS
-        lane = forced or not reduce_loop_of(lp)
+        reduces = bool(reduce_loop_of(lp))
+        # a thread loop driving a reduction is a cross-thread reduction (annotate.bind): it means
+        # the reduction over its lanes, which the serial loop computes
+        forced = lockstep and lp.kind in THREAD_KINDS and not reduces
+        lane = forced or not reduces
         private: dict[str, Buffer] = {}
         for name in {a.buffer.name for a in under if a.is_store and a.buffer.name not in allocated}:
             if _writes_own_places(lp, [a for a in under if a.buffer.name == name], extents):
@@ -97,7 +101,8 @@ def plan_loops(func: Func, lockstep: bool, observable: set[str]) -> dict[int, Lo
                 lane = False
         biggest = max([1, *(b.size for b in (*private.values(), *allocated.values()))])
         below = _thread_lanes_below(lp.body) if lockstep else 1
-        plans[id(lp)] = LoopPlan(lane, forced, tuple(sorted(private)), biggest * below)
+        plans[id(lp)] = LoopPlan(lane, forced, tuple(sorted(private)), biggest * below,
+                                 lp.kind in THREAD_KINDS and reduces)
     return plans
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tilegraph.loop.ir import Allocate, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.te.expr import Const
 from tilegraph.te.printer import expr_str
 
@@ -58,5 +58,7 @@ def _emit(s: Stmt, depth: int, out: list[str]) -> None:
         _emit(s.body, depth + 1, out)
     elif isinstance(s, Barrier):
         out.append(f"{pad}barrier({s.scope})")
+    elif isinstance(s, AllReduce):
+        out.append(f"{pad}allreduce({s.buffer.name}, {s.combiner}, width={s.width})")
     else:
         raise TypeError(f"cannot print {type(s).__name__}")

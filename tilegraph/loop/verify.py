@@ -19,6 +19,7 @@ from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import (
     LOOP_KINDS,
     Allocate,
+    AllReduce,
     Barrier,
     Block,
     Buffer,
@@ -113,8 +114,24 @@ def _check_stmt(func: Func, s: Stmt, scope: _Scope, loop_vars: set[str]) -> None
     elif isinstance(s, Barrier):
         if not any(k in THREAD_KINDS for k in scope.loop_kinds):
             _fail(func, "a barrier is outside every GPU thread loop (threadIdx.* / vthread)")
+    elif isinstance(s, AllReduce):
+        _check_all_reduce(func, s, scope)
     else:
         _fail(func, f"unknown statement node {type(s).__name__}")
+
+
+def _check_all_reduce(func: Func, s: AllReduce, scope: _Scope) -> None:
+    what = f"allreduce({s.buffer.name})"
+    if s.buffer.name not in scope.buffers and s.buffer.name not in {b.name for b in func.buffers}:
+        _fail(func, f"{what}: buffer {s.buffer.name} is not allocated here")
+    if s.buffer.scope != "local":
+        _fail(func, f"{what}: the buffer must be local (one copy per thread), not {s.buffer.scope}")
+    if s.combiner not in ("sum", "max", "min"):
+        _fail(func, f"{what}: unknown combiner {s.combiner!r}")
+    if s.width < 1 or s.width & (s.width - 1):
+        _fail(func, f"{what}: width {s.width} is not a power of two")
+    if s.width > 1 and "threadIdx.x" not in scope.loop_kinds:
+        _fail(func, f"{what}: not inside a threadIdx.x loop")
 
 
 def _check_for(func: Func, s: For, scope: _Scope, loop_vars: set[str]) -> None:

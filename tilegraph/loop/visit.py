@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from tilegraph.loop.ir import Allocate, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.te.expr import BufferLoad, Expr
 from tilegraph.te.visit import rewrite as rewrite_expr
 from tilegraph.te.visit import uses_var
@@ -13,7 +13,7 @@ from tilegraph.te.visit import walk as walk_expr
 
 
 def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
-    if isinstance(s, (BufferStore, Barrier)):
+    if isinstance(s, (BufferStore, Barrier, AllReduce)):
         return ()
     if isinstance(s, Seq):
         return s.stmts
@@ -27,7 +27,7 @@ def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
 
 
 def stmt_with_children(s: Stmt, new: tuple[Stmt, ...]) -> Stmt:
-    if isinstance(s, (BufferStore, Barrier)):
+    if isinstance(s, (BufferStore, Barrier, AllReduce)):
         return s
     if isinstance(s, Seq):
         return Seq(tuple(new))

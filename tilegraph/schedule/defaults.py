@@ -179,8 +179,15 @@ def gpu_anchor(sch: Schedule) -> str:
 
 
 def default_gpu_schedule(wl: Workload, threads: int = GPU_FLAT_THREADS) -> Schedule:
-    """Every stage but the anchor inlined where it can be; each remaining block one output element
-    per thread (`flat_gpu_schedule`). Always legal; the GPU tuner starts from the same inlining."""
+    """A row operator (softmax, layer norm, row reductions) gets its row kernel (one warp per row,
+    schedule/gpu_rows.py); otherwise every stage but the anchor is inlined where it can be and each
+    remaining block gets one output element per thread (`flat_gpu_schedule`). Always legal; the
+    GPU tuner starts from the same inlining."""
+    from tilegraph.schedule.gpu_rows import default_rows_per_block, row_gpu_schedule  # gpu_rows builds on this module
+
+    rows = row_gpu_schedule(wl, default_rows_per_block(wl))
+    if rows is not None:
+        return rows
     sch = Schedule(wl)
     inline_producers(sch, "all", keep={gpu_anchor(sch)})
     for name in sch.block_names():

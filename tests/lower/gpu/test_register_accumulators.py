@@ -11,7 +11,8 @@ from tilegraph.loop.ir import Allocate, Buffer, BufferStore, For, Func, IfThenEl
 from tilegraph.loop.visit import stmt_children, walk_stmts
 from tilegraph.lower.gpu import register_accumulators
 from tilegraph.lower.gpu.pipeline import lower_gpu
-from tilegraph.schedule.defaults import default_gpu_schedule
+from tilegraph.schedule.defaults import flat_gpu_schedule
+from tilegraph.schedule.schedule import Schedule
 from tilegraph.te.expr import BufferLoad, Const, Var
 from tilegraph.testing.reference import reference_outputs
 from tilegraph.tune.gensor.gpu_state import GpuState, gpu_schedule
@@ -137,7 +138,9 @@ def test_out_of_bounds_bases_are_left_alone():
 
 def test_serial_reductions_of_a_flat_schedule_use_a_register():
     wl = workloads.from_spec("sum:37,5")
-    program = lower_gpu(default_gpu_schedule(wl).func, OPENCL)
+    sch = Schedule(wl)
+    flat_gpu_schedule(sch, wl.outputs[0].name)  # one row per thread (the default is a warp per row)
+    program = lower_gpu(sch.func, OPENCL)
     rng = np.random.default_rng(1)
     inputs = [rng.standard_normal(t.shape).astype(np.float32) for t in wl.inputs]
     ref = reference_outputs(wl, inputs)[0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Allocate, Barrier, For, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, For, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.gpu.common import AXES, THREAD_IDX_KINDS, allocated, thread_loops
 from tilegraph.lower.gpu.split_host_device import DeviceKernel, GpuProgram
@@ -52,9 +52,10 @@ def check_kernel(k: DeviceKernel, target: object) -> DeviceKernel:
                             "(use smaller thread tiles)")
     for lp in thread_loops(k.func.body):
         full = k.block[AXES.index(lp.kind[-1])]
-        if lp.extent < full and any(isinstance(x, Barrier) for x in walk_stmts(lp.body)):
+        if lp.extent < full and any(isinstance(x, (Barrier, AllReduce)) for x in walk_stmts(lp.body)):
             raise LoweringError(f"thread loop {lp.var.name} ({lp.kind}, extent {lp.extent}) is smaller than the "
-                                f"block dimension {full} and holds a barrier that the other threads would skip")
+                                f"block dimension {full} and holds a barrier or allreduce that the other threads "
+                                "would skip")
     _check_local_outside_threads(k)
     return replace(k, registers=regs)
 

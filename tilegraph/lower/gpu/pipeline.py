@@ -25,7 +25,10 @@ from tilegraph.lower.gpu import (
     cooperative_fetch,
     hoist_shared_allocs,
     insert_barriers,
+    lower_allreduce_shared,
+    lower_cross_thread_reduction,
     lower_thread_kinds,
+    merge_thread_loops,
     register_accumulators,
     split_host_device,
 )
@@ -57,6 +60,8 @@ def _check_printable(func: Func, target: object) -> Func:
 GPU_PASSES: list[tuple[str, Pass]] = [
     ("compact_gpu_buffers", compact_gpu_buffers.run),
     ("cooperative_fetch", cooperative_fetch.run),
+    ("lower_cross_thread_reduction", lower_cross_thread_reduction.run),
+    ("merge_thread_loops", merge_thread_loops.run),
     ("hoist_reduction_init", hoist_reduction_init.run),
     ("lower_thread_kinds", lower_thread_kinds.run),
     ("lower_blocks", lower_blocks.run),
@@ -65,6 +70,7 @@ GPU_PASSES: list[tuple[str, Pass]] = [
     ("expand_unroll", expand_unroll.run),
     ("final_simplify", simplify.run),
     ("register_accumulators", register_accumulators.run),
+    ("lower_allreduce_shared", lower_allreduce_shared.run),
     ("hoist_shared_allocs", hoist_shared_allocs.run),
     ("insert_barriers", insert_barriers.run),
     ("check_printable", _check_printable),

@@ -61,7 +61,7 @@ _COMBINER_OF_OP = {"add": "sum", "max": "max", "min": "min"}
 
 
 @dataclass(frozen=True)
-class _Reduction:
+class Reduction:
     """out[indices] = out[indices] ⊕ source, applied only where `condition` holds (None: always)."""
 
     out: Buffer
@@ -77,7 +77,7 @@ def rfactor(func: Func, block: str, loop: str, scope: str = "global") -> tuple[F
     require(scope in SCOPES, f"{where}: unknown scope {scope!r}; use one of {SCOPES}")
     target = get_block(func, block)
     lp = get_loop(func, loop)
-    red = _match_reduction(target, where)
+    red = match_reduction(target, where)
     enclosing = loops_enclosing(func, target)
     require(any(x is lp for x in enclosing), f"{where}: loop {loop} does not enclose block {block}")
 
@@ -104,7 +104,7 @@ def rfactor(func: Func, block: str, loop: str, scope: str = "global") -> tuple[F
     return result, (name,)
 
 
-def _match_reduction(b: Block, where: str) -> _Reduction:
+def match_reduction(b: Block, where: str) -> Reduction:
     body, guard = b.body, None
     if isinstance(body, IfThenElse) and body.else_body is None:
         body, guard = body.then_body, body.cond
@@ -122,10 +122,10 @@ def _match_reduction(b: Block, where: str) -> _Reduction:
     reads_out = any(isinstance(e, BufferLoad) and e.buffer.name == body.buffer.name for e in walk(source))
     require(not reads_out, f"{where}: block {b.name} reads its output {body.buffer.name} outside the accumulation")
     require(any(iv.kind == "reduce" for iv in b.iter_vars), f"{where}: block {b.name} has no reduce variable")
-    return _Reduction(body.buffer, body.indices, _COMBINER_OF_OP[value.op], source, condition, guard)
+    return Reduction(body.buffer, body.indices, _COMBINER_OF_OP[value.op], source, condition, guard)
 
 
-def _rf_block(target: Block, red: _Reduction, rf_buf: Buffer, lp: For, feeds_reduce: list[For],
+def _rf_block(target: Block, red: Reduction, rf_buf: Buffer, lp: For, feeds_reduce: list[For],
               spatial: list[tuple[BlockVar, Expr]]) -> tuple[Block, list[Expr]]:
     """The partial-result block and the predicate conjuncts it moved into its body."""
     taken = {iv.var.name for iv in target.iter_vars}
@@ -160,7 +160,7 @@ def _rf_block(target: Block, red: _Reduction, rf_buf: Buffer, lp: For, feeds_red
     return block, moved
 
 
-def _reduce_rf_nest(func: Func, target: Block, red: _Reduction, rf_buf: Buffer, lp: For, enclosing: list[For],
+def _reduce_rf_nest(func: Func, target: Block, red: Reduction, rf_buf: Buffer, lp: For, enclosing: list[For],
                     anchor: For, spatial: list[tuple[BlockVar, Expr]], moved: list[Expr]) -> Stmt:
     """The original block, now reducing the rf buffer over its last axis, in its own loop nest."""
     start = next(i for i, x in enumerate(enclosing) if x is anchor)
@@ -193,4 +193,4 @@ def _conjuncts(e: Expr) -> list[Expr]:
     return [] if e == TRUE else [e]
 
 
-__all__ = ["rfactor"]
+__all__ = ["Reduction", "match_reduction", "rfactor"]

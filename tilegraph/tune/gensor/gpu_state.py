@@ -29,6 +29,7 @@ from tilegraph.errors import TilegraphError
 from tilegraph.loop.ir import Block, BufferStore
 from tilegraph.loop.visit import find_block, walk_stmts
 from tilegraph.schedule.defaults import GPU_FLAT_THREADS, default_gpu_schedule, flat_gpu_schedule, gpu_anchor, inline_producers
+from tilegraph.schedule.gpu_rows import ROW_LANES, ROWS_PER_BLOCK, is_row_operator, row_count, row_gpu_schedule
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.te.expr import BufferLoad, Var
 from tilegraph.te.visit import free_vars, walk
@@ -276,8 +277,8 @@ def gpu_candidates(wl: Workload, target: object, top_k: int = 8, seed: int = 0) 
 
     hw = gpu_hardware(target)
     space = GpuSpace.from_workload(wl)
-    out: list[tuple[str, float, dict]] = []
-    seen: set[str] = set()
+    out: list[tuple[str, float, dict]] = row_candidates(wl, hw, top_k // 2)
+    seen: set[str] = {trace for trace, _, _ in out}
     for s in gpu_search(wl, hw, top_k=4 * top_k, seed=seed):
         if len(out) >= top_k:
             break
@@ -290,5 +291,30 @@ def gpu_candidates(wl: Workload, target: object, top_k: int = 8, seed: int = 0) 
             out.append((trace, predict(space, s, hw), s.to_dict()))
     return out
 
+def row_candidates(wl: Workload, hw: GpuHardware, limit: int) -> list[tuple[str, float, dict]]:
+    """Row kernels (one warp per row, schedule/gpu_rows.py) for each rows-per-block, best first:
+    a bandwidth model (every input and output byte once) with wave quantisation."""
+    if not is_row_operator(wl) or limit < 1:
+        return []
+    rows = row_count(wl)
+    data = sum(math.prod(t.shape) for t in (*wl.inputs, *wl.outputs)) * BYTES
+    found = []
+    for per_block in ROWS_PER_BLOCK:
+        if per_block > rows and per_block > 1:
+            continue
+        sch = row_gpu_schedule(wl, per_block)
+        if sch is None:
+            continue
+        blocks = -(-rows // per_block)
+        threads = ROW_LANES * per_block
+        slots = hw.num_sms * max(1, hw.active_blocks(threads, 0, 32))
+        waves = -(-blocks // slots)
+        utilisation = blocks / (waves * slots)
+        predicted = data / (hw.dram_bandwidth * min(1.0, utilisation * 4)) + 2e-6
+        found.append((sch.trace.to_json(), predicted, {"row_kernel": True, "rows_per_block": per_block}))
+    found.sort(key=lambda c: c[1])
+    return found[:limit]
+
+
 __all__ = ["GpuSpace", "GpuState", "feasible", "gpu_candidates", "gpu_schedule", "gpu_search",
-           "minimal_gpu_state", "predict", "transitions"]
+           "minimal_gpu_state", "predict", "row_candidates", "transitions"]

@@ -1,0 +1,147 @@
+"""lower_cross_thread_reduction: a reduction whose loop is bound to threadIdx.x (see
+schedule/primitives/annotate.py) becomes a per-lane partial result in a register, an AllReduce
+across the lanes (warp shuffles on CUDA) and one store of the combined value by every lane.
+
+    for k_1 in range(32) threadIdx.x:                 for k_1 in range(32) threadIdx.x:
+      for k_0 in range(4):                              allocate s_lane: float32[1] scope=local
+        block s(v_i=i, v_k*=k_0*32 + k_1)      ==>        s_lane[0] = 0.0f
+          if v_k < 100:                                   for k_0 in range(4):
+          init: s[v_i] = 0.0f                               block s(v_i=i, v_k*=k_0*32 + k_1) if v_k < 100:
+          s[v_i] = s[v_i] + x[v_i, v_k]                       s_lane[0] = s_lane[0] + x[v_i, v_k]
+                                                          allreduce(s_lane, sum, width=32)
+                                                          block s_lanes(v_i=i): s[v_i] = s_lane[0]
+
+Every lane ends with the whole reduction, so every lane stores it (the same value): a consumer in
+any lane of the group reads a complete result without a barrier. The partial starts from the
+combiner's identity; a block init other than the identity is combined in at the end. The
+AllReduce sits outside every block predicate (all lanes must reach it); the final store keeps the
+predicate's conjuncts that do not depend on the reduction's loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tilegraph.errors import LoweringError, ScheduleError
+from tilegraph.loop.ir import TRUE, Allocate, AllReduce, Block, BlockVar, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.visit import blocks, loads_under, reduce_loop_of, rewrite_stmt, stmt_children, stmt_exprs, walk_stmts
+from tilegraph.lower.passes.common import rewrite_loads
+from tilegraph.schedule.primitives.nest import fresh_buffer_name, replace_buffer
+from tilegraph.schedule.primitives.rfactor import Reduction, match_reduction
+from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Var, combine, identity_of
+from tilegraph.te.visit import uses_var, walk
+
+
+def run(func: Func, target: object = None) -> Func:
+    taken: set[str] = set()
+    reduced: dict[str, int] = {}  # buffer -> lanes of its cross-thread reduction
+
+    def on_stmt(s: Stmt) -> Stmt | None:
+        if isinstance(s, For) and s.kind == "threadIdx.x" and reduce_loop_of(s):
+            new = _lower(func, s, taken)
+            for b in blocks(s.body):
+                reduced[match_reduction(b, "").out.name] = s.extent
+            return new
+        return None
+
+    body = rewrite_stmt(func.body, on_stmt)
+    for name, lanes in reduced.items():
+        body = _per_thread(body, name, lanes)
+    return replace(func, body=body)
+
+
+def _per_thread(body: Stmt, name: str, lanes: int) -> Stmt:
+    """An intermediate the kernel allocates, which every lane of the reduction stores whole and
+    which only threadIdx.x loops of the same lanes touch, becomes a local (per-thread) buffer:
+    each thread reads the copy it wrote itself."""
+    allocs = [x for x in walk_stmts(body) if isinstance(x, Allocate) and x.buffer.name == name]
+    if len(allocs) != 1 or allocs[0].buffer.scope == "local":
+        return body
+    alloc = allocs[0]
+    users = [x for x in walk_stmts(alloc.body) if isinstance(x, For) and x.kind == "threadIdx.x"
+             and (_touches(x, name))]
+    outermost = [x for x in users if not any(x is not y and _contains(y, x) for y in users)]
+    if not outermost or any(x.extent != lanes for x in outermost) or _touches_outside(alloc.body, name, outermost):
+        return body
+    local = replace(alloc.buffer, scope="local")
+    new = Allocate(local, replace_buffer(alloc.body, name, local))
+    return rewrite_stmt(body, lambda x: new if x is alloc else None)
+
+
+def _touches(s: Stmt, name: str) -> bool:
+    return any(isinstance(x, BufferStore) and x.buffer.name == name for x in walk_stmts(s)) or any(
+        x.buffer.name == name for x in loads_under(s))
+
+
+def _contains(outer: Stmt, inner: Stmt) -> bool:
+    return any(x is inner for x in walk_stmts(outer))
+
+
+def _touches_outside(s: Stmt, name: str, loops: list[For]) -> bool:
+    """Whether `s` accesses `name` anywhere but inside `loops`."""
+    if any(s is lp for lp in loops):
+        return False
+    if isinstance(s, BufferStore):
+        return _touches(s, name)
+    if any(isinstance(x, BufferLoad) and x.buffer.name == name for e in stmt_exprs(s) for x in walk(e)):
+        return True
+    return any(_touches_outside(k, name, loops) for k in stmt_children(s))
+
+
+def _lower(func: Func, lp: For, taken: set[str]) -> Stmt:
+    where = f"cross-thread reduction over {lp.var.name}"
+    inner = blocks(lp.body)
+    if len(inner) != 1:
+        raise LoweringError(f"{where}: the loop holds {len(inner)} blocks; a cross-thread reduction needs one")
+    block = inner[0]
+    try:
+        red = match_reduction(block, where)
+    except ScheduleError as e:
+        raise LoweringError(str(e)) from None
+    driving = [x.var for x in walk_stmts(lp) if isinstance(x, For)]
+    name = fresh_buffer_name(func, f"{red.out.name}_lane")
+    while name in taken:
+        name = fresh_buffer_name(func, f"{name}_")
+    taken.add(name)
+    lane = Buffer(name, (1,), red.out.dtype, "local")
+    acc = BufferLoad(lane, (Const(0),))
+
+    def to_lane(s: Stmt) -> Stmt | None:
+        if isinstance(s, BufferStore) and s.buffer.name == red.out.name:
+            value = rewrite_loads(s.value, lambda x: acc if x.buffer.name == red.out.name else None)
+            return BufferStore(lane, (Const(0),), value)
+        return None
+
+    partial = replace(block, body=rewrite_stmt(block.body, to_lane), init=None)
+    body = rewrite_stmt(lp.body, lambda s: partial if s is block else None)
+    start = BufferStore(lane, (Const(0),), identity_of(red.combiner, red.out.dtype))
+    exchange = AllReduce(lane, red.combiner, lp.extent)
+    final = _final_store(block, red, acc, driving, f"{block.name}_lanes")
+    return replace(lp, body=Allocate(lane, Seq((start, body, exchange, final))))
+
+
+def _final_store(block: Block, red: Reduction, acc: Expr, driving: list[Var], name: str) -> Block:
+    init_value = block.init.value if isinstance(block.init, BufferStore) else None
+    identity = identity_of(red.combiner, red.out.dtype)
+    value = acc if init_value is None or init_value == identity else combine(red.combiner, init_value, acc)
+    keep = [(iv, b) for iv, b in zip(block.iter_vars, block.bindings) if iv.kind == "spatial"]
+    reduce_vars = {iv.var for iv in block.iter_vars if iv.kind == "reduce"}
+    conjuncts = [c for c in _conjuncts(block.predicate)
+                 if not any(uses_var(c, v) for v in (*driving, *reduce_vars))]
+    predicate: Expr = TRUE
+    for c in conjuncts:
+        predicate = c if predicate is TRUE else BinOp("and", predicate, c)
+    store: Stmt = BufferStore(red.out, red.indices, value)
+    if red.guard is not None and all(not uses_var(red.guard, v) for v in (*driving, *reduce_vars)):
+        store = IfThenElse(red.guard, store)
+    return Block(name, tuple(BlockVar(iv.var, iv.extent, "spatial") for iv, _ in keep), tuple(b for _, b in keep),
+                 store, None, predicate)
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, BinOp) and e.op == "and":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [] if e == TRUE else [e]
+
+
+__all__ = ["run"]
