@@ -8,14 +8,14 @@ from benchmarks.gpu_bench import CASES, Row, append_report, format_table, resolv
 
 def test_cases_resolve_to_workloads():
     ops = {resolve(spec).reference_spec["op"] for spec in CASES.values()}
-    assert ops == {"batch_matmul", "conv2d_nhwc", "matmul"}
+    assert ops == {"batch_matmul", "conv2d_nhwc", "matmul", "softmax", "layer_norm"}
 
 
 def test_table_shows_speedup_and_missing_values():
-    rows = [Row("GMM-4", "GMM-4", 2.0, 1.0, 1e-5, 3, 4), Row("conv", "c", None, 1.5, None, 0, 4)]
+    rows = [Row("GMM-4", "GMM-4", 2.0, 1.0, 1e-5, 3, 4, 12.5), Row("conv", "c", None, 1.5, None, 0, 4)]
     table = format_table(rows, "H100")
-    assert "| GMM-4 | `GMM-4` | 2.000 | 1.000 | 0.50 |" in table
-    assert "| conv | `c` | - | 1.500 | - | - | 0/4 |" in table
+    assert "| GMM-4 | `GMM-4` | 2.000 | 1.000 | 0.50 |" in table and "| 3/4 | 12.5 |" in table
+    assert "| conv | `c` | - | 1.500 | - | - | 0/4 | - |" in table
 
 
 def test_append_report_creates_then_appends(tmp_path):

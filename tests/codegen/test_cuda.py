@@ -30,7 +30,7 @@ def test_gemm_source_uses_cuda_builtins(sources):
     code = sources[SPECS[0]].code
     assert '__global__' in code and "__launch_bounds__" in code
     assert "threadIdx.x" in code and "blockIdx.x" in code
-    assert "__shared__ float" in code and "__syncthreads();" in code
+    assert "__shared__ __align__(16) float" in code and "__syncthreads();" in code
     assert "<<<dim3(" in code
     names = entry_names(sources[SPECS[0]].program)
     for entry in names.values():

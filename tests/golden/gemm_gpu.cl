@@ -38,30 +38,30 @@ static inline float tgh_abs_float(float x) { return fabsf(x); }
 static inline float tgh_max_float(float a, float b) { return (a > b || a != a) ? a : b; }
 static inline float tgh_min_float(float a, float b) { return (a < b || a != a) ? a : b; }
 
-__kernel void __attribute__((reqd_work_group_size(32, 1, 1))) tg_matmul_k0(__global float* restrict b_a, __global float* restrict b_b, __global float* restrict b_matmul) {
-  __local float b_shared[34];
-  __local float b_a_shared[6];
+__kernel void __attribute__((reqd_work_group_size(16, 1, 1))) tg_matmul_k0(__global float* restrict b_a, __global float* restrict b_b, __global float* restrict b_matmul) {
+  __local float b_shared[16];
+  __local float b_a_shared[1];
   {
     const int32_t x_i_0_j_0_fused = ((int32_t)get_group_id(0));
     {
       const int32_t x_i_2_j_2_fused = ((int32_t)get_local_id(0));
       {
         float b_matmul_local[1];
-        for (int32_t x_k_0 = 0; x_k_0 < 24; ++x_k_0) {
+        for (int32_t x_k_0 = 0; x_k_0 < 48; ++x_k_0) {
           barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-          if ((((((x_i_2_j_2_fused < 4) && (((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2)) >= 0)) && (((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2)) < 64)) && (((x_k_0 * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) >= 0)) && (((x_k_0 * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) < 48))) {
-            b_a_shared[((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 3) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))] = b_a[((((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 96) + (tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 48)) + (x_k_0 * 2)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))];
+          if ((((((x_i_2_j_2_fused < 1) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) < 64)) && (x_k_0 >= 0)) && (x_k_0 < 48))) {
+            b_a_shared[0] = b_a[((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 48) + x_k_0)];
           }
-          b_shared[((tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 17) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))] = b_b[((((x_k_0 * 64) + (tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 32)) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))];
+          if (((((((x_i_2_j_2_fused * 4) < 16) && (x_k_0 >= 0)) && (x_k_0 < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 16)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 16)) < 32))) {
+            vstore4(vload4(0, &b_b[(((x_k_0 * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 4) * 4))]), 0, &b_shared[(tgh_floormod_int32_t(x_i_2_j_2_fused, 4) * 4)]);
+          }
+          if ((x_k_0 == 0)) {
+            b_matmul_local[0] = 0x0.0p+0f;
+          }
           barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-          for (int32_t x_k_1 = 0; x_k_1 < 2; ++x_k_1) {
-            if ((((x_k_0 * 2) + x_k_1) == 0)) {
-              b_matmul_local[0] = 0x0.0p+0f;
-            }
-            b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[((tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 3) + x_k_1)] * b_shared[((x_k_1 * 17) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))]));
-          }
+          b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[0] * b_shared[x_i_2_j_2_fused]));
         }
-        b_matmul[((((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 64) + (tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 32)) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))] = b_matmul_local[0];
+        b_matmul[(((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + x_i_2_j_2_fused)] = b_matmul_local[0];
       }
     }
   }

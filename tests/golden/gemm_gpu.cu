@@ -26,30 +26,30 @@ static __device__ __forceinline__ double tgh_abs_double(double x) { return fabs(
 static __device__ __forceinline__ double tgh_max_double(double a, double b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ double tgh_min_double(double a, double b) { return (a < b || a != a) ? a : b; }
 
-extern "C" __global__ void __launch_bounds__(32) tg_matmul_k0(float* __restrict__ b_a, float* __restrict__ b_b, float* __restrict__ b_matmul) {
-  __shared__ float b_shared[34];
-  __shared__ float b_a_shared[6];
+extern "C" __global__ void __launch_bounds__(16) tg_matmul_k0(float* __restrict__ b_a, float* __restrict__ b_b, float* __restrict__ b_matmul) {
+  __shared__ __align__(16) float b_shared[16];
+  __shared__ __align__(16) float b_a_shared[1];
   {
     const int32_t x_i_0_j_0_fused = ((int32_t)blockIdx.x);
     {
       const int32_t x_i_2_j_2_fused = ((int32_t)threadIdx.x);
       {
-        float b_matmul_local[1];
-        for (int32_t x_k_0 = 0; x_k_0 < 24; ++x_k_0) {
+        __align__(16) float b_matmul_local[1];
+        for (int32_t x_k_0 = 0; x_k_0 < 48; ++x_k_0) {
           __syncthreads();
-          if ((((((x_i_2_j_2_fused < 4) && (((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2)) >= 0)) && (((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2)) < 64)) && (((x_k_0 * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) >= 0)) && (((x_k_0 * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) < 48))) {
-            b_a_shared[((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 3) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))] = b_a[((((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 96) + (tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 48)) + (x_k_0 * 2)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))];
+          if ((((((x_i_2_j_2_fused < 1) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) < 64)) && (x_k_0 >= 0)) && (x_k_0 < 48))) {
+            b_a_shared[0] = b_a[((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 48) + x_k_0)];
           }
-          b_shared[((tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 17) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))] = b_b[((((x_k_0 * 64) + (tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 32)) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))];
+          if (((((((x_i_2_j_2_fused * 4) < 16) && (x_k_0 >= 0)) && (x_k_0 < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 16)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 16)) < 32))) {
+            *(float4*)(&b_shared[(tgh_floormod_int32_t(x_i_2_j_2_fused, 4) * 4)]) = *(const float4*)(&b_b[(((x_k_0 * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 4) * 4))]);
+          }
+          if ((x_k_0 == 0)) {
+            b_matmul_local[0] = 0x0.0p+0f;
+          }
           __syncthreads();
-          for (int32_t x_k_1 = 0; x_k_1 < 2; ++x_k_1) {
-            if ((((x_k_0 * 2) + x_k_1) == 0)) {
-              b_matmul_local[0] = 0x0.0p+0f;
-            }
-            b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[((tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 3) + x_k_1)] * b_shared[((x_k_1 * 17) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))]));
-          }
+          b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[0] * b_shared[x_i_2_j_2_fused]));
         }
-        b_matmul[((((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 64) + (tgh_floordiv_int32_t(x_i_2_j_2_fused, 16) * 32)) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 16))] = b_matmul_local[0];
+        b_matmul[(((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + x_i_2_j_2_fused)] = b_matmul_local[0];
       }
     }
   }
@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(32) tg_matmul_k0(float* __restrict_
 
 #include <cuda_runtime.h>
 extern "C" int tg_matmul_launch(float* b_a, float* b_b, float* b_matmul, cudaStream_t stream) {
-  tg_matmul_k0<<<dim3(64, 1, 1), dim3(32, 1, 1), 0, stream>>>(b_a, b_b, b_matmul);
+  tg_matmul_k0<<<dim3(128, 1, 1), dim3(16, 1, 1), 0, stream>>>(b_a, b_b, b_matmul);
   return (int)cudaGetLastError();
 }
 extern "C" int tg_matmul_run_host(float* b_a, float* b_b, float* b_matmul, int32_t n_inputs) {

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from tilegraph.codegen.c import CFamilyPrinter, ctype, division_helpers
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, For, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_IDX_KINDS
 from tilegraph.lower.gpu.split_host_device import DeviceKernel, GpuProgram
+from tilegraph.te.expr import BufferLoad, Ramp
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Dialect:
     launch_bounds: str               # per-kernel attribute: {threads}, {bx}, {by}, {bz}
     uses_axis_letters: bool
     shuffle_xor: str | None = None   # {mask}, {value}, {lane_mask}, {width}; None: lowering replaces AllReduce
+    vector_copy: str = ""            # a 4-lane aligned copy: {v} vector type, {dst}/{src} element addresses
+    local_align: str = ""            # before a per-thread array declaration
 
 
 _CUDA_PRELUDE = """#include <stdint.h>
@@ -75,7 +78,7 @@ CUDA = Dialect(
     kernel_qualifier='extern "C" __global__',
     function_qualifier="static __device__ __forceinline__",
     global_pointer="{t}* __restrict__ {name}",
-    shared_decl="__shared__ {t} {name}[{size}];",
+    shared_decl="__shared__ __align__(16) {t} {name}[{size}];",
     block_index="blockIdx.{axis}",
     thread_index="threadIdx.{axis}",
     barrier="__syncthreads();",
@@ -85,6 +88,8 @@ CUDA = Dialect(
     launch_bounds="__launch_bounds__({threads})",
     uses_axis_letters=True,
     shuffle_xor="__shfl_xor_sync({mask}, {value}, {lane_mask}, {width})",
+    vector_copy="*({v}*)({dst}) = *(const {v}*)({src});",
+    local_align="__align__(16) ",
 )
 
 OPENCL = Dialect(
@@ -101,6 +106,7 @@ OPENCL = Dialect(
     prelude=_OPENCL_PRELUDE,
     launch_bounds="__attribute__((reqd_work_group_size({bx}, {by}, {bz})))",
     uses_axis_letters=False,
+    vector_copy="vstore4(vload4(0, {src}), 0, {dst});",
 )
 
 DIALECTS = {"cuda": CUDA, "opencl": OPENCL}
@@ -179,8 +185,20 @@ class GpuPrinter(CFamilyPrinter):
                             else f"tgh_{s.combiner}_{t}({name}[{i}], {other})")
                 self.w.line(f"{name}[{i}] = {combined};")
 
+    def vector_copy(self, s: BufferStore) -> None:
+        """dst[ramp(i, 1, 4)] = src[ramp(j, 1, 4)]: one aligned 4-lane load and store (vectorize_copies)."""
+        dst, src = s.indices[0], s.value.indices[0]  # type: ignore[attr-defined]
+        if not (isinstance(dst, Ramp) and isinstance(src, Ramp) and dst.stride == src.stride == 1
+                and dst.lanes == src.lanes == 4 and isinstance(s.value, BufferLoad)):
+            raise LoweringError(f"store to {s.buffer.name}: only 4-lane aligned copies are printed for a GPU")
+        v = {"float": "float4", "int32_t": "int4"}[ctype(s.buffer.dtype)]
+        self.w.line(self.dialect.vector_copy.format(
+            v=v, dst=f"&{self.buf(s.buffer)}[{self.expr(dst.base)}]", src=f"&{self.buf(s.value.buffer)}[{self.expr(src.base)}]"))
+
     def stmt(self, s: Stmt) -> None:
-        if isinstance(s, Barrier):
+        if isinstance(s, BufferStore) and s.indices and isinstance(s.indices[0], Ramp):
+            self.vector_copy(s)
+        elif isinstance(s, Barrier):
             self.w.line(self.dialect.barrier)
         elif isinstance(s, AllReduce):
             self.all_reduce(s)
@@ -188,7 +206,8 @@ class GpuPrinter(CFamilyPrinter):
             self.stmt(s.body)  # declared at the top of the kernel
         elif isinstance(s, Allocate):
             with self.w.block(""):
-                self.w.line(f"{ctype(s.buffer.dtype)} {self.buf(s.buffer)}[{s.buffer.size}];")
+                # aligned for the 16-byte vector copies vectorize_copies/double_buffer make
+                self.w.line(f"{self.dialect.local_align}{ctype(s.buffer.dtype)} {self.buf(s.buffer)}[{s.buffer.size}];")
                 self.stmt(s.body)
         else:
             super().stmt(s)

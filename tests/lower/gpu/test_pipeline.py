@@ -7,6 +7,7 @@ from tilegraph.loop.ir import Barrier, For
 from tilegraph.loop.visit import rewrite_stmt, walk_stmts
 from tilegraph.lower.gpu.pipeline import lower_gpu
 from tilegraph.lower.passes.common import NOP
+from tilegraph.te.expr import Ramp
 
 OPENCL = tg.Target("opencl")
 
@@ -59,7 +60,7 @@ def test_grid_and_block_come_from_bound_loop_extents(gemm):
     (kernel,) = program.kernels
     assert kernel.grid == (3, 4, 1)
     assert kernel.block == (4, 4, 1)
-    assert kernel.shared_bytes == (8 * 4 + 4 * 8) * 4  # one a tile and one b tile per k step
+    assert kernel.shared_bytes == 2 * (8 * 4 + 4 * 8) * 4  # an a tile and a b tile, twice (double_buffer)
 
 
 def test_barriers_guard_the_shared_tiles(gemm):
@@ -73,8 +74,9 @@ def test_cooperative_fetch_spreads_the_copy_over_all_threads(gemm):
     copies = [s for s in walk_stmts(program.lowered.body)
               if getattr(s, "buffer", None) is not None and getattr(s.buffer, "scope", "") == "shared"
               and not hasattr(s, "body")]
-    # 32 elements per tile over 16 threads: 2 unrolled stores per tile, not one per element read
-    assert len(copies) == 4
+    # 32 elements per tile over 16 threads, four (one float4) per thread: one vector store per tile,
+    # once before the loop (tile 0) and once in it (the next tile, double_buffer)
+    assert len(copies) == 4 and all(isinstance(c.indices[0], Ramp) for c in copies)
 
 
 def test_removing_a_barrier_is_detected(gemm, rng):
@@ -139,7 +141,7 @@ def test_storage_pad_changes_the_shared_row_pitch(rng):
     wl, sch = gemm_schedule()
     sch.storage_pad("b_shared", [0, 1])
     program = lower_gpu(sch.func, OPENCL)
-    assert program.kernels[0].shared_bytes == (8 * 4 + 4 * 9) * 4
+    assert program.kernels[0].shared_bytes == 2 * (8 * 4 + 4 * 9) * 4
     a, b = _inputs(wl, rng)
     out = tg.interpret(program.lowered, a, b, thread_order="reversed").reshape(32, 24)
     np.testing.assert_allclose(out, _reference(a, b), rtol=1e-4, atol=1e-4)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Barrier, Block, Func
+from tilegraph.loop.ir import Barrier, Block, BufferStore, Func
 from tilegraph.loop.printer import func_str
 from tilegraph.loop.verify import verify
 from tilegraph.loop.visit import stmt_exprs, walk_stmts
@@ -23,6 +23,7 @@ from tilegraph.lower.gpu import (
     check_launch_bounds,
     compact_gpu_buffers,
     cooperative_fetch,
+    double_buffer,
     hoist_shared_allocs,
     insert_barriers,
     lower_allreduce_shared,
@@ -31,10 +32,11 @@ from tilegraph.lower.gpu import (
     merge_thread_loops,
     register_accumulators,
     split_host_device,
+    vectorize_copies,
 )
 from tilegraph.lower.gpu.split_host_device import GpuProgram
 from tilegraph.lower.passes import expand_unroll, flatten_buffers, hoist_reduction_init, lower_blocks, simplify
-from tilegraph.te.expr import Broadcast, Ramp, Reduce, TensorRead
+from tilegraph.te.expr import Broadcast, BufferLoad, Ramp, Reduce, TensorRead
 from tilegraph.te.visit import walk
 
 DUMP_ENV = "TILEGRAPH_DUMP_IR"
@@ -50,11 +52,19 @@ def _check_printable(func: Func, target: object) -> Func:
     for s in walk_stmts(func.body):
         if isinstance(s, Block):
             raise LoweringError(f"block {s.name} survived lowering (internal error)")
+        if _is_vector_copy(s):
+            continue
         for e in stmt_exprs(s):
             for x in walk(e):
                 if isinstance(x, (Ramp, Broadcast, TensorRead, Reduce)):
                     raise LoweringError(f"{type(x).__name__} cannot be printed for a GPU target (internal error)")
     return func
+
+
+def _is_vector_copy(s: object) -> bool:
+    """vectorize_copies' `dst[ramp(i, 1, 4)] = src[ramp(j, 1, 4)]`, which the GPU printers print."""
+    return (isinstance(s, BufferStore) and len(s.indices) == 1 and isinstance(s.indices[0], Ramp)
+            and isinstance(s.value, BufferLoad) and len(s.value.indices) == 1 and isinstance(s.value.indices[0], Ramp))
 
 
 GPU_PASSES: list[tuple[str, Pass]] = [
@@ -69,10 +79,12 @@ GPU_PASSES: list[tuple[str, Pass]] = [
     ("flatten_buffers", flatten_buffers.run),
     ("expand_unroll", expand_unroll.run),
     ("final_simplify", simplify.run),
+    ("vectorize_copies", vectorize_copies.run),
     ("register_accumulators", register_accumulators.run),
     ("lower_allreduce_shared", lower_allreduce_shared.run),
     ("hoist_shared_allocs", hoist_shared_allocs.run),
     ("insert_barriers", insert_barriers.run),
+    ("double_buffer", double_buffer.run),
     ("check_printable", _check_printable),
 ]
 
@@ -89,7 +101,7 @@ def lower_gpu(func: Func, target: object, dump: bool | None = None, barriers: bo
         print(f"# input\n{func_str(func)}")
     shapes = {b.name: b.shape for b in func.params}
     for name, run in GPU_PASSES:
-        if name == "insert_barriers" and not barriers:
+        if name in ("insert_barriers", "double_buffer") and not barriers:
             continue
         func = run(func, target)
         if dump:

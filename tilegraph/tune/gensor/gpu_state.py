@@ -11,8 +11,9 @@ The anchor (the last block with a reduction, else the last block) is tiled, per 
 t_a = v_a * c_a (Gensor 1.7: thread ti owns v chunks of c contiguous elements, t*c apart), and per
 reduce axis as [outer, rstep]. Loops: grid (fused, blockIdx.x) / threads (fused, threadIdx.x) /
 reduce outers / reduce inners / vthreads / c (unrolled). Inputs are copied to shared memory at the
-innermost reduce outer loop (cooperatively, see lower/gpu/cooperative_fetch.py), padded by `pad`
-elements per row against bank conflicts; the result accumulates in a local (register) tile. With
+innermost reduce outer loop (cooperatively, see lower/gpu/cooperative_fetch.py; four elements per
+thread as float4 where rows stay aligned), padded by `pad` (0, 1 or 4) elements per row against
+bank conflicts; the result accumulates in a local (register) tile. With
 vthread > 1 the strided tile has no contiguous write-back region for cache_write, so the schedule
 accumulates in place and lowering keeps the tile in registers (lower/gpu/register_accumulators.py).
 Other blocks: pure producers are inlined, the rest get one element per thread over their fused
@@ -38,6 +39,10 @@ from tilegraph.tune.hardware_gpu import GpuHardware
 
 FLAT_THREADS = GPU_FLAT_THREADS
 MAX_REGISTER_TILE = 64
+# Shared-tile row padding: 0 keeps rows 16-byte aligned (float4 copies, lower/gpu/vectorize_copies.py)
+# but lets column reads collide in banks; 1 removes the collisions but breaks the alignment; 4 keeps
+# the alignment and spreads the rows over banks four at a time.
+PADS = (0, 1, 4)
 BYTES = 4
 
 
@@ -155,7 +160,7 @@ def transitions(space: GpuSpace, s: GpuState) -> list[GpuState]:
     for r, e in enumerate(space.reduce):
         out += [replace(s, rstep=k) for k in moved(s.rstep, r, e)]
     if s.shared:
-        out.append(replace(s, pad=1 - s.pad if s.pad in (0, 1) else 0))
+        out += [replace(s, pad=p) for p in PADS if p != s.pad]
     return out
 
 
@@ -180,8 +185,8 @@ def predict(space: GpuSpace, s: GpuState, hw: GpuHardware) -> float:
     compute = flops / (hw.peak_flops * utilisation * warp_fill)
     t = max(compute, dram / hw.dram_bandwidth, smem / hw.smem_bandwidth)
     contiguous = s.thread[-1] // s.vthread[-1] if s.thread else 1
-    if s.shared and s.pad == 0 and contiguous > 1:
-        t *= 1.0 + 0.05 * min(contiguous, 8)
+    if s.shared and s.pad != 1 and contiguous > 1:
+        t *= 1.0 + (0.05 if s.pad == 0 else 0.025) * min(contiguous, 8)
     return t + 2e-6
 
 
