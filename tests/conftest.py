@@ -25,3 +25,13 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def opencl_device() -> None:
+    """Skips the test unless pyopencl imports and an OpenCL device (PoCL in CI) exists."""
+    pytest.importorskip("pyopencl")
+    from tilegraph.runtime.opencl import available
+
+    if not available():
+        pytest.skip("no OpenCL device")

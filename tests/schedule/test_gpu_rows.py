@@ -85,12 +85,7 @@ def test_row_kernel_cuda_source_compiles():
 
 @pytest.mark.needs_opencl
 @pytest.mark.parametrize("spec", ROW_SPECS)
-def test_row_kernel_runs_on_opencl(spec):
-    pytest.importorskip("pyopencl")
-    from tilegraph.runtime.opencl import available
-
-    if not available():
-        pytest.skip("no OpenCL device")
+def test_row_kernel_runs_on_opencl(spec, opencl_device):
     wl = workloads.from_spec(spec)
     inputs, ref = _inputs(wl, seed=5)
     for rows_per_block in (1, 4):

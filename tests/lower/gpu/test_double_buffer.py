@@ -75,12 +75,7 @@ def test_tiles_that_would_not_fit_twice_stay_single():
 
 @pytest.mark.needs_opencl
 @pytest.mark.parametrize("spec,state", CASES)
-def test_double_buffered_gemm_runs_on_opencl(spec, state):
-    pytest.importorskip("pyopencl")
-    from tilegraph.runtime.opencl import available
-
-    if not available():
-        pytest.skip("no OpenCL device")
+def test_double_buffered_gemm_runs_on_opencl(spec, state, opencl_device):
     wl = workloads.from_spec(spec)
     inputs, ref = _inputs(wl, seed=3)
     kernel = tg.build(gpu_schedule(wl, state), target="opencl")

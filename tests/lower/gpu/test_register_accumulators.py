@@ -71,12 +71,7 @@ def test_vthread_tiles_accumulate_in_registers_and_stay_correct(spec, state):
 
 @pytest.mark.needs_opencl
 @pytest.mark.parametrize("spec,state", VTHREAD_CASES)
-def test_vthread_register_tiles_run_on_opencl(spec, state):
-    pytest.importorskip("pyopencl")
-    from tilegraph.runtime.opencl import available
-
-    if not available():
-        pytest.skip("no OpenCL device")
+def test_vthread_register_tiles_run_on_opencl(spec, state, opencl_device):
     wl = workloads.from_spec(spec)
     kernel = tg.build(gpu_schedule(wl, state), target="opencl")
     rng = np.random.default_rng(8)

@@ -86,12 +86,7 @@ def test_vector_copies_compile_with_nvcc():
 
 
 @pytest.mark.needs_opencl
-def test_vector_copies_run_on_opencl():
-    pytest.importorskip("pyopencl")
-    from tilegraph.runtime.opencl import available
-
-    if not available():
-        pytest.skip("no OpenCL device")
+def test_vector_copies_run_on_opencl(opencl_device):
     wl, sch = _gemm(0, "matmul:64,32,64")
     rng = np.random.default_rng(9)
     a, b = (rng.standard_normal(t.shape).astype(np.float32) for t in wl.inputs)
