@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from tilegraph.cli.models import add_commands
 
-    add_commands(sub, {"db": db_opt}, _positive_float, _int_at_least)
+    add_commands(sub, {"db": db_opt}, _positive_float, _int_at_least, _target_spec)
 
     info = sub.add_parser("info", parents=[db_opt], help="target fingerprint, ISA, cores, caches, compiler, paths")
     info.add_argument("--json", action="store_true")

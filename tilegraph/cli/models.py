@@ -2,6 +2,7 @@
 
     tilegraph compile MODEL.onnx [-o DIR] [--time S] [--trials N] [--threads N] [--db PATH] [--json]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
+                  [--target cpu|opencl|cuda]
 
 MODEL may also name a reference model (resnet50, mobilenet_v2, bert, gpt2): it is exported to ONNX
 first (and PyTorch is then available as a peer). Inputs not given are random (seed 0); `run`
@@ -27,9 +28,11 @@ import numpy as np
 from tilegraph import config
 from tilegraph.graph.compile import DEFAULT_ORCHESTRATION, ORCHESTRATIONS
 from tilegraph.graph.passes import OPTIONAL
+from tilegraph.target import Target
 
 
-def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_least: Any) -> None:
+def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_least: Any,
+                 target_spec: Any = str) -> None:
     comp = sub.add_parser("compile", parents=[parents["db"]], help="compile a model (ONNX) into a saved model dir")
     comp.add_argument("model", help="an ONNX file, or a reference model name (resnet50, mobilenet_v2, bert, gpt2)")
     comp.add_argument("-o", "--output", default=None, help="where to save the compiled model (default MODEL.tg)")
@@ -55,6 +58,9 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     run.add_argument("--threads", type=int_at_least(1), default=None, help="threads (default: all cores)")
     run.add_argument("--time", type=positive_float, default=2.0, help="seconds of timing per contender")
     run.add_argument("--json", action="store_true")
+    run.add_argument("--target", type=target_spec, default="cpu",
+                     help="where an ONNX or reference model runs: cpu, or opencl / cuda (tensors stay in device "
+                          "memory between kernels)")
     run.add_argument("--no-fuse", action="store_true", help="compile an ONNX model with one kernel per node")
     run.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
                      help=f"how an ONNX model's kernels are chosen (default {DEFAULT_ORCHESTRATION})")
@@ -170,9 +176,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     onnx_path, zoo_name, kind = _resolve(args.model)
     if args.threads:  # before compiling: orchestration times candidates at this thread count
         threads.set_num_threads(args.threads)
+    if kind == "saved" and args.target != "cpu":
+        raise ValueError(f"--target {args.target}: a saved model runs on the target it was compiled for; "
+                         "pass the ONNX file or the reference model name instead")
     model = load_model(args.model) if kind == "saved" else compile_model(
-        str(onnx_path), db=args.db, fuse=not args.no_fuse, orchestration=args.orchestration)
-    thread_count = args.threads or model.target.num_cores
+        str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse, orchestration=args.orchestration)
+    # peers run on the host's cores, also when the model runs on a device
+    thread_count = args.threads or model.target.num_cores or threads.configured_num_threads() or Target().num_cores
     inputs = _inputs(model, args.input)
     outputs = model.run(inputs)
     report: dict[str, Any] = {"model": args.model, "outputs": {k: list(v.shape) for k, v in outputs.items()}}

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tilegraph.errors import GraphError
+from tilegraph.graph.device_model import DeviceModel
 from tilegraph.graph.fusion.choose import orchestrate_kernels
 from tilegraph.graph.fusion.compose import group_spec
 from tilegraph.graph.fusion.partition import Group, partition
@@ -37,7 +38,8 @@ from tilegraph.graph.kernels import build_kernels, kernel_spec
 from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
 from tilegraph.graph.passes import optimize
-from tilegraph.graph.plan import plan_memory
+from tilegraph.graph.plan import ALIGN, plan_memory
+from tilegraph.runtime.device_memory import device_alignment
 from tilegraph.target import as_target, host_supports
 
 ORCHESTRATIONS = ("greedy", "blp")
@@ -79,8 +81,14 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         raise GraphError(f"trials must be a non-negative integer, got {trials!r}")
     tune = time_budget > 0 or bool(trials)
     tgt = as_target(target)
-    if tgt.kind != "cpu":
-        raise GraphError(f"compiled models run on cpu targets for now, got {tgt.kind!r}")
+    gpu = tgt.kind != "cpu"
+    if gpu:
+        from tilegraph.runtime.backends import require_runnable
+
+        require_runnable(tgt)
+        if tune:
+            raise GraphError(f"tuning whole models is supported on cpu targets; compile for {tgt.kind} without "
+                             "a time budget or trials (each kernel gets its default GPU schedule, or a database record)")
     if tune or isinstance(db, (str, os.PathLike)):
         from tilegraph.tune.database import open_database
 
@@ -102,7 +110,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         tuning_s = report.elapsed_s
     fallbacks: list[str] = []
     chosen = None
-    if fuse and orchestration == "blp" and host_supports(tgt):  # BLP times candidates: they must run here
+    if fuse and orchestration == "blp" and host_supports(tgt) and not gpu:  # BLP times candidates here
         specs, built, chosen = orchestrate_kernels(graph, groups, tgt, db, workers, progress)
         fallbacks += chosen.failures
     else:
@@ -113,8 +121,10 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     keys = list(dict.fromkeys(spec.key for spec in specs))
     index = {key: i for i, key in enumerate(keys)}
     steps = [Step(index[spec.key], spec.label, spec.arguments, spec.outputs, spec.nodes) for spec in specs]
-    plan = plan_memory([(s.inputs, s.outputs) for s in steps], graph, views)
-    model_ = CompiledModel(graph, steps, [built[k].kernel for k in keys], keys, [built[k].tuned for k in keys], plan,
+    align = device_alignment(tgt) if gpu else ALIGN
+    plan = plan_memory([(s.inputs, s.outputs) for s in steps], graph, views, align)
+    model_class = DeviceModel if gpu else CompiledModel
+    model_ = model_class(graph, steps, [built[k].kernel for k in keys], keys, [built[k].tuned for k in keys], plan,
                            views, tgt, rewrites, time.perf_counter() - start - tuning_s)
     model_.fallbacks = tuple(fallbacks)
     model_.tuning = report

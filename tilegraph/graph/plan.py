@@ -36,8 +36,8 @@ class MemoryPlan:
         return cls(dict(data["offsets"]), int(data["arena_bytes"]), int(data["lower_bound_bytes"]))
 
 
-def _aligned(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
+def _aligned(n: int, align: int = ALIGN) -> int:
+    return (n + align - 1) // align * align
 
 
 def storage_roots(graph: Graph, views: Mapping[str, str]) -> dict[str, str]:
@@ -52,7 +52,8 @@ def storage_roots(graph: Graph, views: Mapping[str, str]) -> dict[str, str]:
 
 
 def plan_memory(steps: Sequence[tuple[Sequence[str], Sequence[str]]], graph: Graph,
-                views: Mapping[str, str]) -> MemoryPlan:
+                views: Mapping[str, str], align: int = ALIGN) -> MemoryPlan:
+    """`align`: every offset a multiple of it (device sub-buffers need more than the host's 64)."""
     roots = storage_roots(graph, views)
     last = len(steps)
     birth: dict[str, int] = {}
@@ -73,7 +74,7 @@ def plan_memory(steps: Sequence[tuple[Sequence[str], Sequence[str]]], graph: Gra
     for name in graph.outputs:
         if roots[name] in birth:
             death[roots[name]] = last
-    sizes = {root: _aligned(max(graph.values[root].nbytes, 1)) for root in birth}
+    sizes = {root: _aligned(max(graph.values[root].nbytes, 1), align) for root in birth}
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, birth, death)
     offsets: dict[str, int] = {}
     for root in sorted(birth, key=lambda r: (-sizes[r], birth[r], r)):

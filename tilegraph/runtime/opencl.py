@@ -127,6 +127,14 @@ class OpenCLKernel(KernelBase):
             buffers[b.name] = cl.Buffer(ctx, mf.READ_WRITE, size=max(1, b.size * b.dtype.itemsize))
         return _OpenCLLaunch(self, queue, buffers, list(outputs))
 
+    def launch_device(self, queue: Any, handles: Sequence[Any], temporaries: dict[str, Any]) -> Any:
+        """Enqueue every kernel on device buffers: `handles` for the params (inputs then outputs),
+        `temporaries` for the program's own intermediates (runtime/device_memory.py)."""
+        if len(handles) != len(self.program.params):
+            raise TypeError(f"{self.program.name} takes {len(self.program.params)} device buffers, got {len(handles)}")
+        buffers = {b.name: h for b, h in zip(self.program.params, handles)}
+        return self._launch_all(queue, {**temporaries, **buffers})
+
     def _launch_all(self, queue: Any, buffers: dict[str, Any]) -> Any:
         import pyopencl as cl
 

@@ -1,0 +1,116 @@
+"""Whole models on a GPU target (issue 18, part 5), run here on OpenCL (PoCL): tensors stay in one
+device arena between kernels, the outputs match ONNX Runtime; CUDA without a GPU and tuning on a
+GPU target are refused with one line."""
+
+import json
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph.errors import GraphError, ResourceError
+from tilegraph.graph.device_model import DeviceModel
+from tilegraph.runtime.device_memory import device_alignment
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+pytestmark = pytest.mark.needs_opencl
+F = TensorProto.FLOAT
+
+
+def _block_model(seed=0):
+    """MatMul + bias + ReLU + MatMul + residual + LayerNorm + Softmax + Reshape (a view)."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.standard_normal((64, 96)) * 0.1, "b1": rng.standard_normal(96), "w2": rng.standard_normal((96, 64)) * 0.1,
+             "g": np.abs(rng.standard_normal(64)) + 0.5, "be": rng.standard_normal(64)}
+    tensors = [numpy_helper.from_array(np.asarray(a, dtype=np.float32), n) for n, a in inits.items()]
+    tensors.append(numpy_helper.from_array(np.array([2, 12, 64], dtype=np.int64), "shape"))
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["o"]),
+             helper.make_node("Add", ["o", "x"], ["res"]),
+             helper.make_node("LayerNormalization", ["res", "g", "be"], ["ln"], axis=-1, epsilon=1e-5),
+             helper.make_node("Softmax", ["ln"], ["sm"], axis=-1), helper.make_node("Reshape", ["sm", "shape"], ["y"])]
+    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", F, [24, 64])],
+                              [helper.make_tensor_value_info("y", F, None)], tensors)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.fixture(scope="module")
+def block():
+    pytest.importorskip("pyopencl")
+    from tilegraph.runtime.opencl import available
+
+    if not available():
+        pytest.skip("no OpenCL device")
+    model = _block_model()
+    return model, tg.compile(model, target="opencl")
+
+
+def test_a_model_runs_on_opencl_with_tensors_in_device_memory(block):
+    onnx_model, model = block
+    assert isinstance(model, DeviceModel) and "device memory" in model.summary()
+    session = ort.InferenceSession(onnx_model.SerializeToString())
+    rng = np.random.default_rng(1)
+    for _ in range(2):  # a second call reuses the arena with new inputs
+        x = rng.standard_normal((24, 64)).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+    align = device_alignment(model.target)
+    assert all(offset % align == 0 for offset in model.plan.offsets.values())
+
+
+def test_only_inputs_go_up_and_only_outputs_come_down(block, monkeypatch):
+    _, model = block
+    x = np.ones((24, 64), np.float32)
+    model(x)
+    memory = model._memory
+    counts = {"upload": 0, "download": 0, "launch": 0}
+    for name in counts:
+        original = getattr(memory, name)
+
+        def counted(*args, _name=name, _original=original):
+            counts[_name] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(memory, name, counted)
+    model(x)
+    assert counts == {"upload": 1, "download": 1, "launch": len(model.steps)}
+
+
+def test_gpu_models_are_not_saved_and_not_tuned(block, tmp_path):
+    onnx_model, model = block
+    with pytest.raises(GraphError, match="not supported yet"):
+        model.save(tmp_path / "m.tg")
+    with pytest.raises(GraphError, match="tuning whole models"):
+        tg.compile(onnx_model, target="opencl", time_budget=5)
+
+
+def test_cuda_without_a_gpu_is_one_line(monkeypatch):
+    from tilegraph.runtime import backends
+
+    monkeypatch.setattr(backends, "gpu_visible", lambda: False)
+    with pytest.raises(ResourceError, match="no NVIDIA GPU"):
+        tg.compile(_block_model(), target="cuda")
+
+
+def test_reduced_bert_on_opencl_matches_onnxruntime(exported, opencl_device):
+    path = exported("bert", "dynamo")
+    model = tg.compile(path, target="opencl")
+    rng = np.random.default_rng(0)
+    inputs = {n: rng.integers(0, 1000, model.graph.type_of(n).shape).astype(np.int64) for n in model.input_names}
+    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, inputs)
+    got = model.run(inputs)
+    for name, e in zip(model.output_names, expected):
+        assert np.abs(got[name] - e).max() <= 1e-3 * np.abs(e).max()
+
+
+def test_cli_runs_an_onnx_model_on_opencl(tmp_path, opencl_device, capsys):
+    from tilegraph.cli.main import main
+
+    path = tmp_path / "block.onnx"
+    onnx.save(_block_model(), str(path))
+    assert main(["run", str(path), "--target", "opencl", "--vs", "onnxruntime", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["onnxruntime_relative_error"] < 1e-5
+    assert main(["run", str(path), "--target", "nonsense"]) == 2

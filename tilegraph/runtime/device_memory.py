@@ -1,0 +1,138 @@
+"""Device memory for whole models on a GPU target: one arena on the device, regions of it for the
+model's tensors, constants uploaded once, kernels launched on device buffers (nothing crosses to
+the host between kernels).
+
+    memory = device_memory(target)              # OpenCLMemory (pyopencl) or CudaMemory (torch)
+    arena = memory.alloc(nbytes)
+    x = memory.region(arena, offset, nbytes)    # offset: a multiple of memory.alignment
+    w = memory.constant(weights)                # uploaded once
+    memory.upload(x, array); memory.launch(kernel, [x, w, y]); memory.synchronize()
+    memory.download(y, out)
+
+One implementation per device API, beside the protocol. CUDA memory is torch's allocator (the CUDA
+kernels take device pointers, runtime/cuda.py), so a CUDA model needs torch with CUDA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from tilegraph.errors import BuildError
+from tilegraph.target import Target
+
+
+class DeviceMemory(Protocol):
+    alignment: int  # bytes: every region offset is a multiple of it
+
+    def alloc(self, nbytes: int) -> Any: ...
+    def region(self, arena: Any, offset: int, nbytes: int) -> Any: ...
+    def constant(self, array: np.ndarray) -> Any: ...
+    def upload(self, handle: Any, array: np.ndarray) -> None: ...
+    def download(self, handle: Any, out: np.ndarray) -> None: ...
+    def launch(self, kernel: Any, handles: Sequence[Any]) -> None: ...
+    def synchronize(self) -> None: ...
+
+
+class OpenCLMemory:
+    """pyopencl buffers on the runtime's device (runtime/opencl.py); regions are sub-buffers."""
+
+    def __init__(self) -> None:
+        import pyopencl as cl
+
+        from tilegraph.runtime.opencl import _context
+
+        self.cl = cl
+        self.ctx, self.queue = _context()
+        self.alignment = device_alignment(Target("opencl"))
+        self._temporaries: dict[int, dict[str, Any]] = {}
+
+    def alloc(self, nbytes: int) -> Any:
+        return self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, size=max(1, nbytes))
+
+    def region(self, arena: Any, offset: int, nbytes: int) -> Any:
+        if offset % self.alignment:
+            raise BuildError(f"device region at offset {offset} is not {self.alignment}-byte aligned")
+        return arena.get_sub_region(offset, max(1, nbytes))
+
+    def constant(self, array: np.ndarray) -> Any:
+        flags = self.cl.mem_flags.READ_ONLY | self.cl.mem_flags.COPY_HOST_PTR
+        return self.cl.Buffer(self.ctx, flags, hostbuf=np.ascontiguousarray(array))
+
+    def upload(self, handle: Any, array: np.ndarray) -> None:
+        self.cl.enqueue_copy(self.queue, handle, np.ascontiguousarray(array))
+
+    def download(self, handle: Any, out: np.ndarray) -> None:
+        self.cl.enqueue_copy(self.queue, out, handle)
+        self.queue.finish()
+
+    def launch(self, kernel: Any, handles: Sequence[Any]) -> None:
+        temps = self._temporaries.get(id(kernel))
+        if temps is None:  # a multi-kernel program's own intermediates: allocated once per kernel
+            temps = self._temporaries[id(kernel)] = {
+                b.name: self.alloc(b.size * b.dtype.itemsize) for b in kernel.program.temporaries}
+        kernel.launch_device(self.queue, handles, temps)
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+
+class CudaMemory:
+    """torch's CUDA allocator: the arena is one uint8 tensor, regions are views of it."""
+
+    alignment = 256
+
+    def __init__(self) -> None:
+        from tilegraph.runtime.cuda import _torch_cuda
+
+        torch = _torch_cuda()
+        if torch is None:
+            raise BuildError("a model on a cuda target keeps its tensors in GPU memory through torch: "
+                             "install torch with CUDA (and run where an NVIDIA GPU is visible)")
+        self.torch = torch
+
+    def alloc(self, nbytes: int) -> Any:
+        return self.torch.empty(max(1, nbytes), dtype=self.torch.uint8, device="cuda")
+
+    def region(self, arena: Any, offset: int, nbytes: int) -> Any:
+        if offset % self.alignment:
+            raise BuildError(f"device region at offset {offset} is not {self.alignment}-byte aligned")
+        return arena[offset: offset + max(1, nbytes)]
+
+    def constant(self, array: np.ndarray) -> Any:
+        return self.torch.from_numpy(np.ascontiguousarray(array).view(np.uint8).reshape(-1)).cuda()
+
+    def upload(self, handle: Any, array: np.ndarray) -> None:
+        handle.copy_(self.torch.from_numpy(np.ascontiguousarray(array).view(np.uint8).reshape(-1)))
+
+    def download(self, handle: Any, out: np.ndarray) -> None:
+        out.view(np.uint8).reshape(-1)[:] = handle[: out.nbytes].cpu().numpy()
+
+    def launch(self, kernel: Any, handles: Sequence[Any]) -> None:
+        kernel._launch_device(list(handles))
+
+    def synchronize(self) -> None:
+        self.torch.cuda.synchronize()
+
+
+def device_alignment(target: Target) -> int:
+    """The region alignment `device_memory(target)` needs (the memory plan aligns offsets to it)."""
+    if target.kind == "opencl":
+        from tilegraph.runtime.opencl import _context
+
+        return max(256, int(_context()[0].devices[0].mem_base_addr_align) // 8)
+    return CudaMemory.alignment
+
+
+def device_memory(target: Target) -> DeviceMemory:
+    """The device memory of a GPU target's runtime."""
+    if target.kind == "opencl":
+        return OpenCLMemory()
+    if target.kind == "cuda":
+        return CudaMemory()
+    raise BuildError(f"{target.kind} targets keep tensors in host memory (graph/model.py), not device memory")
+
+
+__all__ = ["CudaMemory", "DeviceMemory", "OpenCLMemory", "device_alignment", "device_memory"]
