@@ -41,6 +41,7 @@ class Row:
     candidates_ok: int
     candidates: int
     tune_s: float | None = None       # Gensor's proposal, builds, checks and timings of every candidate
+    spearman: float | None = None     # rank correlation of the hardware model's predictions with the times
 
     @property
     def speedup(self) -> float | None:
@@ -56,12 +57,13 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 def format_table(rows: list[Row], device: str) -> str:
     """A Markdown table (also readable in a terminal)."""
     lines = [f"GPU benchmark on {device}: fp32, TF32 off; times in ms (lower is better)", "",
-             "| case | workload | tilegraph | torch | torch/tilegraph | max abs error | candidates ok | tuning s |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| case | workload | tilegraph | torch | torch/tilegraph | max abs error | candidates ok | tuning s "
+             "| Spearman(predicted, measured) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.case} | `{r.spec}` | {_fmt(r.tilegraph_ms)} | {_fmt(r.torch_ms)} | {_fmt(r.speedup, 2)} | "
                      f"{_fmt(r.max_error, 6) if r.max_error is not None else '-'} | {r.candidates_ok}/{r.candidates} | "
-                     f"{_fmt(r.tune_s, 1)} |")
+                     f"{_fmt(r.tune_s, 1)} | {_fmt(r.spearman, 2)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -138,7 +140,8 @@ def run_case(name: str, spec: str, top_k: int, reps: int) -> Row:
     ok = 0
     started = time.perf_counter()
     cands = gpu_candidates(wl, target, top_k=top_k)
-    for trace, _, _ in cands:
+    timed: list[tuple[float, float]] = []  # (predicted s, measured ms) of the correct candidates
+    for trace, predicted, _ in cands:
         try:
             sch = tg.Schedule.replay(wl, trace)
             program = lower_gpu(sch.func, target)
@@ -151,11 +154,21 @@ def run_case(name: str, spec: str, top_k: int, reps: int) -> Row:
                 continue
             ok += 1
             ms = kernel.time(*host, warmup=2, repeat=reps, min_time=0.05).median * 1e3
+            timed.append((predicted, ms))
             if best is None or ms < best:
                 best, best_err = ms, err
         except tg.TilegraphError as e:
             print(f"{name}: candidate failed: {e}", file=sys.stderr)
-    return Row(name, spec, best, torch_ms, best_err, ok, len(cands), time.perf_counter() - started)
+    return Row(name, spec, best, torch_ms, best_err, ok, len(cands), time.perf_counter() - started, _spearman(timed))
+
+
+def _spearman(pairs: list[tuple[float, float]]) -> float | None:
+    if len(pairs) < 3:
+        return None
+    from scipy.stats import spearmanr
+
+    rho = spearmanr([p for p, _ in pairs], [m for _, m in pairs]).statistic
+    return None if rho != rho else float(rho)
 
 
 def main(argv: list[str] | None = None) -> int:

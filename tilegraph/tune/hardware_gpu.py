@@ -1,5 +1,6 @@
 """The GPU hardware model Gensor's GPU states are ranked with: from the device when one is
-present (pyopencl device query, or nvidia-smi through Target), a spec table otherwise.
+present (CUDA: the runtime's device attributes, tune/cuda_device.py; OpenCL: the pyopencl device
+query), a spec table otherwise.
 
     hw = gpu_hardware(Target("cuda"))       # H100 table entry when nvidia-smi names an H100
     hw.num_sms, hw.max_threads_per_block, hw.shared_memory_per_block, hw.dram_bandwidth, ...
@@ -67,6 +68,12 @@ def gpu_hardware(target: Any) -> GpuHardware:
         shared_memory_per_sm=smem_sm, registers_per_sm=regs, peak_flops=flops, dram_bandwidth=dram,
         smem_bandwidth=SMEM_BANDWIDTH_PER_SM * sms,
     )
+    if getattr(target, "kind", None) == "cuda":
+        from tilegraph.tune.cuda_device import hardware_from_attributes, query_cuda_attributes
+
+        attrs = query_cuda_attributes(target)
+        if attrs is not None:
+            hw = replace(hw, **hardware_from_attributes(name, attrs))
     if getattr(target, "kind", None) == "opencl":
         try:
             from tilegraph.runtime.opencl import available, device_limits

@@ -31,3 +31,11 @@ def test_other_extents_stay_apart_and_shared_parts_get_a_barrier():
     assert len(short.body.stmts) == 2
     merged = merge_thread_loops.run(Func("f", (a, out), Seq((_stage("t0", "t0", a, s), _stage("t1", "t1", s, out)))))
     assert isinstance(merged.body, For) and any(isinstance(x, Barrier) for x in merged.body.body.stmts)
+
+
+def test_a_global_buffer_passed_between_the_parts_keeps_a_barrier_and_private_parts_need_none():
+    a, t, out = Buffer("a", (32,), F32), Buffer("t", (32,), F32), Buffer("out", (32,), F32)
+    merged = merge_thread_loops.run(Func("f", (a, t, out), Seq((_stage("t0", "t0", a, t), _stage("t1", "t1", t, out)))))
+    assert any(isinstance(x, Barrier) for x in merged.body.body.stmts)
+    apart = merge_thread_loops.run(Func("f", (a, t, out), Seq((_stage("t0", "t0", a, t), _stage("t1", "t1", a, out)))))
+    assert not any(isinstance(x, Barrier) for x in apart.body.body.stmts)

@@ -15,7 +15,8 @@ first, its variable set to 0.)
 
 Row kernels (softmax, layer norm) schedule each stage as its own thread loop under the row's
 loop; merged, the stages run back to back in every thread and the thread loops nest directly.
-Where the parts touch shared memory a barrier separates them, as the separate loops did.
+Where one part writes a shared or global buffer the other touches, a barrier separates them, as
+the separate loops did (all threads finished the first before any started the second).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import replace
 
 from tilegraph.loop.ir import Allocate, Barrier, For, Func, Seq, Stmt, seq
 from tilegraph.loop.visit import rewrite_stmt
-from tilegraph.lower.gpu.common import THREAD_IDX_KINDS, shared_accesses
+from tilegraph.lower.gpu.common import THREAD_IDX_KINDS, accesses_in_scope
 from tilegraph.lower.passes.common import substitute_stmt
 from tilegraph.te.expr import Const
 
@@ -46,6 +47,24 @@ def _on_stmt(s: Stmt) -> Stmt | None:
     return None
 
 
+def _communicates(first: Stmt, second: Stmt) -> bool:
+    """Whether the parts share a buffer other threads can see (shared or global) that one writes:
+    separate loops ran every thread's first part before any second part, so a barrier must stay."""
+    r1, w1 = _visible_accesses(first)
+    r2, w2 = _visible_accesses(second)
+    return bool(w1 & (r2 | w2) or w2 & r1)
+
+
+def _visible_accesses(s: Stmt) -> tuple[set[str], set[str]]:
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for scope in ("shared", "global"):
+        r, w = accesses_in_scope(s, scope)
+        reads |= r
+        writes |= w
+    return reads, writes
+
+
 def _is_thread_loop(s: Stmt) -> bool:
     return isinstance(s, For) and s.kind in THREAD_IDX_KINDS
 
@@ -58,7 +77,7 @@ def _merge_runs(stmts: list[Stmt]) -> list[Stmt]:
                 and prev.extent == s.extent):
             body = substitute_stmt(s.body, {s.var: prev.var})  # loop variables are unique: no capture
             parts: list[Stmt] = [prev.body]
-            if any(shared_accesses(prev.body)) or any(shared_accesses(body)):
+            if _communicates(prev.body, body):
                 parts.append(Barrier("shared"))
             out[-1] = replace(prev, body=seq(*parts, body))
         else:
