@@ -232,3 +232,20 @@ def test_opencl_target_describes_the_runtime_device():
     assert t.device_name == device_limits()["device_name"].strip()
     assert t.driver_version not in (None, "", "unknown") and t.cc_version not in (None, "", "unknown")
     assert t.device_name in str(t)
+
+
+def test_cpu_fingerprints_did_not_change_when_driver_version_was_added():
+    """Records measured before the field existed keep matching: a None driver_version stays out."""
+    import hashlib
+    import json
+    from dataclasses import fields
+
+    from tilegraph.version import CODEGEN_VERSION
+
+    t = Target.from_string("cpu -isa=avx2 -cores=1 -cc-version=gcc-12")
+    described = {f.name: getattr(t, f.name) for f in fields(t) if f.name != "driver_version"}
+    described["cc"] = os.path.basename(t.cc) if t.cc else t.cc
+    described["cc_version"] = t.compiler_version
+    described["codegen_version"] = CODEGEN_VERSION
+    digest = hashlib.sha256(json.dumps(described, sort_keys=True, default=list).encode()).hexdigest()
+    assert t.fingerprint == f"cpu-avx2-1c-{digest[:16]}"

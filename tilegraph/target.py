@@ -141,6 +141,8 @@ class Target:
         described["cc"] = os.path.basename(self.cc) if self.cc else self.cc
         described["cc_version"] = self.compiler_version
         described["codegen_version"] = CODEGEN_VERSION
+        if described["driver_version"] is None:  # a field added later: CPU fingerprints (and their records) stay
+            del described["driver_version"]
         digest = hashlib.sha256(json.dumps(described, sort_keys=True, default=list).encode()).hexdigest()
         cores = self.num_cores if self.num_cores is not None else self.num_sms
         return f"{self.kind}-{self.isa or self.compute_capability or 'any'}-{cores}c-{digest[:16]}"
