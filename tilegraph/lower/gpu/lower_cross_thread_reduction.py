@@ -24,12 +24,14 @@ from dataclasses import replace
 
 from tilegraph.errors import LoweringError, ScheduleError
 from tilegraph.loop.ir import TRUE, Allocate, AllReduce, Block, BlockVar, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.region import accesses
 from tilegraph.loop.visit import blocks, loads_under, reduce_loop_of, rewrite_stmt, stmt_children, stmt_exprs, walk_stmts
 from tilegraph.lower.passes.common import rewrite_loads
 from tilegraph.schedule.primitives.nest import fresh_buffer_name, replace_buffer
 from tilegraph.schedule.primitives.rfactor import Reduction, match_reduction
 from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Var, combine, identity_of
-from tilegraph.te.visit import uses_var, walk
+from tilegraph.te.simplify import simplify
+from tilegraph.te.visit import substitute, uses_var, walk
 
 
 def run(func: Func, target: object = None) -> Func:
@@ -51,9 +53,9 @@ def run(func: Func, target: object = None) -> Func:
 
 
 def _per_thread(body: Stmt, name: str, lanes: int) -> Stmt:
-    """An intermediate the kernel allocates, which every lane of the reduction stores whole and
-    which only threadIdx.x loops of the same lanes touch, becomes a local (per-thread) buffer:
-    each thread reads the copy it wrote itself."""
+    """An intermediate the kernel allocates, which every lane of the reduction stores whole, which
+    only threadIdx.x loops of the same lanes touch, and always at the one element the reduction
+    stored, becomes a local (per-thread) buffer: each thread reads the copy it wrote itself."""
     allocs = [x for x in walk_stmts(body) if isinstance(x, Allocate) and x.buffer.name == name]
     if len(allocs) != 1 or allocs[0].buffer.scope == "local":
         return body
@@ -63,6 +65,8 @@ def _per_thread(body: Stmt, name: str, lanes: int) -> Stmt:
     outermost = [x for x in users if not any(x is not y and _contains(y, x) for y in users)]
     if not outermost or any(x.extent != lanes for x in outermost) or _touches_outside(alloc.body, name, outermost):
         return body
+    if len(_indices(alloc.body, name)) != 1:  # every access the element its own lanes stored, nothing else
+        return body
     local = replace(alloc.buffer, scope="local")
     new = Allocate(local, replace_buffer(alloc.body, name, local))
     return rewrite_stmt(body, lambda x: new if x is alloc else None)
@@ -71,6 +75,16 @@ def _per_thread(body: Stmt, name: str, lanes: int) -> Stmt:
 def _touches(s: Stmt, name: str) -> bool:
     return any(isinstance(x, BufferStore) and x.buffer.name == name for x in walk_stmts(s)) or any(
         x.buffer.name == name for x in loads_under(s))
+
+
+def _indices(s: Stmt, name: str) -> set[tuple[Expr, ...]]:
+    """The indices of every access to `name`, in loop variables (block bindings substituted; loops
+    of one iteration, as compute_at leaves for a row, at 0)."""
+    out = set()
+    for acc in accesses(s, name):
+        unit = {lp.var: Const(0) for lp in acc.loops if lp.extent == 1}
+        out.add(tuple(simplify(substitute(i, unit)) for i in acc.indices))
+    return out
 
 
 def _contains(outer: Stmt, inner: Stmt) -> bool:
