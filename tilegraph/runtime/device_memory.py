@@ -46,7 +46,7 @@ class OpenCLMemory:
 
         self.cl = cl
         self.ctx, self.queue = _context()
-        self.alignment = device_alignment(Target("opencl"))
+        self.alignment = _opencl_alignment(self.ctx)
         self._temporaries: dict[int, dict[str, Any]] = {}
 
     def alloc(self, nbytes: int) -> Any:
@@ -122,8 +122,13 @@ def device_alignment(target: Target) -> int:
     if target.kind == "opencl":
         from tilegraph.runtime.opencl import _context
 
-        return max(256, int(_context()[0].devices[0].mem_base_addr_align) // 8)
+        return _opencl_alignment(_context()[0])
     return CudaMemory.alignment
+
+
+def _opencl_alignment(ctx: Any) -> int:
+    """Sub-buffer origins must be multiples of the device's base-address alignment (given in bits)."""
+    return max(256, int(ctx.devices[0].mem_base_addr_align) // 8)
 
 
 def device_memory(target: Target) -> DeviceMemory:

@@ -1,8 +1,9 @@
 """memory_access: how the first warp of a kernel touches memory, access by access (an analysis;
 it changes nothing). Global accesses are judged by coalescing: the 32-byte sectors one warp-wide
 access touches against the fewest its bytes need. Shared accesses by bank conflicts: the most
-distinct 4-byte words one bank must serve (1 = conflict-free; a word read by many lanes is a
-broadcast and costs nothing extra).
+distinct 4-byte words one bank must serve, over the phases the access needs anyway (a warp's
+float4 access takes 4), so 1 = conflict-free; a word read by many lanes is a broadcast and costs
+nothing extra.
 
     for report in analyze(kernel):            # kernel: a DeviceKernel of lower_gpu's GpuProgram
         report.buffer, report.scope, report.kind, report.sectors, report.ideal, report.coalesced
@@ -44,7 +45,7 @@ class AccessReport:
     lane_stride: int | None    # elements between neighbouring lanes (None: not one constant)
     sectors: int               # 32-byte sectors the warp touches (global)
     ideal: int                 # the fewest sectors its bytes could take
-    conflict_ways: int         # shared: words one bank serves at once (1: conflict-free)
+    conflict_ways: int         # shared: times one bank is asked more than the access's phases need (1: conflict-free)
 
     @property
     def coalesced(self) -> bool:
@@ -98,7 +99,10 @@ def _report(buf, kind: str, indices: tuple[Expr, ...], threads: list[For], block
         per_bank: dict[int, int] = {}
         for w in words:
             per_bank[w % BANKS] = per_bank.get(w % BANKS, 0) + 1
-        ways = max(per_bank.values())
+        # a warp's 128-bit access is served in 4 phases anyway: count only what exceeds the phases its
+        # words need (a conflict-free float4 access puts 4 words on every bank)
+        phases = -(-len(words) // BANKS)
+        ways = -(-max(per_bank.values()) // phases)
     return AccessReport(buf.name, buf.scope, kind, text, stride, sectors, ideal, ways)
 
 
