@@ -12,10 +12,10 @@ def test_cases_resolve_to_workloads():
 
 
 def test_table_shows_speedup_and_missing_values():
-    rows = [Row("GMM-4", "GMM-4", 2.0, 1.0, 1e-5, 3, 4, 12.5, 0.8), Row("conv", "c", None, 1.5, None, 0, 4)]
+    rows = [Row("GMM-4", "GMM-4", 2.0, 1.0, 1e-5, 3, 4, 12.5, 0.8, 0.02, 0.011), Row("conv", "c", None, 1.5, None, 0, 4)]
     table = format_table(rows, "H100")
-    assert "| GMM-4 | `GMM-4` | 2.000 | 1.000 | 0.50 |" in table and "| 3/4 | 12.5 | 0.80 |" in table
-    assert "| conv | `c` | - | 1.500 | - | - | 0/4 | - | - |" in table
+    assert "| GMM-4 | `GMM-4` | 2.0000 (2%) | 1.0000 (1%) | 0.50 |" in table and "| 3/4 | 12.5 | 0.80 |" in table
+    assert "| conv | `c` | - | 1.5000 | - | - | 0/4 | - | - |" in table
 
 
 def test_spearman_needs_three_kernels():

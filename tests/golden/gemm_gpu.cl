@@ -38,30 +38,47 @@ static inline float tgh_abs_float(float x) { return fabsf(x); }
 static inline float tgh_max_float(float a, float b) { return (a > b || a != a) ? a : b; }
 static inline float tgh_min_float(float a, float b) { return (a < b || a != a) ? a : b; }
 
-__kernel void __attribute__((reqd_work_group_size(16, 1, 1))) tg_matmul_k0(__global float* restrict b_a, __global float* restrict b_b, __global float* restrict b_matmul) {
-  __local float b_shared[16];
-  __local float b_a_shared[1];
+__kernel void __attribute__((reqd_work_group_size(8, 1, 1))) tg_matmul_k0(__global float* restrict b_a, __global float* restrict b_b, __global float* restrict b_matmul) {
+  __local float b_shared[48];
+  __local float b_a_shared[12];
   {
     const int32_t x_i_0_j_0_fused = ((int32_t)get_group_id(0));
     {
       const int32_t x_i_2_j_2_fused = ((int32_t)get_local_id(0));
       {
         float b_matmul_local[1];
-        for (int32_t x_k_0 = 0; x_k_0 < 48; ++x_k_0) {
-          barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-          if ((((((x_i_2_j_2_fused < 1) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) < 64)) && (x_k_0 >= 0)) && (x_k_0 < 48))) {
-            b_a_shared[0] = b_a[((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 48) + x_k_0)];
-          }
-          if (((((((x_i_2_j_2_fused * 4) < 16) && (x_k_0 >= 0)) && (x_k_0 < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 16)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 16)) < 32))) {
-            vstore4(vload4(0, &b_b[(((x_k_0 * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 4) * 4))]), 0, &b_shared[(tgh_floormod_int32_t(x_i_2_j_2_fused, 4) * 4)]);
-          }
-          if ((x_k_0 == 0)) {
-            b_matmul_local[0] = 0x0.0p+0f;
-          }
-          barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-          b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[0] * b_shared[x_i_2_j_2_fused]));
+        if ((((((x_i_2_j_2_fused < 2) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) < 64)) && (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) >= 0)) && (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) < 48))) {
+          b_a_shared[tgh_floormod_int32_t(x_i_2_j_2_fused, 2)] = b_a[((tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) * 48) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))];
         }
-        b_matmul[(((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + x_i_2_j_2_fused)] = b_matmul_local[0];
+        if (((((((x_i_2_j_2_fused * 4) < 16) && (tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2) >= 0)) && (tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2) < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) < 32))) {
+          vstore4(vload4(0, &b_b[(((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8)) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) * 4))]), 0, &b_shared[((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 12) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) * 4))]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        for (int32_t x_k_0 = 0; x_k_0 < 24; ++x_k_0) {
+          {
+            float b_k_0_stage[5];
+            if ((((x_k_0 + 1) < 24) && (((((x_i_2_j_2_fused < 2) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) < 64)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) >= 0)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) < 48)))) {
+              b_k_0_stage[0] = b_a[(((tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) * 48) + ((x_k_0 + 1) * 2)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))];
+            }
+            if ((((x_k_0 + 1) < 24) && ((((((x_i_2_j_2_fused * 4) < 16) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2)) >= 0)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2)) < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) < 32)))) {
+              vstore4(vload4(0, &b_b[(((((x_k_0 + 1) * 64) + (tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 32)) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8)) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) * 4))]), 0, &b_k_0_stage[1]);
+            }
+            for (int32_t x_k_1 = 0; x_k_1 < 2; ++x_k_1) {
+              if ((((x_k_0 * 2) + x_k_1) == 0)) {
+                b_matmul_local[0] = 0x0.0p+0f;
+              }
+              b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[(x_k_1 + (tgh_floormod_int32_t(x_k_0, 2) * 6))] * b_shared[(((x_k_1 * 12) + x_i_2_j_2_fused) + (tgh_floormod_int32_t(x_k_0, 2) * 24))]));
+            }
+            if ((((x_k_0 + 1) < 24) && (((((x_i_2_j_2_fused < 2) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) < 64)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) >= 0)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) < 48)))) {
+              b_a_shared[(tgh_floormod_int32_t(x_i_2_j_2_fused, 2) + (tgh_floormod_int32_t((x_k_0 + 1), 2) * 6))] = b_k_0_stage[0];
+            }
+            if ((((x_k_0 + 1) < 24) && ((((((x_i_2_j_2_fused * 4) < 16) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2)) >= 0)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2)) < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) < 32)))) {
+              vstore4(vload4(0, &b_k_0_stage[1]), 0, &b_shared[(((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 12) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) * 4)) + (tgh_floormod_int32_t((x_k_0 + 1), 2) * 24))]);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+          }
+        }
+        b_matmul[(((tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8)) + x_i_2_j_2_fused)] = b_matmul_local[0];
       }
     }
   }

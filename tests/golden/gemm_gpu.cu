@@ -26,39 +26,60 @@ static __device__ __forceinline__ double tgh_abs_double(double x) { return fabs(
 static __device__ __forceinline__ double tgh_max_double(double a, double b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ double tgh_min_double(double a, double b) { return (a < b || a != a) ? a : b; }
 
-extern "C" __global__ void __launch_bounds__(16) tg_matmul_k0(float* __restrict__ b_a, float* __restrict__ b_b, float* __restrict__ b_matmul) {
-  __shared__ __align__(16) float b_shared[16];
-  __shared__ __align__(16) float b_a_shared[1];
+extern "C" __global__ void __launch_bounds__(8) tg_matmul_k0(float* __restrict__ b_a, float* __restrict__ b_b, float* __restrict__ b_matmul) {
+  __shared__ __align__(16) float b_shared[48];
+  __shared__ __align__(16) float b_a_shared[12];
   {
     const int32_t x_i_0_j_0_fused = ((int32_t)blockIdx.x);
     {
       const int32_t x_i_2_j_2_fused = ((int32_t)threadIdx.x);
       {
         __align__(16) float b_matmul_local[1];
-        for (int32_t x_k_0 = 0; x_k_0 < 48; ++x_k_0) {
-          __syncthreads();
-          if ((((((x_i_2_j_2_fused < 1) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) < 64)) && (x_k_0 >= 0)) && (x_k_0 < 48))) {
-            b_a_shared[0] = b_a[((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 48) + x_k_0)];
-          }
-          if (((((((x_i_2_j_2_fused * 4) < 16) && (x_k_0 >= 0)) && (x_k_0 < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 16)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 16)) < 32))) {
-            *(float4*)(&b_shared[(tgh_floormod_int32_t(x_i_2_j_2_fused, 4) * 4)]) = *(const float4*)(&b_b[(((x_k_0 * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 4) * 4))]);
-          }
-          if ((x_k_0 == 0)) {
-            b_matmul_local[0] = 0x0.0p+0f;
-          }
-          __syncthreads();
-          b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[0] * b_shared[x_i_2_j_2_fused]));
+        if ((((((x_i_2_j_2_fused < 2) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) < 64)) && (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) >= 0)) && (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) < 48))) {
+          b_a_shared[tgh_floormod_int32_t(x_i_2_j_2_fused, 2)] = b_a[((tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) * 48) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))];
         }
-        b_matmul[(((tgh_floordiv_int32_t(x_i_0_j_0_fused, 2) * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 2) * 16)) + x_i_2_j_2_fused)] = b_matmul_local[0];
+        if (((((((x_i_2_j_2_fused * 4) < 16) && (tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2) >= 0)) && (tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2) < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) < 32))) {
+          *(float4*)(&b_shared[((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 12) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) * 4))]) = *(const float4*)(&b_b[(((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8)) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) * 4))]);
+        }
+        __syncthreads();
+        for (int32_t x_k_0 = 0; x_k_0 < 24; ++x_k_0) {
+          {
+            __align__(16) float b_k_0_stage[5];
+            if ((((x_k_0 + 1) < 24) && (((((x_i_2_j_2_fused < 2) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) < 64)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) >= 0)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) < 48)))) {
+              b_k_0_stage[0] = b_a[(((tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) * 48) + ((x_k_0 + 1) * 2)) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2))];
+            }
+            if ((((x_k_0 + 1) < 24) && ((((((x_i_2_j_2_fused * 4) < 16) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2)) >= 0)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2)) < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) < 32)))) {
+              *(float4*)(&b_k_0_stage[1]) = *(const float4*)(&b_b[(((((x_k_0 + 1) * 64) + (tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 32)) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8)) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) * 4))]);
+            }
+            for (int32_t x_k_1 = 0; x_k_1 < 2; ++x_k_1) {
+              if ((((x_k_0 * 2) + x_k_1) == 0)) {
+                b_matmul_local[0] = 0x0.0p+0f;
+              }
+              b_matmul_local[0] = (b_matmul_local[0] + (b_a_shared[(x_k_1 + (tgh_floormod_int32_t(x_k_0, 2) * 6))] * b_shared[(((x_k_1 * 12) + x_i_2_j_2_fused) + (tgh_floormod_int32_t(x_k_0, 2) * 24))]));
+            }
+            if ((((x_k_0 + 1) < 24) && (((((x_i_2_j_2_fused < 2) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) >= 0)) && (tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) < 64)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) >= 0)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(x_i_2_j_2_fused, 2)) < 48)))) {
+              b_a_shared[(tgh_floormod_int32_t(x_i_2_j_2_fused, 2) + (tgh_floormod_int32_t((x_k_0 + 1), 2) * 6))] = b_k_0_stage[0];
+            }
+            if ((((x_k_0 + 1) < 24) && ((((((x_i_2_j_2_fused * 4) < 16) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2)) >= 0)) && ((((x_k_0 + 1) * 2) + tgh_floormod_int32_t(tgh_floordiv_int32_t((x_i_2_j_2_fused * 4), 8), 2)) < 48)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) >= 0)) && (((tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8) + tgh_floormod_int32_t((x_i_2_j_2_fused * 4), 8)) < 32)))) {
+              *(float4*)(&b_shared[(((tgh_floormod_int32_t(tgh_floordiv_int32_t(x_i_2_j_2_fused, 2), 2) * 12) + (tgh_floormod_int32_t(x_i_2_j_2_fused, 2) * 4)) + (tgh_floormod_int32_t((x_k_0 + 1), 2) * 24))]) = *(const float4*)(&b_k_0_stage[1]);
+            }
+            __syncthreads();
+          }
+        }
+        b_matmul[(((tgh_floordiv_int32_t(x_i_0_j_0_fused, 4) * 32) + (tgh_floormod_int32_t(x_i_0_j_0_fused, 4) * 8)) + x_i_2_j_2_fused)] = b_matmul_local[0];
       }
     }
   }
 }
 
 #include <cuda_runtime.h>
-extern "C" int tg_matmul_launch(float* b_a, float* b_b, float* b_matmul, cudaStream_t stream) {
-  tg_matmul_k0<<<dim3(128, 1, 1), dim3(16, 1, 1), 0, stream>>>(b_a, b_b, b_matmul);
+extern "C" int tg_matmul_launch_tmp(float* b_a, float* b_b, float* b_matmul, cudaStream_t stream) {
+  tg_matmul_k0<<<dim3(256, 1, 1), dim3(8, 1, 1), 0, stream>>>(b_a, b_b, b_matmul);
   return (int)cudaGetLastError();
+}
+extern "C" int tg_matmul_launch(float* b_a, float* b_b, float* b_matmul, cudaStream_t stream) {
+  int err = tg_matmul_launch_tmp(b_a, b_b, b_matmul, stream);
+  return err;
 }
 extern "C" int tg_matmul_run_host(float* b_a, float* b_b, float* b_matmul, int32_t n_inputs) {
   float* d_b_a = 0;

@@ -7,6 +7,10 @@ Exported C entry points (<name> is the sanitised program name):
 
     int <name>_launch(T0* p0, ..., cudaStream_t stream)   device pointers; allocates temporaries,
                                                            launches every kernel, returns cudaError_t
+    int <name>_launch_tmp(T0* p0, ..., U0* t0, ..., cudaStream_t stream)
+                                                           the same with the caller's temporaries
+                                                           (program.temporaries, in order): no
+                                                           allocation (cudaFree synchronises the device)
     int <name>_run_host(T0* p0, ..., int32_t n_inputs)     host pointers: copies inputs in, runs,
                                                            copies outputs (params from n_inputs on) out
     int <name>_time(T0* p0, ..., int32_t reps, float* ms)  device pointers; average ms per run (events)
@@ -25,7 +29,8 @@ OOM = "return (int)cudaErrorMemoryAllocation;"
 
 def entry_names(program: GpuProgram) -> dict[str, str]:
     base = NameTable().get("func", program.name)
-    return {"launch": f"{base}_launch", "run_host": f"{base}_run_host", "time": f"{base}_time"}
+    return {"launch": f"{base}_launch", "launch_tmp": f"{base}_launch_tmp", "run_host": f"{base}_run_host",
+            "time": f"{base}_time"}
 
 
 def codegen_cuda(program: GpuProgram) -> GpuSource:
@@ -40,19 +45,23 @@ def _host(program: GpuProgram, entries: tuple[str, ...]) -> str:
     e = entry_names(program)
     p = [names.get("buffer", b.name) for b in program.params]
     typed = [f"{ctype(b.dtype)}* {n}" for b, n in zip(program.params, p)]
-    with w.block(f'extern "C" int {e["launch"]}({", ".join([*typed, "cudaStream_t stream"])})'):
-        temps = [names.get("buffer", b.name) for b in program.temporaries]
-        for b, t in zip(program.temporaries, temps):
-            w.line(f"{ctype(b.dtype)}* {t} = 0;")
-            w.line(f"if (cudaMalloc((void**)&{t}, {b.size} * sizeof({ctype(b.dtype)})) != cudaSuccess) {OOM}")
+    temps = [names.get("buffer", b.name) for b in program.temporaries]
+    typed_temps = [f"{ctype(b.dtype)}* {t}" for b, t in zip(program.temporaries, temps)]
+    with w.block(f'extern "C" int {e["launch_tmp"]}({", ".join([*typed, *typed_temps, "cudaStream_t stream"])})'):
         by_name = {b.name: n for b, n in zip([*program.params, *program.temporaries], [*p, *temps])}
         for k, entry in zip(program.kernels, entries):
             args = ", ".join(by_name[b.name] for b in k.func.params)
             grid, block = ", ".join(map(str, k.grid)), ", ".join(map(str, k.block))
             w.line(f"{entry}<<<dim3({grid}), dim3({block}), 0, stream>>>({args});")
+        w.line("return (int)cudaGetLastError();")
+    with w.block(f'extern "C" int {e["launch"]}({", ".join([*typed, "cudaStream_t stream"])})'):
+        for b, t in zip(program.temporaries, temps):
+            w.line(f"{ctype(b.dtype)}* {t} = 0;")
+            w.line(f"if (cudaMalloc((void**)&{t}, {b.size} * sizeof({ctype(b.dtype)})) != cudaSuccess) {OOM}")
+        w.line(f"int err = {e['launch_tmp']}({', '.join([*p, *temps, 'stream'])});")
         for t in temps:
             w.line(f"cudaFree({t});")
-        w.line("return (int)cudaGetLastError();")
+        w.line("return err;")
     with w.block(f'extern "C" int {e["run_host"]}({", ".join([*typed, "int32_t n_inputs"])})'):
         dev = [f"d_{n}" for n in p]
         for b, d in zip(program.params, dev):

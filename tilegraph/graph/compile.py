@@ -86,9 +86,6 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         from tilegraph.runtime.backends import require_runnable
 
         require_runnable(tgt)
-        if tune:
-            raise GraphError(f"tuning whole models is supported on cpu targets; compile for {tgt.kind} without "
-                             "a time budget or trials (each kernel gets its default GPU schedule, or a database record)")
     if tune or isinstance(db, (str, os.PathLike)):
         from tilegraph.tune.database import open_database
 

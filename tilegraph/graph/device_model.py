@@ -27,7 +27,7 @@ class DeviceModel(CompiledModel):
         super().__init__(*args, **kwargs)
         self._memory: DeviceMemory | None = None
         self._regions: dict[str, Any] = {}
-        self._device_steps: list[tuple[Any, list[Any]]] = []
+        self._device_steps: list[Any] = []  # each step's launch, its device arguments bound once
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         unknown = sorted(set(inputs) - set(self.graph.inputs))
@@ -39,8 +39,8 @@ class DeviceModel(CompiledModel):
             memory = self._bind_device()
             for name, array in arrays.items():
                 memory.upload(self._handle(name), array)
-            for kernel, handles in self._device_steps:
-                memory.launch(kernel, handles)
+            for step in self._device_steps:
+                step()
             memory.synchronize()
             out = {}
             for name in self.graph.outputs:
@@ -82,7 +82,7 @@ class DeviceModel(CompiledModel):
             elif root in self.plan.offsets:
                 regions[root] = memory.region(arena, self.plan.offsets[root], max(1, self.graph.values[root].nbytes))
         self._regions = regions
-        self._device_steps = [(self.kernel_objects[s.kernel], [self._handle(n) for n in (*s.inputs, *s.outputs)])
+        self._device_steps = [memory.prepare(self.kernel_objects[s.kernel], [self._handle(n) for n in (*s.inputs, *s.outputs)])
                               for s in self.steps]
         self._memory = memory
         return memory

@@ -23,6 +23,7 @@ from tilegraph.errors import GraphError, TilegraphError
 from tilegraph.graph.builder import scalar_of
 from tilegraph.graph.ir import Graph, Node
 from tilegraph.graph.ops.registry import op_def, te_shape
+from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
 from tilegraph.te.workload import Workload
 
@@ -66,6 +67,27 @@ def best_schedule(db: Any, workload: Workload, target: Target) -> Any:
         return db.best_schedule(workload, target)
     except TilegraphError:
         return None  # an unreadable record never stops a compile: the default schedule serves
+
+
+def best_schedules(db: Any, workload: Workload, target: Target, k: int) -> list[Any]:
+    """Up to k schedules of the database's fastest records of `workload` that replay, fastest first
+    (a database without top_k: its best schedule alone)."""
+    if db is None:
+        return []
+    if not hasattr(db, "top_k"):
+        best = best_schedule(db, workload, target)
+        return [] if best is None else [best]
+    try:
+        records = db.top_k(workload.key, str(target.fingerprint), k)
+    except TilegraphError:
+        return []  # an unreadable database never stops a compile: the default schedule serves
+    schedules = []
+    for record in records:
+        try:
+            schedules.append(Schedule.replay(workload, record.trace_json))
+        except TilegraphError:
+            continue  # a stale record: the next one
+    return schedules
 
 
 @dataclass
@@ -152,4 +174,4 @@ def build_kernels(specs: Sequence[Any], target: Target, db: Any = None, workers:
     return built
 
 
-__all__ = ["KernelSpec", "BuiltKernel", "best_schedule", "kernel_spec", "build_kernels", "lower_node"]
+__all__ = ["KernelSpec", "BuiltKernel", "best_schedule", "best_schedules", "kernel_spec", "build_kernels", "lower_node"]

@@ -11,7 +11,7 @@ called through ctypes. The kernel protocol of runtime/launch.py:
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -80,6 +80,11 @@ class _HostLaunch:
 class CudaKernel(KernelBase):
     """The kernel protocol (runtime/launch.py) for a CUDA program."""
 
+    @property
+    def entry(self) -> str:
+        """The program's name (a model's kernel list shows it, as a CPU kernel's exported function)."""
+        return self.program.name
+
     def __init__(self, program: GpuProgram, source: GpuSource, n_inputs: int, target: Target):
         self.program = program
         self.source = source.code
@@ -91,9 +96,11 @@ class CudaKernel(KernelBase):
         self.lib = ctypes.CDLL(str(self.lib_path))
         names = entry_names(program)
         self._launch = getattr(self.lib, names["launch"])
+        self._launch_tmp = getattr(self.lib, names["launch_tmp"])
         self._run_host = getattr(self.lib, names["run_host"])
-        for fn in (self._launch, self._run_host):
+        for fn in (self._launch, self._launch_tmp, self._run_host):
             fn.restype = ctypes.c_int
+        self._temporaries: list[Any] | None = None  # device buffers of a multi-kernel program, made once
 
     def output_arrays(self, out: Any) -> list[np.ndarray]:
         if out is not None:
@@ -120,12 +127,39 @@ class CudaKernel(KernelBase):
         return _DeviceLaunch(self, arrays, list(outputs), torch)
 
     def _launch_device(self, arrays: Sequence[Any]) -> None:
+        self.bound_launch(arrays)()
+
+    def bound_launch(self, arrays: Sequence[Any], stream: int = 0) -> Callable[[], None]:
+        """A launch on device arrays (torch/cupy) with its pointers read once: one foreign call per
+        run, no allocation (a multi-kernel program's temporaries are this kernel's, made at the
+        first launch; one kernel object runs one launch at a time, as a model's lock ensures)."""
         if len(arrays) != len(self.program.params):
             raise TypeError(f"{self.program.name} takes {len(self.program.params)} device arrays, got {len(arrays)}")
-        ptrs = [ctypes.c_void_p(_device_pointer(x)) for x in arrays]
-        err = self._launch(*ptrs, ctypes.c_void_p(0))
-        if err:
-            raise RuntimeError(f"{self.program.name}: CUDA error {err}")
+        pointers = [_device_pointer(x) for x in arrays]
+        if any(p is None for p in pointers):
+            raise TypeError(f"{self.program.name}: every argument of a device launch must be a CUDA array")
+        args = (*(ctypes.c_void_p(p) for p in pointers), *(ctypes.c_void_p(p) for p in self._temporary_pointers()),
+                ctypes.c_void_p(stream))
+        launch, name = self._launch_tmp, self.program.name
+
+        def run() -> None:
+            err = launch(*args)
+            if err:
+                raise RuntimeError(f"{name}: CUDA error {err}")
+
+        return run
+
+    def _temporary_pointers(self) -> list[int]:
+        if not self.program.temporaries:
+            return []
+        if self._temporaries is None:
+            torch = _torch_cuda()
+            if torch is None:
+                raise RuntimeError(f"{self.program.name}: its temporaries live in torch's CUDA memory; torch with CUDA "
+                                   "is not available")
+            self._temporaries = [torch.empty(max(1, b.size), dtype=getattr(torch, b.dtype.numpy.name), device="cuda")
+                                 for b in self.program.temporaries]
+        return [t.data_ptr() for t in self._temporaries]
 
 
 __all__ = ["CudaKernel"]

@@ -7,6 +7,7 @@ the host between kernels).
     x = memory.region(arena, offset, nbytes)    # offset: a multiple of memory.alignment
     w = memory.constant(weights)                # uploaded once
     memory.upload(x, array); memory.launch(kernel, [x, w, y]); memory.synchronize()
+    step = memory.prepare(kernel, [x, w, y]); step()   # the same launch, its arguments bound once
     memory.download(y, out)
 
 One implementation per device API, beside the protocol. CUDA memory is torch's allocator (the CUDA
@@ -15,7 +16,7 @@ kernels take device pointers, runtime/cuda.py), so a CUDA model needs torch with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,6 +34,7 @@ class DeviceMemory(Protocol):
     def upload(self, handle: Any, array: np.ndarray) -> None: ...
     def download(self, handle: Any, out: np.ndarray) -> None: ...
     def launch(self, kernel: Any, handles: Sequence[Any]) -> None: ...
+    def prepare(self, kernel: Any, handles: Sequence[Any]) -> Callable[[], None]: ...
     def synchronize(self) -> None: ...
 
 
@@ -75,6 +77,9 @@ class OpenCLMemory:
                 b.name: self.alloc(b.size * b.dtype.itemsize) for b in kernel.program.temporaries}
         kernel.launch_device(self.queue, handles, temps)
 
+    def prepare(self, kernel: Any, handles: Sequence[Any]) -> Callable[[], None]:
+        return lambda: self.launch(kernel, handles)
+
     def synchronize(self) -> None:
         self.queue.finish()
 
@@ -112,6 +117,11 @@ class CudaMemory:
 
     def launch(self, kernel: Any, handles: Sequence[Any]) -> None:
         kernel._launch_device(list(handles))
+
+    def prepare(self, kernel: Any, handles: Sequence[Any]) -> Callable[[], None]:
+        """The launch with its device pointers read once (the regions never move): a call is one
+        foreign-function call, on torch's current stream."""
+        return kernel.bound_launch(list(handles), self.torch.cuda.current_stream().cuda_stream)
 
     def synchronize(self) -> None:
         self.torch.cuda.synchronize()

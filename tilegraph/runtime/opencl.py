@@ -89,6 +89,11 @@ class _OpenCLLaunch:
 class OpenCLKernel(KernelBase):
     """The kernel protocol (runtime/launch.py) for an OpenCL program."""
 
+    @property
+    def entry(self) -> str:
+        """The program's name (a model's kernel list shows it, as a CPU kernel's exported function)."""
+        return self.program.name
+
     def __init__(self, program: GpuProgram, source: GpuSource, n_inputs: int, target: Target | None = None):
         self.program = program
         self.source = source.code

@@ -126,3 +126,31 @@ def test_a_prologue_only_group_keeps_an_accumulating_schedule():
     y = b.add("matmul", [xt, _const(b, 8, 5)])  # the default schedule accumulates in y; no epilogue
     out = b.add("matmul", [y, _const(b, 5, 2)])
     _check(b.build([out, y]), 2, x=RNG.standard_normal((8, 3)).astype(np.float32))
+
+
+def test_the_fastest_record_that_fuses_serves_a_gpu_group(opencl_device):
+    """A GPU thread tile of strided virtual-thread chunks has no dense region to write back once, so
+    no epilogue can follow it: the group is built from the next record that fuses (one kernel),
+    not split into the anchor's kernel and separate epilogue kernels; no record fusing: the default."""
+    from tilegraph.tune.gensor.gpu_state import GpuState, gpu_schedule
+
+    b = GraphBuilder()
+    x = b.input("x", TensorType((1, 16, 24), "float32"))
+    mm = b.add("matmul", [x, _const(b, 24, 32)], name="mm")
+    y = b.add("gelu", [b.add("add", [mm, _const(b, 32)])])
+    graph = b.build([y])
+    (group,) = [g for g in partition(graph) if g.anchor == "mm"]
+    spec = fused_spec(graph, group)
+    target = tg.Target("opencl")
+    wl = spec.anchor.workload
+    strided = gpu_schedule(wl, GpuState((1, 8, 16), (1, 4, 4), (1, 2, 2), (8,)))
+    dense = gpu_schedule(wl, GpuState((1, 8, 16), (1, 2, 2), (1, 1, 1), (8,)))
+    with pytest.raises(tg.TilegraphError, match="dense box"):
+        spec._fuse(strided.copy())
+    inputs = {"x": RNG.standard_normal((1, 16, 24)).astype(np.float32)}
+    expected = run_reference(graph, inputs)[graph.outputs[0]]
+    for schedules, tuned in (([strided, dense], True), ([strided], False)):
+        kernel, was_tuned = spec.build(target, schedules)
+        assert was_tuned is tuned and len(kernel.entries) == 1  # one fused device kernel
+        args = [inputs["x"] if name == "x" else graph.constants[name] for name in spec.arguments]
+        np.testing.assert_allclose(kernel(*args), expected, rtol=2e-5, atol=2e-5)

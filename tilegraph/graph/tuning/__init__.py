@@ -34,7 +34,12 @@ def tune_model(graph: Graph, groups: Sequence[Group], target: Any, db: Any, time
         threads = session.options.policy.resolved().num_threads or 1
         scheduler = TaskScheduler(tasks, session, time_budget, trials, slice_strategy)
         scheduler.run(progress)
-    peak = hardware_model(session.target).peak_flops(cores=threads)
+    if session.target.kind == "cpu":
+        peak = hardware_model(session.target).peak_flops(cores=threads)
+    else:  # a GPU's peak does not depend on the host threads the runner uses
+        from tilegraph.tune.hardware_gpu import gpu_hardware
+
+        peak = gpu_hardware(session.target).peak_flops
     return build_report(scheduler, threads, peak)
 
 

@@ -252,15 +252,47 @@ def _tile_anchor(sch: Schedule, space: GpuSpace, s: GpuState) -> None:
 
 
 # ----------------------------------------------------------------------------------------- search
+# Classic tilings of the last two spatial axes (block tile, thread tile) and reduction steps, as
+# hand-written GPU GEMMs use them: 64-128 wide blocks of 64-256 threads, each a 4x4 to 8x8 register
+# tile. A walk from the one-element state needs dozens of steps to get there; walks start from these
+# too (the Roller seeds of the CPU search play the same part).
+SEED_BLOCKS = ((32, 32), (32, 64), (64, 32), (64, 64), (64, 128), (128, 64), (128, 128))
+SEED_THREADS = ((2, 2), (4, 4), (4, 8), (8, 4), (8, 8))
+SEED_RSTEPS = (8, 16, 32)
+
+
+def seed_gpu_states(space: GpuSpace, hw: GpuHardware) -> list[GpuState]:
+    """The feasible classic tilings of a naive anchor with two or more spatial axes and a reduction
+    (plain and with 2x2 virtual threads), leading axes untiled."""
+    if not space.naive or len(space.spatial) < 2 or not space.reduce:
+        return []
+    lead = (1,) * (len(space.spatial) - 2)
+    out = []
+    for block in SEED_BLOCKS:
+        for thread in SEED_THREADS:
+            for vt in ((1, 1), (2, 2)):
+                for r in SEED_RSTEPS:
+                    rstep = (*(1,) * (len(space.reduce) - 1), r)
+                    s = GpuState((*lead, *block), (*lead, *thread), (*lead, *vt), rstep)
+                    if feasible(space, s, hw):
+                        out.append(s)
+    return out
+
+
 def gpu_search(wl: Workload, hw: GpuHardware, top_k: int = 8, seed: int = 0, walks: int = 16,
                steps: int = 24) -> list[GpuState]:
-    """Model-weighted random walks over feasible GPU states; the top_k by predicted time."""
+    """Model-weighted random walks over feasible GPU states, from the one-element state and the
+    classic tilings in turn; the top_k by predicted time."""
     space = GpuSpace.from_workload(wl)
     rng = random.Random(seed)
     start = minimal_gpu_state(space)
+    seeds = seed_gpu_states(space, hw)
     visits: dict[GpuState, int] = {start: 1} if feasible(space, start, hw) else {}
-    for _ in range(walks):
-        cur = start
+    for s in seeds:
+        visits[s] = visits.get(s, 0) + 1
+    starts = [start, *rng.sample(seeds, min(len(seeds), walks - 1))]
+    for w in range(walks):
+        cur = starts[w % len(starts)]
         for _ in range(steps):
             nbrs = [n for n in transitions(space, cur) if feasible(space, n, hw)]
             if not nbrs:
@@ -321,5 +353,5 @@ def row_candidates(wl: Workload, hw: GpuHardware, limit: int) -> list[tuple[str,
     return found[:limit]
 
 
-__all__ = ["GpuSpace", "GpuState", "feasible", "gpu_candidates", "gpu_schedule", "gpu_search",
+__all__ = ["GpuSpace", "GpuState", "feasible", "seed_gpu_states", "gpu_candidates", "gpu_schedule", "gpu_search",
            "minimal_gpu_state", "predict", "row_candidates", "transitions"]

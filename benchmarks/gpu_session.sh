@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One GPU session, as run on a lent NVIDIA machine (nvcc, torch with CUDA, onnx, onnxruntime there):
+# the environment, the GPU tests, the kernel benchmark and whole models (untuned and tuned). Each
+# part has its own time limit, so one that hangs or fails leaves the others' results.
+#   bash benchmarks/gpu_session.sh OUT_DIR [MODELS] [TUNING_S_PER_MODEL] [TOP_K]
+# Time limits (seconds) of the parts: TESTS_S (default 120), BENCH_S (150), MODELS_S (300).
+set -u
+out="${1:?usage: gpu_session.sh OUT_DIR [MODELS] [TUNING_S] [TOP_K]}"
+models="${2:-bert,gpt2,resnet50}"
+budget="${3:-45}"
+top_k="${4:-24}"
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+py="${PYTHON:-python3}"
+{
+  date -u; nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm,memory.total --format=csv
+  nvcc --version | tail -2; nproc
+  "$py" -c "import torch, onnxruntime, transformers; print('torch', torch.__version__, torch.cuda.get_device_name(), \
+'ort', onnxruntime.__version__, 'transformers', transformers.__version__)"
+  "$py" -c "import tilegraph as tg; print(tg.Target('cuda'))"
+  echo "== GPU tests"
+  timeout "${TESTS_S:-120}" "$py" -m pytest -q -p no:cacheprovider -n 8 -m "needs_gpu or needs_nvcc" tests/runtime tests/codegen \
+    tests/graph/test_cuda_model.py tests/tune/test_cuda_device.py tests/schedule/test_gpu_rows.py tests/lower/gpu 2>&1 | tail -40
+  echo "pytest rc=${PIPESTATUS[0]}"
+} > "$out/env_tests.txt" 2>&1
+timeout "${BENCH_S:-150}" "$py" -m benchmarks.gpu_bench --top-k "$top_k" --no-append > "$out/gpu_bench.txt" 2>&1
+echo "gpu_bench rc=$?" >> "$out/gpu_bench.txt"
+timeout "${MODELS_S:-300}" "$py" -m benchmarks.gpu_models --models "$models" --budget "$budget" > "$out/gpu_models.txt" 2>&1
+echo "gpu_models rc=$?" >> "$out/gpu_models.txt"
