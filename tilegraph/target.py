@@ -67,7 +67,8 @@ CUDA_SPECS = {
     "V100": ("7.0", 80, 6 << 20),
     "T4": ("7.5", 40, 4 << 20),
 }
-GENERIC_CUDA = ("generic", "7.0", 80, 6 << 20)
+# sm_75: the oldest architecture every CUDA toolkit from 11 to 13 compiles for (13 dropped sm_70)
+GENERIC_CUDA = ("generic", "7.5", 80, 6 << 20)
 
 # Short spellings accepted by from_string and used by __str__.
 ALIASES = {
