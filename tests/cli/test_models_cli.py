@@ -52,15 +52,23 @@ def test_compile_then_run_the_saved_model(mlp, tmp_path, capsys):
     (["run", "{mlp}", "--vs", "torch"], "needs the model's PyTorch definition"),
     (["compile", "{garbage}"], "not a readable ONNX model"),
     (["compile", "{mlp}", "-o", "/proc/nope/m.tg"], "cannot write"),
-    (["compile", "{mlp}", "--time", "-5"], "--time must be >= 0"),
+    (["compile", "{mlp}", "--time", "-5"], "finite number of seconds >= 0"),
+    (["compile", "{mlp}", "--time", "nan"], "finite number of seconds >= 0"),
+    (["compile", "{mlp}", "--time", "inf"], "finite number of seconds >= 0"),
+    (["run", "{mlp}", "--bench", "--time", "inf"], "positive finite number"),
+    (["run", "{mlp}", "--input", "x={x}", "--input", "x={x}"], "given twice"),
+    (["run", "{mlp}", "--input", "x={empty}"], "cannot read a .npy array"),
     (["compile", "{mlp}", "--trials", "-1"], "--trials"),
 ])
 def test_bad_input_is_one_line_and_exit_2(mlp, tmp_path, capsys, argv, message):
     (tmp_path / "bad.npy").write_bytes(b"not numpy")
+    (tmp_path / "empty.npy").write_bytes(b"")
+    np.save(tmp_path / "x.npy", np.zeros((2, 8), np.float32))
     np.save(tmp_path / "wrong.npy", np.zeros((3, 8), np.float32))
     (tmp_path / "garbage.onnx").write_bytes(b"\x00\x01garbage" * 7)
     argv = [a.format(mlp=mlp, bad=tmp_path / "bad.npy", wrong_shape=tmp_path / "wrong.npy",
-                     garbage=tmp_path / "garbage.onnx") for a in argv]
+                     garbage=tmp_path / "garbage.onnx", empty=tmp_path / "empty.npy", x=tmp_path / "x.npy")
+            for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("tilegraph: error: ") and message in err and err.count("\n") == 1
@@ -101,3 +109,48 @@ def test_compile_with_a_budget_prints_progress_and_the_task_table(mlp, tmp_path,
     assert task["occurrences"] == 1 and task["measured"] == 6 and task["measured_now"] == 0
     assert task["after_s"] <= task["before_s"] and task["vendor_s"] is None
     assert lines[-1]["tuning"]["measured_now"] == 0 and lines[-1]["tuned_kernels"] == 1
+
+
+def _model(tmp_path, nodes, outputs, name="m.onnx", inputs=(("x", [2, 3]),)):
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(nodes, "m", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                              [helper.make_tensor_value_info(o, t, None) for o, t in outputs])
+    path = tmp_path / name
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), str(path))
+    return path
+
+
+def test_outputs_with_clashing_names_get_distinct_files(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    names = ["a/b", "a_b", "..", "/etc/passwd"]
+    nodes = [helper.make_node(op, ["x"], [n]) for op, n in zip(("Relu", "Neg", "Abs", "Sigmoid"), names)]
+    path = _model(tmp_path, nodes, [(n, TensorProto.FLOAT) for n in names])
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(path), "--input", f"x={tmp_path / 'x.npy'}", "--output", str(tmp_path / "outs")]) == 0
+    files = sorted(p.name for p in (tmp_path / "outs").iterdir())
+    assert len(files) == 4 and all("/" not in f and not f.startswith(".") for f in files)
+    from tilegraph.cli.models import output_file_name
+
+    want = {"a/b": np.maximum(x, 0), "a_b": -x, "..": np.abs(x), "/etc/passwd": 1 / (1 + np.exp(-x))}
+    for name, value in want.items():
+        np.testing.assert_allclose(np.load(tmp_path / "outs" / output_file_name(name)), value, rtol=1e-6, atol=1e-6)
+
+
+def test_vs_onnxruntime_with_a_bool_output_and_nonfinite_values(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    from tilegraph.cli.models import compare_outputs
+
+    zero = helper.make_node("Constant", [], ["zero"], value=helper.make_tensor("z", TensorProto.FLOAT, [], [0.0]))
+    path = _model(tmp_path, [zero, helper.make_node("Greater", ["x", "zero"], ["positive"])],
+                  [("positive", TensorProto.BOOL)])
+    assert main(["run", str(path), "--vs", "onnxruntime", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["onnxruntime_relative_error"] == 0 and report["onnxruntime_nonfinite_mismatches"] == 0
+    nan, inf = float("nan"), float("inf")
+    assert compare_outputs(np.array([1.0, nan, inf]), np.array([1.0, nan, inf])) == (0.0, 0)
+    assert compare_outputs(np.array([1.0, nan, 2.0]), np.array([1.0, 0.3, 2.0])) == (0.0, 1)
+    assert compare_outputs(np.array([1.0, 2.0]), np.array([1.0, 4.0])) == (0.5, 0)

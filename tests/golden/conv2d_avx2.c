@@ -79,3 +79,4 @@ void tg_conv2d_nhwc(float* restrict b_x, float* restrict b_w, float* restrict b_
     }
   }
 }
+const char tg_conv2d_nhwc_signature[] = "tilegraph-kernel-1 float32[243] float32[216] float32[648]";

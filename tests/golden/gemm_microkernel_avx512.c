@@ -155,3 +155,4 @@ void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, in
     }
   }
 }
+const char tg_matmul_signature[] = "tilegraph-kernel-1 float32[1850] float32[3200] float32[2368]";

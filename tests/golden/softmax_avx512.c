@@ -117,3 +117,4 @@ void tg_softmax(float* restrict b_x, float* restrict b_softmax, int32_t num_thre
     }
   }
 }
+const char tg_softmax_signature[] = "tilegraph-kernel-1 float32[165] float32[165]";

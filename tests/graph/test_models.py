@@ -121,7 +121,7 @@ def test_loading_refuses_other_targets_versions_and_corrupt_dirs(exported, tmp_p
     with pytest.raises(ModelFileError, match="saved by tilegraph 0.0.1"):
         tg.load(path)
     (path / "manifest.json").write_text(json.dumps(manifest))
-    (path / "kernels" / "k0.so").unlink()
+    (path / manifest["data"] / "kernels" / "k0.so").unlink()
     with pytest.raises(ModelFileError, match="missing"):
         tg.load(path)
     with pytest.raises(ModelFileError, match="not a saved tilegraph model"):

@@ -203,3 +203,45 @@ def test_construction_errors(library):
 
 def test_library_is_loaded_once(library):
     assert load_library(library) is load_library(str(library))
+
+
+def _value_library(tmp_path, value, signature=None):
+    """A library exporting `int32_t tg_value(void)` returning `value` (and, when given, a signature)."""
+    sig = "" if signature is None else f'const char tg_value_signature[] = "{signature}";'
+    return compile_c(f"#include <stdint.h>\nint32_t tg_value(void) {{ return {value}; }}\n{sig}\n", Target(),
+                     name=f"value_{value}")
+
+
+def test_a_library_replaced_at_the_same_path_is_loaded_anew(tmp_path, monkeypatch):
+    """The dynamic loader returns what it loaded for a path even after the file was replaced (a
+    model saved again into its folder); libraries are loaded by content instead."""
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "k0.so"
+    for value in (1, 2, 1):
+        path.write_bytes(_value_library(tmp_path, value).read_bytes())
+        assert load_library(path).tg_value() == value
+
+
+def test_a_recorded_sha256_is_checked_before_loading(tmp_path, monkeypatch):
+    from tilegraph.runtime.kernel import LibraryMismatch, library_sha256
+
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "k0.so"
+    path.write_bytes(_value_library(tmp_path, 7).read_bytes())
+    digest = library_sha256(path)
+    assert load_library(path, digest).tg_value() == 7
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte: refused before the loader sees the file
+    path.write_bytes(bytes(data))
+    with pytest.raises(LibraryMismatch, match="changed or damaged"):
+        load_library(path, digest)
+
+
+def test_a_library_of_another_kernel_is_refused_by_its_signature(library, tmp_path):
+    from tilegraph.codegen.c import kernel_signature
+    from tilegraph.runtime.kernel import LibraryMismatch
+
+    other = _value_library(tmp_path, 3, kernel_signature([Buffer("x", (2, 4), dt.float32)] * 2))
+    with pytest.raises(LibraryMismatch, match="not the kernel asked for"):
+        Kernel(other, "tg_value", [Buffer("x", (2, 8), dt.float32)], [Buffer("y", (2, 8), dt.float32)], "", Target())
+    Kernel(other, "tg_value", [Buffer("x", (8,), dt.float32)], [Buffer("y", (2, 4), dt.float32)], "", Target())

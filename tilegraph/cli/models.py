@@ -6,7 +6,8 @@
 
 MODEL may also name a reference model (resnet50, mobilenet_v2, bert, gpt2): it is exported to ONNX
 first (and PyTorch is then available as a peer). Inputs not given are random (seed 0); `run`
-saves nothing unless `--output DIR` names where each output goes as NAME.npy.
+saves nothing unless `--output DIR` names where each output goes as NAME.npy (characters other
+than letters, digits, '-', '_' and '.' %-escaped, so distinct outputs never share a file).
 
 `compile --time S` (and/or `--trials N`) tunes the model's tasks first under that budget
 (graph/tuning/): progress on stderr, then the per-task table with PyTorch's time for the same
@@ -18,10 +19,13 @@ nothing. Without --db, the default database is used (read-only when not tuning, 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -36,7 +40,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp = sub.add_parser("compile", parents=[parents["db"]], help="compile a model (ONNX) into a saved model dir")
     comp.add_argument("model", help="an ONNX file, or a reference model name (resnet50, mobilenet_v2, bert, gpt2)")
     comp.add_argument("-o", "--output", default=None, help="where to save the compiled model (default MODEL.tg)")
-    comp.add_argument("--time", type=float, default=0.0, help="whole-model tuning budget, seconds (0: no tuning)")
+    comp.add_argument("--time", type=_budget_seconds, default=0.0,
+                      help="whole-model tuning budget, seconds (0: no tuning)")
     comp.add_argument("--trials", type=int_at_least(0), default=None,
                       help="whole-model tuning budget in measurements, earlier runs' included")
     comp.add_argument("--threads", type=int_at_least(1), default=None,
@@ -66,6 +71,17 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
                      help=f"how an ONNX model's kernels are chosen (default {DEFAULT_ORCHESTRATION})")
 
 
+def _budget_seconds(text: str) -> float:
+    """A finite number of seconds >= 0 (nan and inf are refused, not read as 'no tuning' or 'forever')."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text}")
+    return value
+
+
 def _resolve(spec: str) -> tuple[Path | None, Any, str]:
     """(ONNX path or None for a saved dir, torch module or None, kind) of a model argument."""
     from tilegraph.graph import zoo
@@ -93,8 +109,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
     onnx_path, _, kind = _resolve(args.model)
     if kind == "saved":
         raise ValueError(f"{args.model} is already a compiled model dir; pass the ONNX file")
-    if args.time < 0:
-        raise ValueError(f"--time must be >= 0, got {args.time}")
     output = Path(args.output) if args.output else onnx_path.with_suffix(".tg")
     tuning = args.time > 0 or bool(args.trials)
     db = args.db
@@ -149,17 +163,58 @@ def _inputs(model: Any, given: list[str]) -> dict[str, np.ndarray]:
         name, file = item.split("=", 1)
         if name not in model.input_names:
             raise ValueError(f"--input {name!r}: the model's inputs are {', '.join(model.input_names)}")
+        if name in arrays:
+            raise ValueError(f"--input {name!r} is given twice")
         try:
             arrays[name] = np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise ValueError(f"--input {name}={file}: cannot read a .npy array ({e})") from None
+        except (OSError, ValueError, EOFError) as e:
+            raise ValueError(f"--input {name}={file}: cannot read a .npy array ({e or type(e).__name__})") from None
     rng = np.random.default_rng(0)
     for name in model.input_names:
         if name not in arrays:
             t = model.graph.type_of(name)
-            arrays[name] = (rng.integers(0, 1000, t.shape).astype(t.dtype) if t.dtype.startswith("int")
-                            else rng.standard_normal(t.shape).astype(t.dtype))
+            arrays[name] = (rng.integers(0, _index_bound(model.graph, name), t.shape).astype(t.dtype)
+                            if t.dtype.startswith("int") else rng.standard_normal(t.shape).astype(t.dtype))
     return arrays
+
+
+def _index_bound(graph: Any, name: str, default: int = 1000) -> int:
+    """Random integer inputs stay valid indices: below the smallest extent a gather indexes with them."""
+    bounds = []
+    for node in graph.nodes:
+        if node.op in ("gather", "gather_elements") and len(node.inputs) > 1 and node.inputs[1] == name:
+            data = graph.type_of(node.inputs[0])
+            axis = int(node.attr("axis", 0)) % max(1, len(data.shape))
+            bounds.append(data.shape[axis] if data.shape else 1)
+    return max(1, min(bounds)) if bounds else default
+
+
+def output_file_name(name: str) -> str:
+    """A file name for output `name`, distinct for distinct names: characters other than letters,
+    digits, '-', '_' and '.' are %-escaped (so 'a/b' and 'a_b' never meet), and names of dots alone
+    are escaped entirely."""
+    encoded = quote(name, safe="-_.")
+    if not encoded.strip("."):
+        encoded = encoded.replace(".", "%2E")
+    if len(encoded) > 200:
+        encoded = encoded[:180] + "-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    return f"{encoded}.npy"
+
+
+def compare_outputs(got: np.ndarray, expected: np.ndarray) -> tuple[float, int]:
+    """(max |got - expected| / max |expected| over elements finite in both, elements that disagree
+    in NaN or infinity): a NaN where the peer has a number is a disagreement, not a NaN error."""
+    g = np.asarray(got).astype(np.float64)
+    e = np.asarray(expected).astype(np.float64)
+    if g.shape != e.shape:
+        raise ValueError(f"an output has shape {g.shape}, the peer's has {e.shape}")
+    both = np.isfinite(g) & np.isfinite(e)
+    special = ~np.isfinite(g) | ~np.isfinite(e)
+    mismatched = int(np.count_nonzero(special & ~((g == e) | (np.isnan(g) & np.isnan(e)))))
+    if not both.any():
+        return 0.0, mismatched
+    scale = max(float(np.abs(e[both]).max()), 1e-30)
+    return float(np.abs(g[both] - e[both]).max()) / scale, mismatched
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -190,10 +245,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     torch_module = zoo.torch_model(zoo_name)[0] if zoo_name and any(p.startswith("torch") for p in peers) else None
     for name in peers:
         call, outs = peer(name, str(onnx_path) if onnx_path else None, torch_module, inputs, thread_count)
-        expected = outs()
-        errors = [float(np.abs(outputs[o] - e).max() / max(float(np.abs(e).max()), 1e-30))
-                  for o, e in zip(model.output_names, expected)]
-        report[f"{name}_relative_error"] = max(errors)
+        try:
+            expected = outs()
+        except Exception as e:  # the peer refused these inputs (ORT's InvalidArgument, an IndexError): one line
+            raise ValueError(f"{name} refused the inputs: {type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
+                             ) from None
+        compared = [compare_outputs(outputs[o], e) for o, e in zip(model.output_names, expected)]
+        report[f"{name}_relative_error"] = max(c[0] for c in compared)
+        report[f"{name}_nonfinite_mismatches"] = sum(c[1] for c in compared)
         contenders[name] = call
     if args.bench:
         times = race(contenders, seconds=args.time)
@@ -206,17 +265,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
             for name, array in outputs.items():
-                np.save(out_dir / f"{name.replace('/', '_')}.npy", array)
+                np.save(out_dir / output_file_name(name), array)
         except OSError as e:
             raise ValueError(f"--output {out_dir}: cannot write there ({e.strerror or e})") from None
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps(report, allow_nan=False))
         return 0
     for name, array in outputs.items():
         print(f"output {name}: {array.dtype}{list(array.shape)}  mean {float(array.mean()):.6g}  "
               f"max|.| {float(np.abs(array).max()):.6g}")
     for name in peers:
-        print(f"vs {name}: max relative error {report[f'{name}_relative_error']:.2e}")
+        mismatches = report[f"{name}_nonfinite_mismatches"]
+        extra = f"; {mismatches} elements differ in NaN or infinity" if mismatches else ""
+        print(f"vs {name}: max relative error {report[f'{name}_relative_error']:.2e}{extra}")
     if args.bench:
         for name, seconds in report["latency_s"].items():
             ratio = "" if name == "tilegraph" else f"  ({report[f'ratio_{name}']:.2f}x: {name} time / tilegraph time)"

@@ -25,6 +25,7 @@ This module only prints: lowering (check_printable) has already refused what it 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -380,11 +381,22 @@ def _const_slot(idx: Expr, b: Buffer) -> int:
     return int(idx.value)
 
 
+def kernel_signature(params: Sequence[Buffer]) -> str:
+    """What a kernel library says it computes: its parameters' dtypes and element counts, in order
+    (inputs then outputs; lowering flattens shapes, so counts are what the code indexes). Each C
+    library exports it as `<entry>_signature`; loading a library checks it against the buffers it
+    is called with (runtime/kernel.py), so a library of another kernel, or a saved model's edited
+    shapes, is refused before anything runs."""
+    return "tilegraph-kernel-1 " + " ".join(f"{b.dtype.name}[{math.prod(b.shape)}]" for b in params)
+
+
 def codegen_c(func: Func) -> CSource:
     """Print a lowered Func (see tilegraph.lower.lower) as one C translation unit."""
     printer = _Printer(func)
     entry = printer.function()
-    return CSource(_prelude() + vector_math_helpers(printer.vector_math) + "\n" + printer.w.text(), entry)
+    signature = f'const char {entry}_signature[] = "{kernel_signature(func.params)}";\n'
+    return CSource(_prelude() + vector_math_helpers(printer.vector_math) + "\n" + printer.w.text() + signature, entry)
 
 
-__all__ = ["CFamilyPrinter", "CSource", "VECTOR_MATH", "codegen_c", "c_const", "ctype", "vector_math_helpers"]
+__all__ = ["CFamilyPrinter", "CSource", "VECTOR_MATH", "codegen_c", "c_const", "ctype", "kernel_signature",
+           "vector_math_helpers"]

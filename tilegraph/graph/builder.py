@@ -73,7 +73,7 @@ class GraphBuilder:
 
     def add_multi(self, op: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, name: str = "",
                   outputs: Sequence[str] | None = None, num_outputs: int = 1) -> list[str]:
-        node_name = name or f"{op}_{len(self.nodes)}"
+        node_name = self._fresh_node_name(name or f"{op}_{len(self.nodes)}")
         wanted = list(outputs) if outputs is not None else [node_name] * num_outputs
         out_names = [self.fresh(o) for o in wanted]
         node = Node(op, tuple(inputs), tuple(out_names), attrs or {}, node_name)
@@ -82,6 +82,17 @@ class GraphBuilder:
             self.values[o] = t
         self.nodes.append(node)
         return out_names
+
+    def _fresh_node_name(self, base: str) -> str:
+        """`base`, or `base_<n>` when a node already has that name (node names are unique: fusion
+        and the kernels' bookkeeping index nodes by name)."""
+        taken = self.__dict__.setdefault("_node_names", {n.name for n in self.nodes})
+        name, n = base, 0
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name)
+        return name
 
     def copy(self, node: Node, graph: Graph, rename: Mapping[str, str] | None = None) -> list[str]:
         """Append `node` of `graph` with its inputs renamed by `rename` (types re-inferred)."""

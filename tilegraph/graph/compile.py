@@ -23,12 +23,13 @@ as the model runs); `tune_progress` a TuningProgress or any callable(scheduler, 
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from tilegraph.errors import GraphError
+from tilegraph.errors import GraphError, ResourceError
 from tilegraph.graph.device_model import DeviceModel
 from tilegraph.graph.fusion.choose import orchestrate_kernels
 from tilegraph.graph.fusion.compose import group_spec
@@ -75,10 +76,16 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     start = time.perf_counter()
     if orchestration not in ORCHESTRATIONS:
         raise GraphError(f"unknown orchestration {orchestration!r}; choose one of {', '.join(ORCHESTRATIONS)}")
-    if time_budget is None or time_budget < 0:
-        raise GraphError(f"time_budget must be >= 0 seconds, got {time_budget!r}")
+    if (not isinstance(time_budget, (int, float)) or isinstance(time_budget, bool) or not math.isfinite(time_budget)
+            or time_budget < 0):
+        raise GraphError(f"time_budget must be a finite number of seconds >= 0, got {time_budget!r}")
     if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 0):
         raise GraphError(f"trials must be a non-negative integer, got {trials!r}")
+    for label, value in (("num_threads", num_threads), ("workers", workers)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise GraphError(f"{label} must be a positive integer or None, got {value!r}")
+    if db is not None and not isinstance(db, (str, os.PathLike)) and not hasattr(db, "best_schedule"):
+        raise GraphError(f"db must be a database path or a tuning database, got {type(db).__name__}")
     tune = time_budget > 0 or bool(trials)
     tgt = as_target(target)
     gpu = tgt.kind != "cpu"
@@ -95,6 +102,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     if optimize_graph:
         graph, rewrites = optimize(graph, extra=extra_rewrites)
     graph.verify()
+    _check_tensor_sizes(graph)
     groups = partition(graph, fuse=fuse)
     report = None
     tuning_s = 0.0
@@ -127,6 +135,22 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     model_.tuning = report
     model_.orchestration = chosen
     return model_
+
+
+def _check_tensor_sizes(graph: Graph) -> None:
+    """Refuse, before building or allocating anything, zero-sized run-time tensors (no kernel
+    computes them) and a model whose inputs and outputs alone exceed this machine's memory."""
+    from tilegraph.testing.data import available_memory
+
+    for name, t in graph.values.items():
+        if t.size == 0 and name not in graph.constants:
+            raise GraphError(f"tensor {name!r} is zero-sized ({t}); tilegraph does not compile zero-sized tensors")
+    have = available_memory()
+    need = sum(graph.values[n].nbytes for n in {*graph.inputs, *graph.outputs} if n not in graph.constants)
+    largest = max((t.nbytes for n, t in graph.values.items() if n not in graph.constants), default=0)
+    if have is not None and max(need, largest) > have:
+        raise ResourceError(f"model {graph.name!r} needs at least {max(need, largest) / 2**30:.1f} GiB for its "
+                            f"tensors; {have / 2**30:.1f} GiB is available")
 
 
 def _greedy_kernels(graph: Graph, groups: list[Group], tgt: Any, db: Any, workers: int | None,

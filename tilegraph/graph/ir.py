@@ -154,8 +154,8 @@ class Graph:
 
     # ---- checks ----------------------------------------------------------------------------
     def verify(self, infer: bool = True) -> Graph:
-        """Raise GraphError unless every tensor is defined exactly once before its use, inputs,
-        outputs and constants have types, and (with `infer`) each node's declared output types
+        """Raise GraphError unless every tensor is defined exactly once before its use, node names
+        are unique, inputs, outputs and constants have types, and (with `infer`) each node's declared output types
         are what its op infers. Returns the graph, so `g = g.verify()` chains."""
         from tilegraph.graph.ops.registry import infer_types  # the op table sits beside the IR
 
@@ -169,7 +169,11 @@ class Graph:
             expected = self.values[name]
             if tuple(array.shape) != expected.shape or str(array.dtype) != expected.dtype:
                 raise GraphError(f"constant {name!r} holds {array.dtype}{list(array.shape)}, its type says {expected}")
+        seen_nodes: set[str] = set()
         for node in self.nodes:
+            if node.name in seen_nodes:
+                raise GraphError(f"two nodes are named {node.name!r}; node names must be unique")
+            seen_nodes.add(node.name)
             for name in node.inputs:
                 if name and name not in defined:
                     raise GraphError(f"node {node.name!r} ({node.op}) reads {name!r} before it is defined "

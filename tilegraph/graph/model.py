@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from tilegraph.errors import GraphError
+from tilegraph.errors import GraphError, ResourceError
+from tilegraph.graph.index_checks import IndexCheck, index_checks
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.plan import MemoryPlan
 from tilegraph.runtime import threads
@@ -65,12 +66,14 @@ class CompiledModel:
         self.fallbacks: tuple[str, ...] = ()  # fused groups that failed to build and run unfused, with why
         self.orchestration: Any = None  # orchestration="blp": fusion.choose.OrchestrationReport
         self.tuning: Any = None  # compiled with a tuning budget: graph.tuning.TuningReport
+        _require_memory(plan.arena_bytes, graph.name)
         self._arena = np.zeros(max(plan.arena_bytes, 1) // 8 + 1, dtype=np.float64)  # 8-byte aligned base
         self._base = self._arena.view(np.uint8)[: max(plan.arena_bytes, 1)]
         self._launches: list[Any] = []
         self._bound_threads: int | None = None
         self._lock = threading.Lock()
         self._input_views = {name: self.tensor_view(name) for name in graph.inputs}
+        self._input_checks, self._step_checks = self._index_checks()
 
     # ---- public -------------------------------------------------------------------------------
     @property
@@ -116,8 +119,10 @@ class CompiledModel:
             self._bind()
             for name, array in arrays.items():
                 np.copyto(self._input_views[name], array)
-            for launch in self._launches:
+            for position, launch in enumerate(self._launches):
                 launch.run()
+                for check in self._step_checks.get(position, ()):
+                    check.check(self.tensor_view(check.tensor), "tensor")
             return {name: np.array(self.tensor_view(name), copy=True) for name in self.graph.outputs}
 
     def summary(self) -> str:
@@ -138,6 +143,8 @@ class CompiledModel:
         """The array holding tensor `name` (a view into the arena or a constant), as `shape`."""
         t = self.graph.type_of(name)
         shape = tuple(t.shape if shape is None else shape)
+        if int(np.prod(shape, dtype=np.int64)) != t.size:
+            raise GraphError(f"tensor {name!r} ({t}) viewed as {list(shape)}: the sizes differ")
         root = name
         while root in self.views:
             root = self.views[root]
@@ -145,6 +152,29 @@ class CompiledModel:
             return self.graph.constants[root].reshape(shape)
         offset = self.plan.offsets[name]
         return np.ndarray(shape, dtype=t.dtype, buffer=self._base, offset=offset)
+
+    def _index_checks(self) -> tuple[dict[str, list[IndexCheck]], dict[int, list[IndexCheck]]]:
+        """The gathers' index checks (graph/index_checks.py): constants now, graph inputs when a call
+        passes them (`_checked`), others after the step that writes them."""
+        by_input: dict[str, list[IndexCheck]] = {}
+        by_step: dict[int, list[IndexCheck]] = {}
+        writer = {self._root(o): i for i, step in enumerate(self.steps) for o in step.outputs}
+        for check in index_checks(self.graph):
+            root = self._root(check.tensor)
+            if root in self.graph.constants:
+                check.check(self.graph.constants[root], "constant")
+            elif check.tensor in self.graph.inputs:
+                by_input.setdefault(check.tensor, []).append(check)
+            elif root in self.graph.inputs:  # a view of an input
+                by_input.setdefault(root, []).append(IndexCheck(root, check.extent, check.node))
+            elif root in writer:
+                by_step.setdefault(writer[root], []).append(check)
+        return by_input, by_step
+
+    def _root(self, name: str) -> str:
+        while name in self.views:
+            name = self.views[name]
+        return name
 
     def _checked(self, name: str, array: Any) -> np.ndarray:
         expected = self.graph.type_of(name)
@@ -155,6 +185,8 @@ class CompiledModel:
         if str(array.dtype) != expected.dtype:
             raise GraphError(f"input {name!r} has dtype {array.dtype}, the model takes {expected} "
                              f"(tilegraph does not cast; use .astype({expected.dtype!r}))")
+        for check in self._input_checks.get(name, ()):
+            check.check(array, "input")
         return array
 
     def _bind(self) -> None:
@@ -169,6 +201,16 @@ class CompiledModel:
             outs = [self.tensor_view(n, kernel.outputs[i].shape) for i, n in enumerate(step.outputs)]
             launches.append(kernel.bind(ins, outs, num_threads=wanted))
         self._launches, self._bound_threads = launches, wanted
+
+
+def _require_memory(nbytes: int, what: str) -> None:
+    """ResourceError, before allocating, when `nbytes` exceed the memory this machine has available."""
+    from tilegraph.testing.data import available_memory
+
+    have = available_memory()
+    if have is not None and nbytes > have:
+        raise ResourceError(f"model {what!r} needs {nbytes / 2**30:.1f} GiB for its tensors; "
+                            f"{have / 2**30:.1f} GiB is available")
 
 
 __all__ = ["CompiledModel", "KernelInfo", "Step"]

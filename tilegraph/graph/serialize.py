@@ -1,19 +1,34 @@
 """save_model / load_model: a compiled model as a directory a fresh process loads without compiling.
 
-    model.save("resnet50.tg")       # manifest.json, weights.bin, kernels/k<i>.so (+ .c sources)
+    model.save("resnet50.tg")       # manifest.json + data-<id>/ (weights.bin, kernels/k<i>.so and .c)
     model = load_model("resnet50.tg")
 
-The manifest holds the format and tilegraph versions, the target (its string and fingerprint),
-the graph (nodes, types; constants by offset into weights.bin), the kernels (entry points and
-parameter types), the steps and the memory plan. Loading checks the versions and that this
-machine's target has the same fingerprint, and refuses with one line otherwise. weights.bin is
-memory-mapped read-only. A save writes a temporary directory and renames it into place.
+A saved model contains native code: its kernel libraries are loaded into the process and run.
+Load a model only from a source you would run a program from. What loading checks is against
+accidents (a half-copied folder, a flipped byte, another model's file, a hand-edited manifest), not
+against a malicious author:
+
+- the manifest, field by field (graph/manifest.py), before anything is read;
+- the format and tilegraph versions, and that this machine's target has the model's fingerprint;
+- every file named stays inside the model's folder (no absolute paths, no `..`, no links out);
+- the sha256 of weights.bin and of each library, recorded at save time, before it is mapped or
+  loaded (a library is loaded from a private copy of the bytes that were checked);
+- each library's own signature (the dtypes and sizes it was compiled for) against the buffers of
+  its kernel, and those against the graph types of every step that launches it;
+- the memory plan: every tensor inside the arena, the arena within this machine's memory.
+
+Saving writes a new data folder, then replaces manifest.json (an atomic rename), then deletes what
+the old manifest named: a process killed at any moment leaves the old model or the new one, each
+loadable. A save goes only into a new path, an empty directory or a directory holding a saved model
+and nothing else, never the working directory; anything else there is refused, not deleted.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -22,72 +37,136 @@ from typing import Any
 import numpy as np
 
 from tilegraph.dtype import as_dtype
-from tilegraph.errors import ModelFileError
+from tilegraph.errors import GraphError, ModelFileError, ResourceError
 from tilegraph.graph.ir import Graph, Node, TensorType
+from tilegraph.graph.manifest import DATA_FOLDER, check_manifest
 from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.plan import MemoryPlan
-from tilegraph.runtime.kernel import Kernel
+from tilegraph.runtime.kernel import Kernel, LibraryMismatch
 from tilegraph.target import Target, as_target
 from tilegraph.te.buffer import Buffer
 from tilegraph.version import __version__
 
 FORMAT = "tilegraph-compiled-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 WEIGHT_ALIGN = 64
+MANIFEST = "manifest.json"
+# what a saved model's directory may hold (format 1 kept weights.bin and kernels/ at the top)
+OWNED = {MANIFEST, "weights.bin", "kernels"}
+TEMP_PREFIX = ".tilegraph-"
 
 
 def _buffer_json(b: Buffer) -> dict:
     return {"name": b.name, "shape": list(b.shape), "dtype": b.dtype.name}
 
 
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ save
 def save_model(model: CompiledModel, path: str | os.PathLike) -> Path:
     path = Path(path)
+    existing = _check_save_target(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        if existing is None:  # a new path: build it beside, then one rename puts it in place
+            path.parent.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{path.name}.", dir=path.parent))
+            try:
+                _write_into(model, work)
+                _apply_umask(work)
+                os.rename(work, path)
+            except BaseException:
+                shutil.rmtree(work, ignore_errors=True)
+                raise
+        else:
+            old = _named_by_manifest(path)
+            _write_into(model, path)
+            _remove_stale(path, keep=_named_by_manifest(path), also=old)
     except OSError as e:
-        raise ModelFileError(f"{path}: cannot write the compiled model here: {e.strerror or e}") from None
-    try:
-        _write(model, work)
-        if path.exists():
-            if not (path / "manifest.json").is_file():
-                raise ModelFileError(f"{path}: exists and is not a saved model; not overwriting it")
-            shutil.rmtree(path)
-        os.replace(work, path)
-    except OSError as e:
-        shutil.rmtree(work, ignore_errors=True)
         raise ModelFileError(f"{path}: cannot write the compiled model: {e.strerror or e}") from None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return path
 
 
-def _write(model: CompiledModel, work: Path) -> None:
-    graph = model.graph
-    constants, offset = {}, 0
-    with open(work / "weights.bin", "wb") as f:
-        for name, array in graph.constants.items():
-            pad = -offset % WEIGHT_ALIGN
-            f.write(b"\0" * pad)
-            offset += pad
-            constants[name] = offset
-            f.write(array.tobytes())
-            offset += array.nbytes
-    (work / "kernels").mkdir()
+def _check_save_target(path: Path) -> list[str] | None:
+    """None for a new path; the entries of an empty or tilegraph-owned directory; else refuses."""
+    resolved = path.resolve()
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise ModelFileError(f"{path}: is the working directory (or holds it); save the model into a folder of its own")
+    if not path.exists() and not path.is_symlink():
+        return None
+    if not path.is_dir() or path.is_symlink():
+        raise ModelFileError(f"{path}: exists and is not a saved model folder; not overwriting it")
+    entries = sorted(p.name for p in path.iterdir())
+    foreign = [e for e in entries if not _owned(e)]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise ModelFileError(f"{path}: holds files a saved model does not ({shown}); not overwriting it")
+    if entries and MANIFEST not in entries and any(not e.startswith(TEMP_PREFIX) for e in entries):
+        raise ModelFileError(f"{path}: is not a saved model (no {MANIFEST}); not overwriting it")
+    if MANIFEST in entries:
+        try:
+            manifest = json.loads((path / MANIFEST).read_text())
+        except (OSError, ValueError, RecursionError):
+            manifest = None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise ModelFileError(f"{path}: its {MANIFEST} is not a tilegraph model's; not overwriting it")
+    return entries
+
+
+def _owned(entry: str) -> bool:
+    return entry in OWNED or DATA_FOLDER.fullmatch(entry) is not None or entry.startswith(TEMP_PREFIX)
+
+
+def _named_by_manifest(path: Path) -> set[str]:
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError, RecursionError):
+        return set()
+    data = manifest.get("data") if isinstance(manifest, dict) else None
+    return {data} if isinstance(data, str) and DATA_FOLDER.fullmatch(data) else set()
+
+
+def _remove_stale(path: Path, keep: set[str], also: set[str]) -> None:
+    """Delete what a tilegraph save left in `path` that the current manifest does not name."""
+    for entry in path.iterdir():
+        if entry.name == MANIFEST or entry.name in keep or not _owned(entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def _write_into(model: CompiledModel, folder: Path) -> None:
+    """A new data folder in `folder`, then its manifest.json replaced atomically."""
+    data_name = f"data-{secrets.token_hex(6)}"
+    data = folder / data_name
+    data.mkdir()
+    weights = _write_weights(model.graph, data / "weights.bin")
+    (data / "kernels").mkdir()
     kernels = []
     for i, kernel in enumerate(model.kernel_objects):
-        shutil.copyfile(kernel.lib_path, work / "kernels" / f"k{i}.so")
-        (work / "kernels" / f"k{i}.c").write_text(kernel.source)
-        kernels.append({"library": f"kernels/k{i}.so", "entry": kernel.entry, "key": model.kernel_keys[i],
-                        "tuned": model.tuned[i], "inputs": [_buffer_json(b) for b in kernel.inputs],
+        library = data / "kernels" / f"k{i}.so"
+        shutil.copyfile(kernel.lib_path, library)
+        (data / "kernels" / f"k{i}.c").write_text(kernel.source)
+        kernels.append({"library": f"kernels/k{i}.so", "sha256": _sha256_file(library), "entry": kernel.entry,
+                        "key": model.kernel_keys[i], "tuned": model.tuned[i],
+                        "inputs": [_buffer_json(b) for b in kernel.inputs],
                         "outputs": [_buffer_json(b) for b in kernel.outputs]})
+    graph = model.graph
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "tilegraph_version": __version__,
         "target": str(model.target), "target_fingerprint": model.target.fingerprint,
+        "data": data_name, "weights": weights,
         "graph": {"name": graph.name, "inputs": list(graph.inputs), "outputs": list(graph.outputs),
                   "values": {k: {"shape": list(v.shape), "dtype": v.dtype} for k, v in graph.values.items()},
-                  "constants": constants,
+                  "constants": weights.pop("offsets"),
                   "nodes": [{"op": n.op, "inputs": list(n.inputs), "outputs": list(n.outputs), "name": n.name,
                              "attrs": [[k, v] for k, v in n.attrs]} for n in graph.nodes]},
         "kernels": kernels,
@@ -96,62 +175,182 @@ def _write(model: CompiledModel, work: Path) -> None:
                   for s in model.steps],
         "views": model.views, "plan": model.plan.to_json(), "rewrites": list(model.rewrites),
     }
-    (work / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}manifest.", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps(manifest, indent=1))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, folder / MANIFEST)  # the moment the new model replaces the old one
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
+def _write_weights(graph: Graph, path: Path) -> dict:
+    offsets, offset = {}, 0
+    digest = hashlib.sha256()
+    with open(path, "wb") as f:
+        for name, array in graph.constants.items():
+            pad = b"\0" * (-offset % WEIGHT_ALIGN)
+            f.write(pad)
+            digest.update(pad)
+            offset += len(pad)
+            offsets[name] = offset
+            data = np.ascontiguousarray(array).tobytes()
+            f.write(data)
+            digest.update(data)
+            offset += len(data)
+    return {"bytes": offset, "sha256": digest.hexdigest(), "offsets": offsets}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _apply_umask(folder: Path) -> None:
+    """mkdtemp makes 0700 folders; a saved model gets the permissions a plain mkdir would give."""
+    mode = 0o777 & ~_umask()
+    for root, dirs, _ in os.walk(folder):
+        for d in dirs:
+            os.chmod(Path(root) / d, mode)
+    os.chmod(folder, mode)
+
+
+# ------------------------------------------------------------------------------------------ load
 def load_model(path: str | os.PathLike, target: Any = "cpu") -> CompiledModel:
     path = Path(path)
-    manifest_path = path / "manifest.json"
+    manifest_path = path / MANIFEST
     if not manifest_path.is_file():
-        raise ModelFileError(f"{path}: not a saved tilegraph model (no manifest.json)")
+        raise ModelFileError(f"{path}: not a saved tilegraph model (no {MANIFEST})")
     try:
         manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError) as e:
-        raise ModelFileError(f"{path}: manifest.json is unreadable ({e})") from None
+    except (OSError, ValueError, RecursionError) as e:
+        raise ModelFileError(f"{path}: {MANIFEST} is unreadable ({type(e).__name__}: {str(e)[:200]})") from None
+    if not isinstance(manifest, dict):
+        raise ModelFileError(f"{path}: {MANIFEST} is not a JSON object")
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
         raise ModelFileError(f"{path}: saved in format {manifest.get('format')!r} v{manifest.get('format_version')}, "
                              f"this tilegraph reads {FORMAT} v{FORMAT_VERSION}; recompile the model")
     if manifest.get("tilegraph_version") != __version__:
         raise ModelFileError(f"{path}: saved by tilegraph {manifest.get('tilegraph_version')}, this is {__version__}; "
                              "recompile the model")
+    try:
+        check_manifest(manifest)
+    except ModelFileError as e:
+        raise ModelFileError(f"{path}: {e}") from None
     here = as_target(target)
     if manifest["target_fingerprint"] != here.fingerprint:
         raise ModelFileError(f"{path}: compiled for target {manifest['target']} ({manifest['target_fingerprint']}), "
                              f"this machine's target is {here} ({here.fingerprint}); recompile the model here")
-    saved_target = Target.from_string(manifest["target"])
     try:
+        saved_target = Target.from_string(manifest["target"])
         return _read(path, manifest, saved_target)
-    except (KeyError, TypeError, ValueError, OSError) as e:
+    except (ModelFileError, ResourceError):
+        raise
+    except LibraryMismatch as e:
+        raise ModelFileError(f"{path}: {e}") from None
+    except (GraphError, KeyError, TypeError, ValueError, OSError) as e:
         raise ModelFileError(f"{path}: the saved model is incomplete or corrupt ({type(e).__name__}: {e})") from None
 
 
+def _inside(folder: Path, relative: str, what: str) -> Path:
+    """folder/relative, refused unless it resolves inside `folder` (no `..`, no links out)."""
+    candidate = folder / relative
+    try:
+        resolved = candidate.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise ModelFileError(f"{folder}: {what} {relative} is missing") from None
+    if not resolved.is_relative_to(folder.resolve()):
+        raise ModelFileError(f"{folder}: {what} {relative} lies outside the model's folder")
+    return resolved
+
+
 def _read(path: Path, manifest: dict, target: Target) -> CompiledModel:
+    data = _inside(path, manifest["data"], "data folder")
     g = manifest["graph"]
     values = {k: TensorType(tuple(v["shape"]), v["dtype"]) for k, v in g["values"].items()}
-    weights = np.memmap(path / "weights.bin", dtype=np.uint8, mode="r") if g["constants"] else None
-    constants = {}
-    for name, offset in g["constants"].items():
-        t = values[name]
-        constants[name] = np.ndarray(t.shape, dtype=t.dtype, buffer=weights, offset=offset)
+    constants = _read_weights(data, manifest["weights"], g["constants"], values)
     nodes = [Node(n["op"], tuple(n["inputs"]), tuple(n["outputs"]), [(k, v) for k, v in n["attrs"]], n["name"])
              for n in g["nodes"]]
-    graph = Graph(g["name"], tuple(g["inputs"]), tuple(g["outputs"]), tuple(nodes), values, constants)
+    graph = Graph(g["name"], tuple(g["inputs"]), tuple(g["outputs"]), tuple(nodes), values, constants).verify()
 
     def buffers(items: list[dict]) -> list[Buffer]:
         return [Buffer(b["name"], tuple(b["shape"]), as_dtype(b["dtype"])) for b in items]
 
-    kernels = []
-    for k in manifest["kernels"]:
-        library = path / k["library"]
-        if not library.is_file():
-            raise ModelFileError(f"{path}: kernel library {k['library']} is missing")
-        source = (library.with_suffix(".c")).read_text() if library.with_suffix(".c").is_file() else ""
-        kernels.append(Kernel(library, k["entry"], buffers(k["inputs"]), buffers(k["outputs"]), source, target))
     steps = [Step(s["kernel"], s["node"], tuple(s["inputs"]), tuple(s["outputs"]), tuple(s.get("nodes", ())))
              for s in manifest["steps"]]
+    _check_steps(manifest["kernels"], steps, graph)
+    plan = MemoryPlan.from_json(manifest["plan"])
+    _check_plan(plan, graph, manifest["views"], path)
+    kernels = []
+    for k in manifest["kernels"]:
+        library = _inside(data, k["library"], "kernel library")
+        source_file = library.with_suffix(".c")
+        source = source_file.read_text() if source_file.is_file() else ""
+        kernels.append(Kernel(library, k["entry"], buffers(k["inputs"]), buffers(k["outputs"]), source, target,
+                              sha256=k["sha256"]))
     return CompiledModel(graph, steps, kernels, [k["key"] for k in manifest["kernels"]],
-                         [k["tuned"] for k in manifest["kernels"]], MemoryPlan.from_json(manifest["plan"]),
-                         manifest["views"], target, manifest.get("rewrites", ()))
+                         [k["tuned"] for k in manifest["kernels"]], plan, manifest["views"], target,
+                         manifest.get("rewrites", ()))
+
+
+def _read_weights(data: Path, weights: dict, offsets: dict[str, int], values: dict[str, TensorType]
+                  ) -> dict[str, np.ndarray]:
+    path = _inside(data, "weights.bin", "weights file")
+    size = path.stat().st_size
+    if size != weights["bytes"]:
+        raise ModelFileError(f"{data.parent}: weights.bin has {size} bytes, the manifest recorded {weights['bytes']}")
+    if _sha256_file(path) != weights["sha256"]:
+        raise ModelFileError(f"{data.parent}: weights.bin was changed or damaged after saving (sha256 differs)")
+    mapped = np.memmap(path, dtype=np.uint8, mode="r") if offsets and size else None
+    constants = {}
+    for name, offset in offsets.items():
+        t = values.get(name)
+        if t is None:
+            raise ModelFileError(f"{data.parent}: constant {name!r} has no type in the manifest")
+        if offset + t.nbytes > size:
+            raise ModelFileError(f"{data.parent}: constant {name!r} lies past the end of weights.bin")
+        constants[name] = np.ndarray(t.shape, dtype=t.dtype, buffer=mapped if t.nbytes else np.empty(0, np.uint8),
+                                     offset=offset if t.nbytes else 0)
+    return constants
+
+
+def _check_steps(kernels: list[dict], steps: list[Step], graph: Graph) -> None:
+    """Each step's tensors have its kernel's buffer dtypes and sizes (the library's own signature is
+    checked against those buffers when it loads)."""
+    for i, step in enumerate(steps):
+        k = kernels[step.kernel]
+        for role, names, bufs in (("inputs", step.inputs, k["inputs"]), ("outputs", step.outputs, k["outputs"])):
+            if len(names) != len(bufs):
+                raise ModelFileError(f"manifest.json: steps[{i}] passes {len(names)} {role} to kernel {step.kernel}, "
+                                     f"which takes {len(bufs)}")
+            for name, buf in zip(names, bufs):
+                t = graph.values.get(name)
+                if t is None:
+                    raise ModelFileError(f"manifest.json: steps[{i}] names an unknown tensor {name!r}")
+                if t.dtype != buf["dtype"] or t.size != int(np.prod(buf["shape"], dtype=np.int64)):
+                    raise ModelFileError(f"manifest.json: steps[{i}] passes {name!r} ({t}) where kernel {step.kernel} "
+                                         f"takes {buf['dtype']}{buf['shape']}")
+
+
+def _check_plan(plan: MemoryPlan, graph: Graph, views: dict[str, str], path: Path) -> None:
+    from tilegraph.testing.data import available_memory
+
+    limit = available_memory()
+    if limit is not None and plan.arena_bytes > limit:
+        raise ResourceError(f"{path}: the model's arena needs {plan.arena_bytes / 2**30:.1f} GiB, this machine has "
+                            f"{limit / 2**30:.1f} GiB available")
+    for name, offset in plan.offsets.items():
+        t = graph.values.get(name)
+        if t is None or offset + t.nbytes > plan.arena_bytes:
+            raise ModelFileError(f"manifest.json: plan.offsets.{name} puts a tensor outside the arena")
+    for view, source in views.items():
+        if view not in graph.values or source not in graph.values:
+            raise ModelFileError(f"manifest.json: views.{view} names an unknown tensor")
 
 
 __all__ = ["save_model", "load_model", "FORMAT_VERSION"]

@@ -5,6 +5,7 @@
     sigmoid, tanh, exp
     add(a, b)    out[i..] = a[bcast(i..)] + b[bcast(i..)]               numpy broadcasting
     sub, mul, div, maximum, minimum                                       either side may be a scalar
+                                                                          (integer div truncates)
 """
 
 from __future__ import annotations
@@ -110,7 +111,19 @@ def mul(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "mul") -> Tensor:
 
 @operator("div")
 def div(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "div") -> Tensor:
-    return _binary(a, b, lambda x, y: x / y, name)
+    """a / b; on integers the quotient truncated toward zero (C's and ONNX's integer Div), and 0
+    where b is 0 (no trap: C leaves it undefined)."""
+    return _binary(a, b, lambda x, y: x / y if x.dtype.is_float else truncated_division(x, y), name)
+
+
+def truncated_division(x: Expr, y: Expr) -> Expr:
+    """Integer x / y rounded toward zero, from the IR's floor division: the floor quotient plus one
+    where the remainder is not zero and the signs differ; 0 where y is 0."""
+    zero, one = te.const(0, x.dtype), te.const(1, x.dtype)
+    floor_q = x // y
+    signs_differ = te.logical_or(te.logical_and(x.lt(zero), y.gt(zero)), te.logical_and(x.gt(zero), y.lt(zero)))
+    inexact = te.logical_and((x % y).ne(zero), signs_differ)
+    return te.select(y.eq(zero), zero, floor_q + te.select(inexact, one, zero))
 
 
 @operator("maximum")

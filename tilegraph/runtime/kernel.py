@@ -16,6 +16,9 @@ C-contiguity, alignment and writeability match and no output overlaps another ar
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,24 +26,74 @@ from typing import Any
 
 import numpy as np
 
+from tilegraph.codegen.c import kernel_signature
+from tilegraph.config import cache_dir
 from tilegraph.loop.ir import Buffer
 from tilegraph.runtime import threads
 from tilegraph.runtime.launch import KernelBase
 from tilegraph.target import Target, host_supports
 
-_libraries: dict[str, ctypes.CDLL] = {}
+_by_content: dict[str, ctypes.CDLL] = {}  # sha256 of a library's bytes -> the loaded library
+_by_path: dict[str, str] = {}  # resolved path -> the sha256 of what was loaded from it
 _libraries_lock = threading.Lock()
 
 
-def load_library(path: Path | str) -> ctypes.CDLL:
-    """The loaded library at `path`; loaded once per process and kept (never unloaded)."""
-    key = str(Path(path).resolve())
+class LibraryMismatch(ValueError):
+    """A library's bytes differ from what its manifest recorded, or it does not describe the kernel."""
+
+
+def library_sha256(path: Path | str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_library(path: Path | str, sha256: str | None = None) -> ctypes.CDLL:
+    """The library whose bytes are at `path`, loaded once per content and kept (never unloaded).
+
+    Libraries are identified by their content, not their path: the dynamic loader hands back the
+    object it already loaded for a path even after the file was replaced (a model saved again into
+    its directory), so a path seen before with other bytes, and any library given a `sha256` (a
+    saved model's, checked first: LibraryMismatch), is loaded from a private copy named by its
+    hash, written from the very bytes that were checked."""
+    path = Path(path)
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise LibraryMismatch(f"{path}: its sha256 is {digest[:16]}..., the manifest recorded {sha256[:16]}...: "
+                              "the file was changed or damaged after saving")
+    key = str(path.resolve())
     with _libraries_lock:
-        library = _libraries.get(key)
+        library = _by_content.get(digest)
         if library is None:
-            library = ctypes.CDLL(key)
-            _libraries[key] = library
+            seen = _by_path.get(key)
+            if sha256 is None and seen in (None, digest):
+                library = ctypes.CDLL(key)
+            else:
+                library = ctypes.CDLL(str(_private_copy(data, digest)))
+            _by_content[digest] = library
+        _by_path[key] = digest
         return library
+
+
+def _private_copy(data: bytes, digest: str) -> Path:
+    """The library's bytes at cache_dir()/libraries/<sha256>.so (written once, atomically)."""
+    folder = cache_dir() / "libraries"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{digest}.so"
+    if not target.is_file() or library_sha256(target) != digest:
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".so.tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    return target
+
+
+def library_signature(library: ctypes.CDLL, entry: str) -> str | None:
+    """The `<entry>_signature` string a C kernel library exports (codegen/c.py), or None."""
+    try:
+        symbol = ctypes.c_char.in_dll(library, f"{entry}_signature")
+    except ValueError:
+        return None
+    return ctypes.string_at(ctypes.addressof(symbol)).decode("ascii", "replace")
 
 
 class _CpuLaunch:
@@ -61,7 +114,7 @@ class Kernel(KernelBase):
     """A callable native kernel; see the module docstring."""
 
     def __init__(self, lib_path: Path | str, entry: str, inputs: Sequence[Buffer], outputs: Sequence[Buffer],
-                 source: str, target: Target, lowered: Any = None):
+                 source: str, target: Target, lowered: Any = None, sha256: str | None = None):
         self.lib_path = Path(lib_path)
         self.entry = entry
         self.inputs = tuple(inputs)
@@ -82,7 +135,15 @@ class Kernel(KernelBase):
         if not host_supports(target):
             raise ValueError(f"kernel {entry!r} was built for {target.arch}/{target.isa}, which this machine cannot run")
         self._numpy_dtypes = tuple(buffer.dtype.numpy for buffer in (*self.inputs, *self.outputs))
-        library = load_library(self.lib_path)
+        library = load_library(self.lib_path, sha256)
+        signature = library_signature(library, entry)
+        expected = kernel_signature((*self.inputs, *self.outputs))
+        # A hand-written library may carry no signature; every library tilegraph prints does, and
+        # one loaded from a saved model (sha256 given) must.
+        if (signature is not None or sha256 is not None) and signature != expected:
+            found = "no signature" if signature is None else f"{signature!r}"
+            raise LibraryMismatch(f"{self.lib_path}: {entry!r} is not the kernel asked for: it says {found}, "
+                                  f"the buffers given are {expected!r}")
         try:
             function = getattr(library, entry)
         except AttributeError:

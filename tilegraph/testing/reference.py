@@ -262,6 +262,17 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[...,
     return reference
 
 
+def div(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """a / b; integers: truncated toward zero, 0 where b is 0 (ops.div)."""
+    a_, b_ = np.asarray(a), np.asarray(b)
+    if a_.dtype.kind in "iub" and b_.dtype.kind in "iub":
+        a64, b64 = a_.astype(np.int64), b_.astype(np.int64)
+        safe = np.where(b64 == 0, 1, b64)
+        q = np.abs(a64) // np.abs(safe) * np.sign(a64) * np.sign(safe)
+        return np.where(b64 == 0, 0, q).astype(np.result_type(a_, b_)).astype(np.float64)  # wraps as C does
+    return np.divide(_f64(a), _f64(b))
+
+
 def _reduction(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     def reference(x: np.ndarray, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> np.ndarray:
         x = _f64(x)
@@ -380,7 +391,7 @@ REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "max_pool2d": max_pool2d, "avg_pool2d": avg_pool2d, "global_avg_pool2d": global_avg_pool2d,
     "layer_norm": layer_norm, "batch_norm": batch_norm, "norm_bmn": norm_bmn, "softmax": softmax,
     "relu": relu, "gelu": gelu, "sigmoid": sigmoid, "tanh": tanh, "exp": exp,
-    "add": _binary(np.add), "sub": _binary(np.subtract), "mul": _binary(np.multiply), "div": _binary(np.divide),
+    "add": _binary(np.add), "sub": _binary(np.subtract), "mul": _binary(np.multiply), "div": div,
     "maximum": _binary(np.maximum), "minimum": _binary(np.minimum),
     "sum": _reduction(np.sum), "mean": _reduction(np.mean), "max": _reduction(np.max), "min": _reduction(np.min),
     "reshape": reshape, "transpose": transpose,

@@ -14,6 +14,7 @@ hang or compute wrong answers through a builder.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -40,8 +41,9 @@ class TuneOptions:
     runner: Any = None                     # injected Runner-like object
 
     def __post_init__(self) -> None:
-        if self.time_budget is not None and not (isinstance(self.time_budget, (int, float)) and self.time_budget > 0):
-            raise ValueError(f"time_budget must be a positive number of seconds, got {self.time_budget!r}")
+        if self.time_budget is not None and not (isinstance(self.time_budget, (int, float)) and self.time_budget > 0
+                                                 and math.isfinite(self.time_budget)):
+            raise ValueError(f"time_budget must be a positive finite number of seconds, got {self.time_budget!r}")
         if self.trials is not None and (not isinstance(self.trials, int) or isinstance(self.trials, bool)
                                         or self.trials < 0):
             raise ValueError(f"trials must be a non-negative integer, got {self.trials!r}")

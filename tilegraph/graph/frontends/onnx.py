@@ -87,6 +87,34 @@ def _attributes(node: Any) -> dict[str, Any]:
     return {a.name: text(helper.get_attribute_value(a)) for a in node.attribute}
 
 
+def _check_single_definitions(proto: Any, source: str) -> None:
+    """Every tensor is defined once: by an input, an initializer or one node output (ONNX's rule;
+    ONNX Runtime refuses such models too)."""
+    defined: dict[str, str] = {t.name: "an initializer" for t in proto.graph.initializer}
+    for value_info in proto.graph.input:
+        defined.setdefault(value_info.name, "a graph input")
+    for index, node in enumerate(proto.graph.node):
+        for out in node.output:
+            if not out:
+                continue
+            if out in defined:
+                raise GraphError(f"{source}: tensor {out!r} is defined twice (by {defined[out]} and by node "
+                                 f"{node.name or index!r}); ONNX defines each tensor once")
+            defined[out] = f"node {node.name or index!r}"
+
+
+def _check_input_shapes(proto: Any, shapes: Mapping[str, Sequence[int]], source: str) -> None:
+    initializers = {t.name for t in proto.graph.initializer}
+    names = [v.name for v in proto.graph.input if v.name not in initializers]
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise GraphError(f"{source}: input_shapes names {unknown}, which are not graph inputs ({', '.join(names)})")
+    for name, shape in shapes.items():
+        if isinstance(shape, (str, bytes)) or not all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise GraphError(f"{source}: input_shapes[{name!r}] = {shape!r}: expected non-negative integers")
+
+
 def _input_type(value_info: Any, shapes: Mapping[str, Sequence[int]]) -> TensorType:
     tensor = value_info.type.tensor_type
     name = value_info.name
@@ -113,6 +141,7 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
         raise ModelFileError(f"{source}: opset {opset} is not supported (tilegraph reads opsets "
                              f"{OPSETS.start}..{OPSETS.stop - 1}); convert it with onnx.version_converter")
     check_supported(proto, opset, source)
+    _check_input_shapes(proto, input_shapes or {}, source)
     from onnx import numpy_helper
 
     e = Emitter(name or proto.graph.name or "model")
@@ -126,11 +155,13 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
     for value_info in proto.graph.input:
         if value_info.name not in initializers:
             env[value_info.name] = e.input(value_info.name, _input_type(value_info, input_shapes or {}))
+    _check_single_definitions(proto, source)
     for index, node in enumerate(proto.graph.node):
-        ins = [env[i] if i else "" for i in node.input]
         missing = [i for i in node.input if i and i not in env]
         if missing:
-            raise GraphError(f"{source}: node {node.name or index!r} reads undefined tensors {missing}")
+            raise GraphError(f"{source}: node {node.name or index!r} ({node.op_type}) reads undefined tensors {missing} "
+                             "(not computed by an earlier node: dangling, a cycle, or nodes out of order)")
+        ins = [env[i] if i else "" for i in node.input]
         try:
             outs = CONVERTERS[node.op_type](e, node, ins, _attributes(node), opset)
         except GraphError as err:

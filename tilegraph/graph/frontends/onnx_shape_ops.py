@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError
-from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.frontends.emitter import FOLD_LIMIT_BYTES, Emitter
 from tilegraph.graph.frontends.onnx_ops import _ints, _out, _rank, converts
 
 
@@ -186,12 +186,24 @@ def _constant_of_shape(e: Emitter, node: Any, ins: list[str], attrs: dict[str, A
 
     fill = attrs.get("value")
     fill_value = numpy_helper.to_array(fill).reshape(-1) if fill is not None else np.zeros(1, np.float32)
+    if any(d < 0 for d in shape):
+        raise GraphError(f"node {node.name!r} (ConstantOfShape): negative extent in shape {list(shape)}")
+    if int(np.prod(shape, dtype=np.float64)) * fill_value.dtype.itemsize > FOLD_LIMIT_BYTES:
+        # too large to hold as a constant: a run-time broadcast of the fill value (sized like any tensor)
+        scalar = e.constant(fill_value[:1].copy(), f"{_out(node)}_value")
+        return [e.emit("expand", [scalar], {"shape": tuple(int(d) for d in shape)}, name=node.name or "",
+                       outputs=[_out(node)])]
     return [e.constant(np.full(shape, fill_value[0], dtype=fill_value.dtype), _out(node))]
 
 
 @converts("Range")
 def _range(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     start, limit, delta = (np.asarray(e.value(i, f"node {node.name!r} (Range) bounds")).reshape(-1)[0] for i in ins)
+    if delta == 0:
+        raise GraphError(f"node {node.name!r} (Range): delta is 0")
+    count = max(0.0, np.ceil((float(limit) - float(start)) / float(delta)))
+    if count * np.asarray(start).dtype.itemsize > FOLD_LIMIT_BYTES:
+        raise GraphError(f"node {node.name!r} (Range): {count:.0f} elements is more than tilegraph holds as a constant")
     return [e.constant(np.arange(start, limit, delta, dtype=np.asarray(start).dtype), _out(node))]
 
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tilegraph.errors import TilegraphError
+from tilegraph.errors import GraphError, TilegraphError
 from tilegraph.graph.fusion.candidates import candidates
 from tilegraph.graph.fusion.compose import group_spec
 from tilegraph.graph.fusion.costs import KernelCosts, roofline_seconds
@@ -26,6 +26,7 @@ from tilegraph.graph.fusion.orchestrate import Orchestration, orchestrate
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.kernels import build_kernels
+from tilegraph.graph.ops.registry import op_def
 from tilegraph.runtime import threads
 from tilegraph.target import Target
 
@@ -67,12 +68,21 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
         built.update(build_kernels([specs[i] for i in ids], target, db, workers, progress, errors=errors))
         for i in ids:
             if specs[i].key in built:
-                cost[i] = costs.measure(built[specs[i].key].kernel, count)
+                seconds = costs.measure(built[specs[i].key].kernel, count)
+                cost[i] = seconds if seconds is not None else roofline_seconds(specs[i].workload, hardware(), count)
+
+    hw_cache: list[Any] = []
+
+    def hardware() -> Any:
+        if not hw_cache:
+            from tilegraph.tune.hardware import hardware_model
+
+            hw_cache.append(hardware_model(target))
+        return hw_cache[0]
 
     built: dict[str, Any] = {}
     greedy = [i for i, c in enumerate(cands) if c.greedy and specs[i] is not None]
     build_and_time(greedy)
-    hw = None
     owner = {}  # node -> measured seconds of the greedy group holding it
     for i in greedy:
         for m in cands[i].group.nodes:
@@ -83,16 +93,13 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
             continue
         bound_to = owner.get(c.group.nodes[-1])
         if bound_to is not None:
-            if hw is None:
-                from tilegraph.tune.hardware import hardware_model
-
-                hw = hardware_model(target)
-            if roofline_seconds(specs[i].workload, hw, count) >= bound_to:
+            if roofline_seconds(specs[i].workload, hardware(), count) >= bound_to:
                 pruned += 1
                 continue
         rest.append(i)
     build_and_time(rest)
     costs.save()
+    _require_cover(graph, cands, cost, specs, errors)
     keys = [s.key if s is not None else "" for s in specs]
     result = orchestrate(graph, groups, cands, keys, cost)
     by_id = {id(c): i for i, c in enumerate(cands)}
@@ -103,6 +110,23 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
     report = OrchestrationReport(result, len(cands), pruned, failed, costs.measured, time.perf_counter() - start,
                                  failures)
     return chosen_specs, built, report
+
+
+def _require_cover(graph: Graph, cands: list[Any], cost: list[float | None], specs: list[Any],
+                   errors: dict[str, Any]) -> None:
+    """Every node that needs a kernel is in some candidate that built; else the build error of a
+    candidate holding it (the greedy path raises the same), never a model missing a kernel."""
+    covered = {m for c, seconds in zip(cands, cost) if seconds is not None for m in c.group.nodes}
+    for node in graph.nodes:
+        if node.name in covered or op_def(node.op).view:
+            continue
+        holding = [i for i, c in enumerate(cands) if node.name in c.group.nodes]
+        alone = sorted(holding, key=lambda i: len(cands[i].group.nodes))
+        why = next((errors[specs[i].key] for i in alone if specs[i] is not None and specs[i].key in errors), None)
+        if isinstance(why, TilegraphError):
+            raise why
+        raise GraphError(f"node {node.name!r} ({node.op}): no kernel computing it could be built"
+                         + (f" ({why})" if why else ""))
 
 
 __all__ = ["orchestrate_kernels", "OrchestrationReport"]

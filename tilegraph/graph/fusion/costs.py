@@ -46,9 +46,13 @@ class KernelCosts:
     def open(cls) -> KernelCosts:
         return cls(config.cache_dir() / "kernel_costs.json")
 
-    def measure(self, kernel: Any, threads: int) -> float:
+    def measure(self, kernel: Any, threads: int) -> float | None:
+        """Seconds per call, or None when the kernel's arrays would not fit beside the model in
+        memory (the caller estimates it instead)."""
         key = f"{Path(kernel.lib_path).parent.name}/{Path(kernel.lib_path).name}:{kernel.entry}:t{threads}"
         if key not in self.entries:
+            if not _fits(kernel):
+                return None
             self.entries[key] = _time(kernel, threads)
             self.measured += 1
         return self.entries[key]
@@ -74,10 +78,20 @@ def _time(kernel: Any, threads: int) -> float:
     return max(measure(launch.run, warmup=1, min_time=MIN_TIME_S, repeat=3).median, 1e-9)
 
 
+def _fits(kernel: Any) -> bool:
+    """Whether timing arrays for the kernel take at most a quarter of the memory available."""
+    from tilegraph.testing.data import available_memory
+
+    have = available_memory()
+    need = sum(int(np.prod(b.shape, dtype=np.int64)) * np.dtype(b.dtype.name).itemsize
+               for b in (*kernel.inputs, *kernel.outputs))
+    return have is None or need <= have // 4
+
+
 def _random(buffer: Any, rng: np.random.Generator) -> np.ndarray:
     dtype = np.dtype(buffer.dtype.name)
-    if dtype.kind == "f":
-        return rng.standard_normal(buffer.shape).astype(dtype)
+    if dtype.kind == "f":  # drawn in the buffer's type: no float64 copy of a large input
+        return rng.standard_normal(buffer.shape, dtype=np.float32).astype(dtype, copy=False)
     return np.zeros(buffer.shape, dtype=dtype)
 
 

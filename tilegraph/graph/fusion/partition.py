@@ -16,7 +16,8 @@ reductions): it is scheduled (tuned) alone, under its own workload key. Its grou
   outside it (the group's output); a trailing view stays a view.
 - a **prologue**: injective producers of the anchor's inputs (transpose, reshape, slice, pad,
   broadcast, cast, elementwise arithmetic, gather), taken upwards while every consumer of the
-  tensor they produce is in the group and it is not a graph output. Into a contraction (conv2d,
+  tensor they produce is in the group and it is not a graph output. A gather's indices are never
+  taken: they reach memory, where the model checks them (graph/index_checks.py). Into a contraction (conv2d,
   matmul), which reads each input many times, only producers without transcendental math (exp,
   erf, tanh, sqrt, ...) are taken: those would be recomputed at every read.
 
@@ -34,12 +35,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilegraph.graph.index_checks import indices_operand
 from tilegraph.graph.ir import Graph, Node
 from tilegraph.graph.ops.registry import op_def
 
 LAYOUT_INVERTIBLE = frozenset({"transpose", "reshape", "identity"})
 INJECTIVE_LAYOUT = LAYOUT_INVERTIBLE | {"slice", "expand", "pad", "gather", "concat", "gather_elements"}
 CONTRACTIONS = frozenset({"conv2d", "matmul"})
+# Nodes one group may hold: a group is one te expression, and a chain of hundreds of injective
+# nodes would make an expression (and the analyses walking it) hundreds of levels deep.
+MAX_FUSED_NODES = 32
 TRANSCENDENTAL = frozenset({"exp", "log", "erf", "sqrt", "tanh", "sigmoid", "gelu", "pow", "hard_swish",
                             "hard_sigmoid"})
 
@@ -136,7 +141,7 @@ def _epilogue(graph: Graph, anchor: Node, start: int, nodes: dict[str, Node], co
         if not group_ins and not depends:
             continue
         new_space = None
-        if not depends and node.name not in taken and len(node.outputs) == 1:
+        if not depends and node.name not in taken and len(node.outputs) == 1 and len(members) < MAX_FUSED_NODES:
             new_space = _space_after(graph, node, group_ins, space, origin)
         if new_space is None:
             tainted.update(node.outputs)
@@ -211,12 +216,14 @@ def _new_space(parent: int, via: str, origin: dict[int, tuple[int, str]]) -> int
 def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], consumers: dict[str, list[Node]],
               taken: set[str], outputs: set[str], cheap_only: bool) -> None:
     """Absorb injective producers of `anchor`'s inputs (recursively) into `members`."""
-    pending = [t for t in anchor.inputs if t]
-    while pending:
+    pending = _absorbable_inputs(anchor)
+    while pending and len(members) < MAX_FUSED_NODES:
         t = pending.pop()
         producer = producers.get(t)
         if producer is None or producer.name in taken or producer.name in members or t in outputs:
             continue
+        if any(indices_operand(c.op, pos) for c in consumers.get(t, ()) for pos, x in enumerate(c.inputs) if x == t):
+            continue  # a gather's indices reach memory, where the model checks them (graph/index_checks.py)
         if not is_injective(producer) or len(producer.outputs) != 1:
             continue
         if cheap_only and producer.op in TRANSCENDENTAL:
@@ -225,7 +232,12 @@ def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], cons
         if any(c.name not in inside for c in consumers.get(t, ())):
             continue
         members.append(producer.name)
-        pending.extend(x for x in producer.inputs if x)
+        pending.extend(_absorbable_inputs(producer))
+
+
+def _absorbable_inputs(node: Node) -> list[str]:
+    """The inputs whose producers may join `node`'s kernel: all but a gather's indices."""
+    return [x for pos, x in enumerate(node.inputs) if x and not indices_operand(node.op, pos)]
 
 
 __all__ = ["Group", "partition", "is_injective", "epilogue_path", "CONTRACTIONS"]

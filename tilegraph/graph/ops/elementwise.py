@@ -123,8 +123,10 @@ class Binary(OpDef):
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind in "iu":  # ONNX integer Div truncates toward zero (C semantics)
-        return np.trunc(np.divide(a, b)).astype(a.dtype)
+    if a.dtype.kind in "iu":  # ONNX integer Div truncates toward zero (C semantics); x / 0 is 0 (ops.div)
+        safe = np.where(b == 0, 1, b)
+        q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
+        return np.where(b == 0, 0, q).astype(a.dtype)
     return a / b
 
 

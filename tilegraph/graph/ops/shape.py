@@ -19,6 +19,7 @@ import numpy as np
 
 from tilegraph import ops
 from tilegraph.errors import GraphError
+from tilegraph.graph.index_checks import check_indices
 from tilegraph.graph.ir import Node, TensorType
 from tilegraph.graph.ops.registry import OpDef, normalize_axis, register, same
 from tilegraph.ops.indexing import slice_extent
@@ -113,7 +114,9 @@ class Gather(OpDef):
         return [same(data, (*data.shape[:axis], *indices.shape, *data.shape[axis + 1:]))]
 
     def reference(self, node: Node, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return [np.take(xs[0], xs[1].astype(np.int64), axis=node.attr("axis", 0))]
+        axis = node.attr("axis", 0)
+        check_indices(xs[1], xs[0].shape[axis], f"node {node.name!r} (gather)")
+        return [np.take(xs[0], xs[1].astype(np.int64), axis=axis)]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         data, indices = args
@@ -132,7 +135,9 @@ class GatherElements(OpDef):
         return [same(data, indices.shape)]
 
     def reference(self, node: Node, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return [ref.gather_elements(xs[0], xs[1], node.attr("axis", 0))]
+        axis = node.attr("axis", 0)
+        check_indices(xs[1], xs[0].shape[axis], f"node {node.name!r} (gather_elements)")
+        return [ref.gather_elements(xs[0], xs[1], axis)]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         return [ops.gather_elements(args[0], args[1], node.attr("axis", 0))]

@@ -1,0 +1,137 @@
+"""check_manifest: a saved model's manifest.json checked field by field before anything is loaded.
+
+    check_manifest(json.loads(text))     # ModelFileError naming the first bad field, e.g.
+                                         # "kernels[0].sha256: expected 64 hex digits"
+
+A saved model is a directory of native code and data; its manifest says where each piece is and
+what it holds. Every field is checked for its type and form here (names confined to the model's
+own folder, hashes as hex, shapes as non-negative integers, step indices in range), so a damaged or
+hand-edited manifest is one clear line, never a KeyError or an out-of-range index later.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tilegraph.errors import ModelFileError
+
+DATA_FOLDER = re.compile(r"data-[0-9a-f]{12}")
+LIBRARY = re.compile(r"kernels/k[0-9]{1,6}\.so")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+ENTRY = re.compile(r"tg_[A-Za-z0-9_]{1,200}")
+MAX_DIMS = 32
+
+Check = Callable[[Any, str], None]
+
+
+def _fail(where: str, what: str) -> None:
+    raise ModelFileError(f"manifest.json: {where}: {what}")
+
+
+def _is(kind: type | tuple[type, ...], label: str) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            _fail(where, f"expected {label}, got {type(value).__name__}")
+
+    return check
+
+
+def _matching(pattern: re.Pattern[str], label: str) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            _fail(where, f"expected {label}, got {str(value)[:80]!r}")
+
+    return check
+
+
+def _natural(value: Any, where: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        _fail(where, f"expected a non-negative integer, got {str(value)[:80]!r}")
+
+
+def _shape(value: Any, where: str) -> None:
+    if not isinstance(value, list) or len(value) > MAX_DIMS:
+        _fail(where, f"expected a list of at most {MAX_DIMS} dimensions")
+    for i, d in enumerate(value):
+        _natural(d, f"{where}[{i}]")
+
+
+def _list_of(item: Check) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, list):
+            _fail(where, f"expected a list, got {type(value).__name__}")
+        for i, x in enumerate(value):
+            item(x, f"{where}[{i}]")
+
+    return check
+
+
+def _dict_of(item: Check) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            _fail(where, f"expected an object, got {type(value).__name__}")
+        for k, x in value.items():
+            item(x, f"{where}.{k}")
+
+    return check
+
+
+def _object(fields: dict[str, Check], optional: dict[str, Check] | None = None) -> Check:
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            _fail(where, f"expected an object, got {type(value).__name__}")
+        for name, field in fields.items():
+            if name not in value:
+                _fail(where, f"the field {name!r} is missing")
+            field(value[name], f"{where}.{name}" if where else name)
+        for name, field in (optional or {}).items():
+            if name in value:
+                field(value[name], f"{where}.{name}" if where else name)
+
+    return check
+
+
+_text = _is(str, "a string")
+_texts = _list_of(_text)
+_buffer = _object({"name": _text, "shape": _shape, "dtype": _text})
+_MANIFEST = _object({
+    "format": _text, "format_version": _is(int, "an integer"), "tilegraph_version": _text, "target": _text,
+    "target_fingerprint": _text, "data": _matching(DATA_FOLDER, "a folder named data-<12 hex digits>"),
+    "weights": _object({"bytes": _natural, "sha256": _matching(SHA256, "64 hex digits")}),
+    "graph": _object({
+        "name": _text, "inputs": _texts, "outputs": _texts,
+        "values": _dict_of(_object({"shape": _shape, "dtype": _text})),
+        "constants": _dict_of(_natural),
+        "nodes": _list_of(_object({"op": _text, "inputs": _texts, "outputs": _texts, "name": _text,
+                                   "attrs": _list_of(_is(list, "a [name, value] pair"))})),
+    }),
+    "kernels": _list_of(_object({
+        "library": _matching(LIBRARY, "kernels/k<n>.so"), "sha256": _matching(SHA256, "64 hex digits"),
+        "entry": _matching(ENTRY, "a kernel entry point tg_<name>"), "key": _text, "tuned": _is(bool, "true or false"),
+        "inputs": _list_of(_buffer), "outputs": _list_of(_buffer)})),
+    "steps": _list_of(_object({"kernel": _natural, "node": _text, "inputs": _texts, "outputs": _texts},
+                              {"nodes": _texts})),
+    "views": _dict_of(_text),
+    "plan": _object({"offsets": _dict_of(_natural), "arena_bytes": _natural, "lower_bound_bytes": _natural}),
+}, {"rewrites": _texts})
+
+
+def check_manifest(manifest: Any) -> dict:
+    """`manifest` (parsed JSON) if every field has its type and form; else ModelFileError naming the
+    first field that does not. Cross-references (step -> kernel) are checked too."""
+    if not isinstance(manifest, dict):
+        raise ModelFileError(f"manifest.json: expected a JSON object, got {type(manifest).__name__}")
+    _MANIFEST(manifest, "")
+    kernels = len(manifest["kernels"])
+    for i, step in enumerate(manifest["steps"]):
+        if step["kernel"] >= kernels:
+            _fail(f"steps[{i}].kernel", f"{step['kernel']} names no kernel (there are {kernels})")
+    for i, attr in enumerate(a for n in manifest["graph"]["nodes"] for a in n["attrs"]):
+        if len(attr) != 2 or not isinstance(attr[0], str):
+            _fail(f"graph.nodes attribute {i}", "expected a [name, value] pair")
+    return manifest
+
+
+__all__ = ["check_manifest", "DATA_FOLDER", "LIBRARY"]
