@@ -58,12 +58,14 @@ def from_exported_program(ep: Any, name: str = "model", constant_inputs: Sequenc
     """The Graph of an ExportedProgram of core ATen ops; user inputs at positions in
     `constant_inputs` are taken as constants (the torch.compile backend's frozen parameters)."""
     torch = _torch()
-    from tilegraph.graph.frontends.torch_ops import ATEN, numpy_of
+    from tilegraph.graph.frontends.torch_ops import ATEN
 
     gm = ep.graph_module
     state = {**ep.state_dict, **getattr(ep, "constants", {})}
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+    _refuse_mutations(ep)
     e = Emitter(name)
+    names = e.__dict__.setdefault("_constant_names", {})  # id(torch tensor) -> its graph constant's name
     env: dict[str, Any] = {}  # fx node name -> graph tensor name | torch.Tensor constant | tuple | python value
     user_position = 0
     user_args = [a for a in ep.example_inputs[0]] if getattr(ep, "example_inputs", None) else []
@@ -75,7 +77,8 @@ def from_exported_program(ep: Any, name: str = "model", constant_inputs: Sequenc
         if kind == "USER_INPUT":
             value = node.meta.get("val")
             if user_position in constant_inputs and user_position < len(user_args):
-                env[node.name] = e.constant(numpy_of(user_args[user_position]), node.name)
+                env[node.name] = user_args[user_position]  # a torch constant: made a graph constant where used
+                names[id(user_args[user_position])] = node.name
             elif isinstance(value, torch.Tensor):
                 dtype = str(value.dtype).replace("torch.", "")
                 if any(not isinstance(s, int) for s in value.shape):
@@ -89,7 +92,10 @@ def from_exported_program(ep: Any, name: str = "model", constant_inputs: Sequenc
             target = spec.target
             if target not in state:
                 raise GraphError(f"{kind.lower()} {target!r} has no value in the exported program")
-            env[node.name] = e.constant(numpy_of(state[target]), target.replace(".", "_"))
+            # Parameters, buffers and constants stay torch tensors: an op on them alone is computed
+            # by torch itself (exactly its semantics); one a run-time op reads becomes a graph constant.
+            env[node.name] = state[target]
+            names[id(state[target])] = target.replace(".", "_")
     # refuse unsupported ops up front (constant-only subgraphs are evaluated by torch and need no mapping)
     runtime = _runtime_nodes(gm, env, set(e.inputs))
     unsupported: dict[str, list[str]] = {}
@@ -162,11 +168,44 @@ def _convert(e: Emitter, node: Any, env: dict[str, Any], torch: Any, aten: dict)
         with torch.no_grad():
             return node.target(*args, **kwargs)
     try:
-        return aten[short](e, node, args, kwargs)
+        result = aten[short](e, node, args, kwargs)
     except GraphError as err:
         raise GraphError(f"node {node.name!r} (aten.{short}): {err}") from None
     except (ValueError, TypeError, IndexError) as err:
         raise GraphError(f"node {node.name!r} (aten.{short}) cannot be converted: {err}") from None
+    _check_like_torch(e, node, result, short)
+    return result
+
+
+def _check_like_torch(e: Emitter, node: Any, result: Any, short: str) -> None:
+    """The converted tensor has the dtype and shape PyTorch gives the node (its fake value): a
+    conversion that would compute in another type is refused, never silently wrong."""
+    expected = node.meta.get("val")
+    got = result if isinstance(result, (tuple, list)) else (result,)
+    want = expected if isinstance(expected, (tuple, list)) else (expected,)
+    for g, w in zip(got, want):
+        if not isinstance(g, str) or not hasattr(w, "dtype") or not hasattr(w, "shape"):
+            continue
+        t = e.type_of(g)
+        dtype = str(w.dtype).replace("torch.", "")
+        if dtype in ("float16", "bfloat16"):
+            dtype = "float32"  # computed in float32 (the frontend widens 16-bit floats)
+        shape = tuple(int(d) for d in w.shape)
+        if t.dtype != dtype or t.shape != shape:
+            raise GraphError(f"node {node.name!r} (aten.{short}) converts to {t}, PyTorch gives {dtype}{list(shape)}; "
+                             "not supported")
+
+
+def _refuse_mutations(ep: Any) -> None:
+    """GraphError when the program writes its inputs or buffers in place: a compiled model is a
+    pure function (the torch.compile backend then runs the subgraph in eager, with a warning)."""
+    sig = ep.graph_signature
+    buffers = dict(getattr(sig, "buffers_to_mutate", {}) or {})
+    inputs = dict(getattr(sig, "user_inputs_to_mutate", {}) or {})
+    if buffers or inputs:
+        names = [*(f"buffer {b!r}" for b in buffers.values()), *(f"input {i!r}" for i in inputs.values())]
+        raise GraphError(f"the module mutates {', '.join(names)} in place; tilegraph compiles functions without "
+                         "side effects")
 
 
 __all__ = ["from_torch", "from_exported_program"]

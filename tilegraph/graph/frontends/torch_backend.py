@@ -6,15 +6,20 @@ breaks give several); each is exported to core ATen, converted, compiled with ti
 run on numpy views of the torch tensors. The subgraph's parameters and buffers are frozen into
 the compiled model as constants (as inductor's freezing does: inference only).
 
-A subgraph we cannot take (an unsupported op, a dynamic shape, anything failing while compiling)
-runs in eager PyTorch instead, with one warning naming why: a model PyTorch runs never fails
-because of us. Results come back as torch tensors on the CPU.
+A subgraph we cannot take (an unsupported op, a dynamic shape, an in-place update of an input or a
+buffer, autograd: an input or parameter requiring grad under grad mode, anything failing while
+compiling) runs in eager PyTorch instead, with one warning naming why: a model PyTorch runs never
+fails because of us. Frozen parameters updated in place after compiling (their version counters
+move) make the subgraph compile again with the new values, with a warning. Results come back as
+torch tensors on the CPU.
 """
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
+
+from tilegraph.errors import GraphError
 
 FROZEN_INPUT_MARKERS = ("_parameters_", "_buffers_")  # dynamo's names for lifted module state
 
@@ -32,31 +37,56 @@ def tilegraph_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any
 def _compile(gm: Any, example_inputs: list[Any], options: dict[str, Any]) -> Any:
     import torch
 
-    from tilegraph.graph.compile import compile_model
-    from tilegraph.graph.frontends.torch import from_exported_program
-
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for value in example_inputs:
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"a {type(value).__name__} input (symbolic shapes?) is not supported")
         if value.device.type != "cpu":
             raise TypeError(f"a tensor on {value.device} (tilegraph runs on the CPU)")
+    if torch.is_grad_enabled() and any(v.requires_grad for v in example_inputs):
+        raise GraphError("autograd: an input or parameter requires grad under grad mode, and tilegraph compiles "
+                         "inference only (call the module under torch.no_grad() or torch.inference_mode())")
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     frozen = [i for i, node in enumerate(placeholders)
               if isinstance(example_inputs[i], torch.nn.Parameter) or any(m in node.name for m in FROZEN_INPUT_MARKERS)]
+    runtime = [i for i in range(len(example_inputs)) if i not in frozen]
+    output_is_list = _returns_list(gm)
+    state = {"model": _build(gm, list(example_inputs), frozen, options), "versions": _versions(example_inputs, frozen)}
+
+    def run(*args: Any) -> Any:
+        versions = _versions(args, frozen)
+        if versions != state["versions"]:  # a parameter was updated in place since it was frozen in
+            warnings.warn("tilegraph: parameters or buffers changed after compiling; compiling this subgraph again "
+                          "with their new values", stacklevel=2)
+            state["model"], state["versions"] = _build(gm, list(args), frozen, options), versions
+        arrays = [args[i].detach().contiguous().numpy() for i in runtime]
+        outs = tuple(torch.from_numpy(o) for o in state["model"](*arrays))
+        return list(outs) if output_is_list else outs
+
+    return run
+
+
+def _build(gm: Any, example_inputs: list[Any], frozen: list[int], options: dict[str, Any]) -> Any:
+    import torch
+
+    from tilegraph.graph.compile import compile_model
+    from tilegraph.graph.frontends.torch import from_exported_program
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ep = torch.export.export(gm, tuple(example_inputs), strict=False).run_decompositions()
     graph = from_exported_program(ep, "torch_compile", constant_inputs=frozen)
-    model = compile_model(graph, options.get("target", "cpu"), options.get("db"), 0.0)
-    runtime = [i for i in range(len(example_inputs)) if i not in frozen]
-    output_is_list = _returns_list(gm)
+    return compile_model(graph, options.get("target", "cpu"), options.get("db"), 0.0)
 
-    def run(*args: Any) -> Any:
-        arrays = [args[i].detach().contiguous().numpy() for i in runtime]
-        outs = tuple(torch.from_numpy(o) for o in model(*arrays))
-        return list(outs) if output_is_list else outs
 
-    return run
+def _versions(args: Any, frozen: list[int]) -> tuple[int, ...]:
+    """The version counters of the frozen tensors (bumped by every in-place update)."""
+    out = []
+    for i in frozen:
+        try:
+            out.append(int(args[i]._version))
+        except RuntimeError:  # an inference-mode tensor has no version counter (and cannot be updated in place)
+            out.append(-1)
+    return tuple(out)
 
 
 def _returns_list(gm: Any) -> bool:

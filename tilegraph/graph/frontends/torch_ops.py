@@ -37,13 +37,21 @@ def aten(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return wrap
 
 
-def tensor(e: Emitter, value: Any, like: str | None = None) -> str:
-    """A graph tensor for a run-time name, a constant tensor or a Python number (in `like`'s dtype)."""
+def tensor(e: Emitter, value: Any, like: str | None = None, dtype: str | None = None) -> str:
+    """A graph tensor for a run-time name, a constant tensor or a Python number (in `dtype`, else
+    `like`'s dtype). A torch constant (a parameter, a buffer, a folded value) becomes one graph
+    constant however often it is used (tied weights stay one copy)."""
     if isinstance(value, str):
-        return value
-    if isinstance(value, (bool, int, float)) and like is not None:
-        return e.constant(np.array(value, dtype=e.type_of(like).dtype), "scalar")
-    return e.constant(numpy_of(value), "const")
+        return value if dtype is None or e.type_of(value).dtype == dtype else e.emit("cast", [value], {"to": dtype})
+    if isinstance(value, (bool, int, float)) and (dtype or like) is not None:
+        return e.constant(np.array(value, dtype=dtype or e.type_of(like).dtype), "scalar")
+    memo = e.__dict__.setdefault("_torch_constants", {})
+    key = (id(value), dtype)
+    if key not in memo:  # the value is kept alive beside its name, so its id is never reused
+        array = numpy_of(value)
+        memo[key] = (value, e.constant(array if dtype is None else array.astype(dtype),
+                                       e.__dict__.get("_constant_names", {}).get(id(value), "const")))
+    return memo[key][1]
 
 
 def _runtime(args: list[Any]) -> str:
@@ -53,18 +61,65 @@ def _runtime(args: list[Any]) -> str:
     raise GraphError("no run-time tensor among the arguments")
 
 
+def _standin(e: Emitter, value: Any, torch: Any) -> Any:
+    """What torch.result_type needs of an argument: its dtype and whether it has dimensions."""
+    if isinstance(value, str):
+        t = e.type_of(value)
+        return torch.empty((1,) if t.shape else (), dtype=getattr(torch, t.dtype))
+    return value
+
+
+def promoted(e: Emitter, args: list[Any]) -> str:
+    """ATen's type promotion of two operands (tensors with dimensions over 0-d ones over Python
+    numbers, by category), as a graph dtype."""
+    import torch
+
+    return str(torch.result_type(_standin(e, args[0], torch), _standin(e, args[1], torch))).replace("torch.", "")
+
+
+FLOAT = "float32"  # torch's default dtype: what true division of integers gives
+
+
 def _binary(op: str) -> Callable[..., Any]:
     def convert(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
-        like = _runtime(args[:2])
-        a, b = tensor(e, args[0], like), tensor(e, args[1], like)
+        dtype = promoted(e, args)
+        if op == "div" and kwargs.get("rounding_mode") is None and not dtype.startswith("float"):
+            dtype = FLOAT  # true division
+        if op in ("and", "or"):
+            if dtype != "bool" and "logical" not in str(node.target):
+                raise GraphError(f"bitwise {op} of {dtype} tensors is not supported (only of bools)")
+            dtype = "bool"
+        a, b = tensor(e, args[0], dtype=dtype), tensor(e, args[1], dtype=dtype)
         alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
         if op in ("add", "sub") and alpha != 1:
-            b = e.emit("mul", [b, tensor(e, alpha, like)])
-        if e.type_of(a).dtype != e.type_of(b).dtype:
-            b = e.emit("cast", [b], {"to": e.type_of(a).dtype})
+            b = e.emit("mul", [b, tensor(e, alpha, dtype=dtype)])
+        if op == "div" and kwargs.get("rounding_mode") is not None:
+            return rounded_division(e, a, b, kwargs["rounding_mode"], node.name)
         return e.emit(op, [a, b], name=node.name)
 
     return convert
+
+
+def rounded_division(e: Emitter, a: str, b: str, mode: str, name: str) -> str:
+    """a / b rounded toward zero ("trunc") or down ("floor"), as torch.div's rounding modes: on
+    integers from the graph's truncating division, on floats from floor/ceil of the quotient."""
+    dtype = e.type_of(a).dtype
+    zero = tensor(e, 0, dtype=dtype)
+    if dtype.startswith("float"):
+        q = e.emit("div", [a, b])
+        if mode == "floor":
+            return e.emit("floor", [q], name=name)
+        return e.emit("where", [e.emit("less", [q, zero]), e.emit("ceil", [q]), e.emit("floor", [q])], name=name)
+    q = e.emit("div", [a, b])  # integers: truncated toward zero
+    if mode == "trunc":
+        return e.emit("identity", [q], name=name)
+    if mode != "floor":
+        raise GraphError(f"unknown rounding_mode {mode!r}")
+    r = e.emit("sub", [a, e.emit("mul", [q, b])])
+    inexact = e.emit("not", [e.emit("equal", [r, zero])])
+    signs = e.emit("not", [e.emit("equal", [e.emit("less", [r, zero]), e.emit("less", [b, zero])])])
+    return e.emit("where", [e.emit("and", [inexact, signs]), e.emit("sub", [q, tensor(e, 1, dtype=dtype)]), q],
+                  name=name)
 
 
 for _aten, _op in {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "max",
@@ -74,9 +129,30 @@ for _aten, _op in {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow"
     aten(_aten)(_binary(_op))
 
 
+@aten("floor_divide")
+def _floor_divide(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
+    dtype = promoted(e, args)
+    return rounded_division(e, tensor(e, args[0], dtype=dtype), tensor(e, args[1], dtype=dtype), "floor", node.name)
+
+
+@aten("ne")
+def _ne(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
+    dtype = promoted(e, args)
+    return e.emit("not", [e.emit("equal", [tensor(e, args[0], dtype=dtype), tensor(e, args[1], dtype=dtype)])],
+                  name=node.name)
+
+
+FLOAT_UNARY = {"sigmoid", "tanh", "exp", "log", "erf", "sqrt", "reciprocal", "hard_swish", "floor", "ceil"}
+
+
 def _unary(op: str) -> Callable[..., Any]:
     def convert(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
-        return e.emit(op, [args[0]], name=node.name)
+        x = args[0]
+        if op in ("floor", "ceil") and not e.type_of(x).dtype.startswith("float"):
+            return e.emit("identity", [x], name=node.name)  # integers are their own floor
+        if op in FLOAT_UNARY and not e.type_of(x).dtype.startswith("float"):
+            x = e.emit("cast", [x], {"to": FLOAT})  # torch computes these of integers in its default float
+        return e.emit(op, [x], name=node.name)
 
     return convert
 
@@ -84,7 +160,8 @@ def _unary(op: str) -> Callable[..., Any]:
 for _aten, _op in {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "erf": "erf",
                    "sqrt": "sqrt", "abs": "abs", "neg": "neg", "reciprocal": "reciprocal", "logical_not": "not",
                    "bitwise_not": "not", "hardswish": "hard_swish", "alias": "identity", "clone": "identity",
-                   "detach": "identity", "lift_fresh_copy": "identity", "contiguous": "identity"}.items():
+                   "detach": "identity", "lift_fresh_copy": "identity", "contiguous": "identity", "floor": "floor",
+                   "ceil": "ceil"}.items():
     aten(_aten)(_unary(_op))
 
 

@@ -36,9 +36,10 @@ from tilegraph.schedule.primitives.nest import replace_buffer
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
 from tilegraph.te.clone import with_unique_names
-from tilegraph.te.expr import Expr, const
+from tilegraph.te.expr import Expr, Var, const
 from tilegraph.te.simplify import simplify
 from tilegraph.te.tensor import Tensor
+from tilegraph.te.visit import substitute
 from tilegraph.te.workload import Workload
 
 Index = tuple[Expr, ...]
@@ -173,10 +174,25 @@ def _output_index(graph: Graph, group: Group, nodes: dict) -> Callable[[Index], 
             lead = len(out_shape) - len(in_shape)
             steps.append(lambda idx, lead=lead: (*(const(0, "int32"),) * lead, *idx))
 
+    # The map is built once on fresh variables over the anchor's output extents and simplified
+    # after every step with their ranges: a chain of reshapes re-linearises the index each time,
+    # and unsimplified `flat // e`, `flat % e` terms would nest exponentially (a Swin window
+    # reverse, view-view-permute-view-view, once hung compilation).
+    anchor = nodes[group.anchor] if group.anchor is not None else None
+    extents = te_shape(graph.type_of(anchor.outputs[0]).shape) if anchor is not None else ()
+    fresh = tuple(Var(f"tg_anchor_i{d}") for d in range(len(extents)))
+    ranges = {v: max(1, int(e)) for v, e in zip(fresh, extents)}
+    mapped: Index = fresh
+    for step in steps:
+        mapped = tuple(simplify(i, ranges) for i in step(mapped))
+
     def index(idx: Index) -> Index:
-        for step in steps:
-            idx = step(idx)
-        return tuple(simplify(i) for i in idx)
+        if len(idx) != len(fresh):  # not an index of the anchor's output: compose step by step
+            for step in steps:
+                idx = step(idx)
+            return tuple(simplify(i) for i in idx)
+        binding = dict(zip(fresh, idx))
+        return tuple(simplify(substitute(i, binding)) for i in mapped)
 
     return index
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tilegraph import ops
+from tilegraph import ops, te
 from tilegraph.errors import GraphError
 from tilegraph.graph.ir import Node, TensorType
 from tilegraph.graph.ops.registry import OpDef, f64, register, same
@@ -69,6 +69,8 @@ _unary("hard_swish", ref.hard_swish, ops.hard_swish)
 _unary("clip", lambda x, lo=None, hi=None: np.clip(x, -np.inf if lo is None else lo, np.inf if hi is None else hi),
        ops.clip, float_only=False)
 _unary("isnan", np.isnan, ops.isnan, out_dtype="bool")
+_unary("floor", np.floor, lambda x: ops.elementwise.float_unary(x, te.floor, "floor"))
+_unary("ceil", np.ceil, lambda x: ops.elementwise.float_unary(x, te.ceil, "ceil"))
 
 
 @register("not", elementwise=True)
