@@ -1,7 +1,12 @@
+import os
 import shutil
 
 import numpy as np
 import pytest
+
+# Every graph pass's result is verified in the suite (graph/passes: a pass that breaks an invariant
+# is named where it does, not by a later failure).
+os.environ.setdefault("TILEGRAPH_VERIFY", "1")
 
 
 def pytest_collection_modifyitems(config, items):

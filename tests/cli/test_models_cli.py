@@ -27,7 +27,7 @@ def mlp(tmp_path_factory):
 
 def test_compile_then_run_the_saved_model(mlp, tmp_path, capsys):
     out_dir = tmp_path / "mlp.tg"
-    assert main(["compile", str(mlp), "-o", str(out_dir), "--json"]) == 0
+    assert main(["compile", str(mlp), "-o", str(out_dir), "--json", "--orchestration", "greedy"]) == 0
     described = json.loads(capsys.readouterr().out)
     assert described["kernels"] == 1 and described["output"] == str(out_dir)  # matmul + relu: one fused kernel
     x = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
@@ -154,3 +154,22 @@ def test_vs_onnxruntime_with_a_bool_output_and_nonfinite_values(tmp_path, capsys
     assert compare_outputs(np.array([1.0, nan, inf]), np.array([1.0, nan, inf])) == (0.0, 0)
     assert compare_outputs(np.array([1.0, nan, 2.0]), np.array([1.0, 0.3, 2.0])) == (0.0, 1)
     assert compare_outputs(np.array([1.0, 2.0]), np.array([1.0, 4.0])) == (0.5, 0)
+
+
+def test_symbolic_extents_from_the_command_line(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    path = _model(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], [("y", TensorProto.FLOAT)],
+                  inputs=(("x", ["batch", 3]),))
+    assert main(["compile", str(path), "-o", str(tmp_path / "m.tg")]) == 2
+    assert "--input-shape x=D0,D1" in capsys.readouterr().err
+    assert main(["compile", str(path), "-o", str(tmp_path / "m.tg"), "--input-shape", "x=4,3", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(path), "--input-shape", "x=2,3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outputs"]["y"] == [2, 3]
+    assert main(["run", str(path), "--input-shape", "x=two"]) == 2
+    np.savez(tmp_path / "both.npz", a=np.zeros(3), b=np.zeros(3))
+    assert main(["run", str(tmp_path / "m.tg"), "--input", f"x={tmp_path / 'both.npz'}"]) == 2
+    assert ".npz archive" in capsys.readouterr().err
+    assert main(["compile", str(path), "-o", str(tmp_path / "n.tg"), "--input-shape", "x=4,3",
+                 "--db", str(tmp_path / "new.db")]) == 0  # a database that does not exist yet: nothing to read

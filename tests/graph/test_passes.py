@@ -1,6 +1,7 @@
 """Each graph pass on a small graph: the structure it promises, and the same outputs as before."""
 
 import numpy as np
+import pytest
 
 from tilegraph.graph import GraphBuilder, TensorType, run_reference
 from tilegraph.graph.passes import (
@@ -187,3 +188,25 @@ def test_fold_scale_refuses_shared_or_unscalable_values():
     g = b.build([scaled, m, other, zero, vector])
     fired = []
     assert fold_scale_into_weights(g, fired) is g and not fired
+
+
+def test_a_pass_breaking_an_invariant_is_named_under_tilegraph_verify(monkeypatch):
+    """TILEGRAPH_VERIFY=1 (set for the suite) verifies each pass's result."""
+    import tilegraph.graph.passes as passes
+    from tilegraph.errors import GraphError
+    from tilegraph.graph import GraphBuilder, TensorType
+    from tilegraph.graph.ir import Graph, Node
+
+    def breaks(graph, fired):
+        node = graph.nodes[0]
+        return Graph(graph.name, graph.inputs, graph.outputs, (node, Node(node.op, node.inputs, ("other",), node.attrs,
+                                                                          node.name)),
+                     {**graph.values, "other": graph.values[node.outputs[0]]}, graph.constants)
+
+    b = GraphBuilder()
+    x = b.input("x", TensorType((4,), "float32"))
+    graph = b.build([b.add("relu", [x], name="r")])
+    monkeypatch.setattr(passes, "PIPELINE", (breaks, *passes.PIPELINE))
+    monkeypatch.setenv("TILEGRAPH_VERIFY", "1")
+    with pytest.raises(GraphError, match="graph pass breaks produced an invalid graph: two nodes are named 'r'"):
+        passes.optimize(graph)

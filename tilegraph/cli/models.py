@@ -1,6 +1,7 @@
 """`tilegraph compile` and `tilegraph run`: whole models from the command line.
 
     tilegraph compile MODEL.onnx [-o DIR] [--time S] [--trials N] [--threads N] [--db PATH] [--json]
+                      [--input-shape NAME=D0,D1,...]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
                   [--target cpu|opencl|cuda]
 
@@ -40,6 +41,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp = sub.add_parser("compile", parents=[parents["db"]], help="compile a model (ONNX) into a saved model dir")
     comp.add_argument("model", help="an ONNX file, or a reference model name (resnet50, mobilenet_v2, bert, gpt2)")
     comp.add_argument("-o", "--output", default=None, help="where to save the compiled model (default MODEL.tg)")
+    comp.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                      help="fix a symbolic input extent of an ONNX model (repeatable)")
     comp.add_argument("--time", type=_budget_seconds, default=0.0,
                       help="whole-model tuning budget, seconds (0: no tuning)")
     comp.add_argument("--trials", type=int_at_least(0), default=None,
@@ -57,6 +60,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     run = sub.add_parser("run", parents=[parents["db"]], help="run a compiled model dir or an ONNX model")
     run.add_argument("model", help="a saved model dir, an ONNX file, or a reference model name")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input array")
+    run.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                     help="fix a symbolic input extent of an ONNX model (repeatable)")
     run.add_argument("--output", default=None, help="a folder to write each output to as NAME.npy")
     run.add_argument("--bench", action="store_true", help="time the model (warm-up, alternating rounds, medians)")
     run.add_argument("--vs", default="", help="peers to race and check against: onnxruntime,torch,torch.compile")
@@ -125,7 +130,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     with TuningProgress(onnx_path.stem, args.time or None, enabled=tuning) as show:
         model = compile_model(str(onnx_path), db=db, time_budget=args.time, fuse=not args.no_fuse,
                               orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite),
-                              trials=args.trials, num_threads=args.threads, tune_progress=show)
+                              trials=args.trials, num_threads=args.threads, tune_progress=show,
+                              input_shapes=input_shapes(args.input_shape))
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
                  "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
@@ -166,9 +172,12 @@ def _inputs(model: Any, given: list[str]) -> dict[str, np.ndarray]:
         if name in arrays:
             raise ValueError(f"--input {name!r} is given twice")
         try:
-            arrays[name] = np.load(file, allow_pickle=False)
+            loaded = np.load(file, allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:
             raise ValueError(f"--input {name}={file}: cannot read a .npy array ({e or type(e).__name__})") from None
+        if not isinstance(loaded, np.ndarray):  # an .npz archive holds several arrays
+            raise ValueError(f"--input {name}={file}: is an .npz archive of {len(loaded.files)} arrays; pass one .npy")
+        arrays[name] = loaded
     rng = np.random.default_rng(0)
     for name in model.input_names:
         if name not in arrays:
@@ -187,6 +196,23 @@ def _index_bound(graph: Any, name: str, default: int = 1000) -> int:
             axis = int(node.attr("axis", 0)) % max(1, len(data.shape))
             bounds.append(data.shape[axis] if data.shape else 1)
     return max(1, min(bounds)) if bounds else default
+
+
+def input_shapes(given: list[str]) -> dict[str, tuple[int, ...]] | None:
+    """--input-shape NAME=D0,D1,... options as from_onnx's input_shapes."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in given:
+        name, _, dims = item.partition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(",") if d.strip())
+        except ValueError:
+            shape = ()
+        if not name or not shape or any(d < 0 for d in shape):
+            raise ValueError(f"--input-shape {item!r}: expected NAME=D0,D1,... with non-negative integers")
+        if name in shapes:
+            raise ValueError(f"--input-shape {name!r} is given twice")
+        shapes[name] = shape
+    return shapes or None
 
 
 def output_file_name(name: str) -> str:
@@ -234,8 +260,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if kind == "saved" and args.target != "cpu":
         raise ValueError(f"--target {args.target}: a saved model runs on the target it was compiled for; "
                          "pass the ONNX file or the reference model name instead")
+    if kind == "saved" and args.input_shape:
+        raise ValueError("--input-shape: a saved model's shapes are fixed; pass the ONNX file instead")
     model = load_model(args.model) if kind == "saved" else compile_model(
-        str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse, orchestration=args.orchestration)
+        str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse, orchestration=args.orchestration,
+        input_shapes=input_shapes(args.input_shape))
     # peers run on the host's cores, also when the model runs on a device
     thread_count = args.threads or model.target.num_cores or threads.configured_num_threads() or Target().num_cores
     inputs = _inputs(model, args.input)

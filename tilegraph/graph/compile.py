@@ -7,6 +7,7 @@
     model = compile_model(g, orchestration="greedy")           # Hidet's greedy fusion groups as they are
     model = compile_model(g, extra_rewrites=("conv_to_gemm",)) # optional rewrites (passes.OPTIONAL)
     model = compile_model(g, time_budget=180, db="tune.db")    # tune the model's tasks first
+    model = compile_model("bert.onnx", input_shapes={"input_ids": (1, 128)})   # fix symbolic extents
     print(model.tuning.table())
 
 Steps: the graph passes (passes.optimize), the greedy fusion groups (fusion.partition), then
@@ -49,14 +50,17 @@ ORCHESTRATIONS = ("greedy", "blp")
 DEFAULT_ORCHESTRATION = "blp"
 
 
-def as_graph(model: Any, example_inputs: Any = None) -> Graph:
-    """A Graph from a Graph, an ONNX path or ModelProto, or a torch.nn.Module (with example inputs)."""
+def as_graph(model: Any, example_inputs: Any = None, input_shapes: Any = None) -> Graph:
+    """A Graph from a Graph, an ONNX path or ModelProto (`input_shapes` fixing symbolic extents), or
+    a torch.nn.Module (with example inputs)."""
+    if input_shapes is not None and (isinstance(model, Graph) or hasattr(model, "forward")):
+        raise GraphError("input_shapes applies to ONNX models (a graph or a module has static shapes already)")
     if isinstance(model, Graph):
         return model
     if isinstance(model, (str, os.PathLike)) or type(model).__name__ == "ModelProto":
         from tilegraph.graph.frontends.onnx import from_onnx
 
-        return from_onnx(model)
+        return from_onnx(model, input_shapes=input_shapes)
     if hasattr(model, "forward") and hasattr(model, "parameters"):
         if example_inputs is None:
             raise GraphError("compiling a torch module needs example_inputs (a tuple of tensors)")
@@ -72,7 +76,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   progress: Callable[[int, int], None] | None = None, fuse: bool = True,
                   orchestration: str = DEFAULT_ORCHESTRATION, extra_rewrites: tuple[str, ...] = (),
                   trials: int | None = None, num_threads: int | None = None,
-                  tune_progress: Callable[[Any, str], None] | None = None) -> CompiledModel:
+                  tune_progress: Callable[[Any, str], None] | None = None,
+                  input_shapes: Any = None) -> CompiledModel:
     start = time.perf_counter()
     if orchestration not in ORCHESTRATIONS:
         raise GraphError(f"unknown orchestration {orchestration!r}; choose one of {', '.join(ORCHESTRATIONS)}")
@@ -93,11 +98,13 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         from tilegraph.runtime.backends import require_runnable
 
         require_runnable(tgt)
+    if not tune and isinstance(db, (str, os.PathLike)) and not os.path.exists(db):
+        db = None  # nothing to read from a database that does not exist yet (none is made without tuning)
     if tune or isinstance(db, (str, os.PathLike)):
         from tilegraph.tune.database import open_database
 
         db = open_database(db, readonly=not tune)
-    graph = as_graph(model, example_inputs)
+    graph = as_graph(model, example_inputs, input_shapes)
     rewrites: list[str] = []
     if optimize_graph:
         graph, rewrites = optimize(graph, extra=extra_rewrites)

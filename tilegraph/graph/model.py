@@ -108,6 +108,9 @@ class CompiledModel:
         return tuple(results[name] for name in self.graph.outputs)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if not isinstance(inputs, Mapping):
+            raise GraphError(f"run takes a dict of input name -> array, got a {type(inputs).__name__}; "
+                             "call model(*arrays) to pass them in order")
         unknown = sorted(set(inputs) - set(self.graph.inputs))
         missing = [n for n in self.graph.inputs if n not in inputs]
         if unknown or missing:

@@ -20,9 +20,12 @@ def _const(b, *shape, scale=1.0):
 
 
 def _check(graph, expect_launches=None, db=None, **inputs):
-    """The fused model equals the reference (float64) and the unfused model; returns it."""
+    """The fused model equals the reference (float64) and the unfused model; returns it. Greedy
+    orchestration: these tests count the kernels fusion makes, which BLP would choose among by
+    this machine's timings."""
     expected = run_reference(graph, inputs)
-    models = {fuse: compile_model(graph, fuse=fuse, db=db, optimize_graph=False) for fuse in (True, False)}
+    models = {fuse: compile_model(graph, fuse=fuse, db=db, optimize_graph=False, orchestration="greedy")
+              for fuse in (True, False)}
     for fuse, model in models.items():
         model._base[:] = 0xFF  # NaN everywhere: every output element must be written
         got = model.run(inputs)
@@ -114,7 +117,7 @@ def test_a_tuned_anchor_trace_serves_the_fused_kernel(tmp_path):
     assert result is not None
     model = _check(graph, 1, db=db, x=RNG.standard_normal((1, 10, 24)).astype(np.float32))
     assert model.kernels[0].tuned and "mm" in model.kernels[0].nodes
-    unfused = compile_model(graph, fuse=False, db=db, optimize_graph=False)  # the same record, unfused
+    unfused = compile_model(graph, fuse=False, db=db, optimize_graph=False, orchestration="greedy")  # same record
     assert [k.tuned for k in unfused.kernels if "mm" in k.nodes] == [True]
     assert spec.key != spec.anchor.key  # the fused kernel has its own key; the anchor's finds the record
 

@@ -191,3 +191,20 @@ def test_blp_falls_back_to_greedy_for_a_target_this_machine_cannot_run(monkeypat
     greedy = compile_model(graph, orchestration="greedy", optimize_graph=False)
     assert model.orchestration is None
     assert [s.nodes for s in model.steps] == [s.nodes for s in greedy.steps]
+
+
+def test_the_cost_perturbation_hook_ci_uses():
+    """TILEGRAPH_BLP_COSTS (CI's second pass): split makes fused candidates dearer, reversed turns
+    the order round; unset keeps the measured costs."""
+    from types import SimpleNamespace
+
+    from tilegraph.errors import GraphError
+    from tilegraph.graph.fusion.choose import perturbed_costs
+
+    cands = [SimpleNamespace(group=SimpleNamespace(nodes=nodes)) for nodes in (("a",), ("a", "b"), ("b",))]
+    cost = [1.0, 1.5, None]
+    assert perturbed_costs(cost, cands, "") == cost
+    assert perturbed_costs(cost, cands, "split") == [1.0, 150.0, None]
+    assert perturbed_costs(cost, cands, "reversed") == [1.5, 1.0, None]
+    with pytest.raises(GraphError, match="expected 'split' or 'reversed'"):
+        perturbed_costs(cost, cands, "random")

@@ -77,12 +77,37 @@ def test_evolution_seeds_its_population_with_the_given_traces():
     assert all(p.sketch is None for p in search._seed_programs)
 
 
-def test_auto_honours_its_time_budget_within_five_percent(tune_dirs):
+def test_auto_spends_its_time_budget_on_a_fake_clock(tune_dirs, monkeypatch):
+    """The budget logic against a clock that moves only when a candidate is measured (each
+    "takes" 0.37 s): the search measures until the budget is spent and stops within one candidate
+    of it. (How far a real run overshoots on a loaded machine is measured by the benchmarks, not
+    asserted here: no test depends on this machine's timings.)"""
+    import importlib
+
+    from tilegraph.tune.builder import Builder
+    from tilegraph.tune.result import BuildResult, RunResult
+    from tilegraph.tune.runner import Runner
+
+    cost, clock = 0.37, [1000.0]
+    tune_module = importlib.import_module("tilegraph.tune.tune")
+    monkeypatch.setattr(tune_module.time, "monotonic", lambda: clock[0])
+    rng = np.random.default_rng(0)
+
+    class MeasuredOnTheFakeClock(Runner):
+        def run(self, wl, build, seed=0):
+            clock[0] += cost
+            return RunResult("ok", samples=(float(rng.uniform(1e-4, 2e-4)),) * 3, max_error=0.0)
+
+    class NotBuilt(Builder):  # candidates are "measured" on the fake clock only; the returned best is built
+        def build(self, inputs):
+            return [BuildResult(True) for _ in inputs]
+
     wl = _wl()
     budget = 10.0
-    result = tg.tune(wl, strategy="auto", time_budget=budget, db=str(tune_dirs / "t.db"), progress=False)
-    assert budget * 0.95 <= result.tuning_time_s <= budget * 1.05
-    assert result.measured > 8  # past Gensor's picks: the evolutionary phase measured too
+    result = tg.tune(wl, strategy="auto", time_budget=budget, db=str(tune_dirs / "t.db"), progress=False,
+                     runner=MeasuredOnTheFakeClock(), builder=NotBuilt())
+    assert budget - cost <= result.tuning_time_s <= budget + cost
+    assert result.measured > 8  # past Gensor's picks: the evolutionary phase measured too (a new best is measured twice)
     _assert_correct(wl, result.kernel)
 
 

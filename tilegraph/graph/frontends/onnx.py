@@ -120,12 +120,19 @@ def _input_type(value_info: Any, shapes: Mapping[str, Sequence[int]]) -> TensorT
     name = value_info.name
     dtype = dtype_of(tensor.elem_type, f"graph input {name!r}")
     if name in shapes:
-        return TensorType(tuple(int(s) for s in shapes[name]), dtype)
+        given = tuple(int(s) for s in shapes[name])
+        declared = list(tensor.shape.dim)
+        if tensor.HasField("shape") and (len(declared) != len(given) or any(
+                d.HasField("dim_value") and d.dim_value != g for d, g in zip(declared, given))):
+            shown = [d.dim_value if d.HasField("dim_value") else d.dim_param or "?" for d in declared]
+            raise GraphError(f"input_shapes[{name!r}] = {list(given)} does not fit the declared shape {shown}")
+        return TensorType(given, dtype)
     dims = []
     for d in tensor.shape.dim:
         if not d.HasField("dim_value"):
             raise GraphError(f"graph input {name!r} has a symbolic extent {d.dim_param!r}; pass "
-                             f"input_shapes={{{name!r}: (...)}} (tilegraph compiles static shapes)")
+                             f"input_shapes={{{name!r}: (...)}} to tg.compile, or --input-shape {name}=D0,D1,... "
+                             "(tilegraph compiles static shapes)")
         dims.append(d.dim_value)
     return TensorType(tuple(dims), dtype)
 
@@ -148,7 +155,10 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
     env: dict[str, str] = {}
     initializers = {t.name for t in proto.graph.initializer}
     for tensor in proto.graph.initializer:
-        array = numpy_helper.to_array(tensor)
+        try:
+            array = numpy_helper.to_array(tensor)
+        except Exception as e:  # a wrong-size or malformed initializer: name it
+            raise GraphError(f"{source}: initializer {tensor.name!r} is malformed: {str(e).splitlines()[0]}") from None
         if array.dtype == np.float16 or array.dtype.kind not in "fib":
             raise GraphError(f"{source}: initializer {tensor.name!r} has dtype {array.dtype} (not supported)")
         env[tensor.name] = e.constant(array, tensor.name)

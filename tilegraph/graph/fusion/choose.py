@@ -14,6 +14,7 @@ then the binary linear program picks the kernels.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -100,6 +101,7 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
     build_and_time(rest)
     costs.save()
     _require_cover(graph, cands, cost, specs, errors)
+    cost = perturbed_costs(cost, cands, os.environ.get(COSTS_ENV, ""))
     keys = [s.key if s is not None else "" for s in specs]
     result = orchestrate(graph, groups, cands, keys, cost)
     by_id = {id(c): i for i, c in enumerate(cands)}
@@ -110,6 +112,25 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
     report = OrchestrationReport(result, len(cands), pruned, failed, costs.measured, time.perf_counter() - start,
                                  failures)
     return chosen_specs, built, report
+
+
+COSTS_ENV = "TILEGRAPH_BLP_COSTS"  # a test hook: "split" or "reversed" (perturbed_costs)
+
+
+def perturbed_costs(cost: list[float | None], cands: list[Any], mode: str) -> list[float | None]:
+    """The measured costs, or with TILEGRAPH_BLP_COSTS set a choice timings would not make: "split"
+    makes every fused candidate a hundred times dearer (the program then splits wherever it may),
+    "reversed" turns the order of the costs around. CI runs the suite once so, to catch any test
+    that assumes which kernels a measured choice picks on the machine it was written on."""
+    if mode == "split":
+        return [None if c is None else c * (100.0 if len(cand.group.nodes) > 1 else 1.0) for c, cand in zip(cost, cands)]
+    if mode == "reversed":
+        known = [c for c in cost if c is not None]
+        low, high = (min(known), max(known)) if known else (0.0, 0.0)
+        return [None if c is None else high + low - c for c in cost]
+    if mode:
+        raise GraphError(f"{COSTS_ENV}={mode!r}: expected 'split' or 'reversed' (or unset)")
+    return cost
 
 
 def _require_cover(graph: Graph, cands: list[Any], cost: list[float | None], specs: list[Any],

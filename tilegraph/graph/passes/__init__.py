@@ -2,12 +2,15 @@
 
     graph, fired = optimize(graph)    # the default pipeline; `fired` says which rule fired where
     graph, fired = optimize(graph, extra=("conv_to_gemm",))   # with optional rules (OPTIONAL)
+    TILEGRAPH_VERIFY=1                # Graph.verify after every pass (the test suite sets it)
 
 An optional rule is legal everywhere it fires but not on by default because it was measured
 slower end to end under default schedules (docs/graph.md says where and by how much).
 """
 
 from __future__ import annotations
+
+import os
 
 from tilegraph.errors import GraphError
 from tilegraph.graph.ir import Graph
@@ -27,6 +30,7 @@ PIPELINE = (fold_constants, eliminate_dead_code, eliminate_common_subexpressions
 
 
 OPTIONAL = {"conv_to_gemm": conv_to_gemm}  # run after the layout pass and its constant folding
+VERIFY_ENV = "TILEGRAPH_VERIFY"
 
 
 def optimize(graph: Graph, extra: tuple[str, ...] | list[str] = ()) -> tuple[Graph, list[str]]:
@@ -34,12 +38,24 @@ def optimize(graph: Graph, extra: tuple[str, ...] | list[str] = ()) -> tuple[Gra
     if unknown:
         raise GraphError(f"unknown optional rewrite(s) {', '.join(unknown)}; known: {', '.join(OPTIONAL)}")
     fired: list[str] = []
+    verify_each = os.environ.get(VERIFY_ENV, "") not in ("", "0")
     for position, graph_pass in enumerate(PIPELINE):
-        graph = graph_pass(graph, fired)
+        graph = _checked(graph_pass, graph_pass(graph, fired), verify_each)
         if position == PIPELINE.index(to_channels_last) + 1:
             for name in extra:
-                graph = OPTIONAL[name](graph, fired)
+                graph = _checked(OPTIONAL[name], OPTIONAL[name](graph, fired), verify_each)
     return graph.verify(), fired
+
+
+def _checked(graph_pass: object, graph: Graph, verify: bool) -> Graph:
+    """With TILEGRAPH_VERIFY=1 (the test suite sets it), every pass's result is verified, so a pass
+    that breaks an invariant is named rather than a later one."""
+    if not verify:
+        return graph
+    try:
+        return graph.verify()
+    except GraphError as e:
+        raise GraphError(f"graph pass {getattr(graph_pass, '__name__', graph_pass)} produced an invalid graph: {e}") from None
 
 
 __all__ = ["optimize", "PIPELINE", "fold_constants", "eliminate_dead_code", "eliminate_common_subexpressions",
