@@ -173,3 +173,20 @@ def test_symbolic_extents_from_the_command_line(tmp_path, capsys):
     assert ".npz archive" in capsys.readouterr().err
     assert main(["compile", str(path), "-o", str(tmp_path / "n.tg"), "--input-shape", "x=4,3",
                  "--db", str(tmp_path / "new.db")]) == 0  # a database that does not exist yet: nothing to read
+
+
+def test_an_embedding_runs_on_valid_random_ids_and_refuses_bad_ones(tmp_path, capsys):
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), "E")
+    graph = helper.make_graph([helper.make_node("Gather", ["E", "ids"], ["y"])], "emb",
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [table])
+    path = tmp_path / "emb.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), str(path))
+    assert main(["run", str(path), "--vs", "onnxruntime", "--json"]) == 0  # random ids stay below 10 rows
+    assert json.loads(capsys.readouterr().out)["onnxruntime_relative_error"] == 0
+    np.save(tmp_path / "ids.npy", np.array([[1, 2, 30, 0, 0, 0]], np.int64))
+    assert main(["run", str(path), "--input", f"ids={tmp_path / 'ids.npy'}", "--vs", "onnxruntime"]) == 2
+    err = capsys.readouterr().err
+    assert "index 30 is out of range" in err and err.count("\n") == 1

@@ -64,6 +64,7 @@ def test_training_through_the_backend_runs_eager_and_learns():
 
     def train():
         losses = []
+        torch.set_grad_enabled(True)  # training needs grad mode, whatever an earlier test left
         for _ in range(3):
             optimizer.zero_grad()
             loss = ((compiled(x) - target) ** 2).mean()
@@ -116,3 +117,46 @@ def test_the_swin_window_reverse_chain_compiles_quickly_and_right():
             np.testing.assert_allclose(model(x.numpy(), residual.numpy())[0], module(x, residual).numpy(),
                                        rtol=1e-5, atol=1e-5)
         assert time.perf_counter() - start < 120  # was over 500 s; takes seconds
+
+
+def test_an_embedding_id_out_of_range_is_refused_not_clamped():
+    """Eager raises IndexError for id 30 of 10 rows; tilegraph once returned row 9."""
+    from tilegraph.graph.index_checks import IndexOutOfRange
+
+    torch.manual_seed(0)
+    embedding = torch.nn.Embedding(10, 4)
+    compiled = torch.compile(embedding, backend="tilegraph")
+    with torch.no_grad():
+        ok = torch.tensor([[1, 9, 0]])
+        np.testing.assert_allclose(compiled(ok).numpy(), embedding(ok).numpy())
+        with pytest.raises(IndexOutOfRange, match="index 30"):
+            compiled(torch.tensor([[1, 30, 0]]))
+
+
+def test_a_pooler_exported_by_torch_onnx_compiles_and_runs():
+    """tanh(Linear(x[:, 0])) (BERT's pooler): the exporters emit a scalar-index Gather whose
+    reshape once shared the node's name (KeyError at the first call)."""
+    pytest.importorskip("onnxscript")
+    import io
+
+    ort = pytest.importorskip("onnxruntime")
+
+    class Pooler(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dense = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return torch.tanh(self.dense(x[:, 0]))
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Pooler().eval(), (x,), buffer, dynamo=False, input_names=["x"])
+    import onnx
+
+    proto = onnx.load_from_string(buffer.getvalue())
+    want = ort.InferenceSession(buffer.getvalue()).run(None, {"x": x.numpy()})[0]
+    np.testing.assert_allclose(tg.compile(proto)(x.numpy())[0], want, rtol=1e-5, atol=1e-6)

@@ -1,4 +1,5 @@
 import ctypes
+import os
 
 import numpy as np
 import pytest
@@ -217,18 +218,20 @@ def test_a_library_replaced_at_the_same_path_is_loaded_anew(tmp_path, monkeypatc
     model saved again into its folder); libraries are loaded by content instead."""
     monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "k0.so"
-    for value in (1, 2, 1):
-        path.write_bytes(_value_library(tmp_path, value).read_bytes())
+    for value in (1, 2, 1):  # replaced as a save replaces files: a new file renamed over the old one
+        (tmp_path / "new.so").write_bytes(_value_library(tmp_path, value).read_bytes())
+        os.replace(tmp_path / "new.so", path)  # (rewriting a loaded library in place would corrupt its mapping)
         assert load_library(path).tg_value() == value
 
 
 def test_a_recorded_sha256_is_checked_before_loading(tmp_path, monkeypatch):
-    from tilegraph.runtime.kernel import LibraryMismatch, library_sha256
+    from tilegraph.build.cache import sha256_file
+    from tilegraph.runtime.kernel import LibraryMismatch
 
     monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "k0.so"
     path.write_bytes(_value_library(tmp_path, 7).read_bytes())
-    digest = library_sha256(path)
+    digest = sha256_file(path)
     assert load_library(path, digest).tg_value() == 7
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte: refused before the loader sees the file

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from tilegraph.build.cache import sha256_file
 from tilegraph.dtype import as_dtype
 from tilegraph.errors import GraphError, ModelFileError, ResourceError
 from tilegraph.graph.ir import Graph, Node, TensorType
@@ -58,14 +59,6 @@ TEMP_PREFIX = ".tilegraph-"
 
 def _buffer_json(b: Buffer) -> dict:
     return {"name": b.name, "shape": list(b.shape), "dtype": b.dtype.name}
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # ------------------------------------------------------------------------------------------ save
@@ -155,7 +148,7 @@ def _write_into(model: CompiledModel, folder: Path) -> None:
         library = data / "kernels" / f"k{i}.so"
         shutil.copyfile(kernel.lib_path, library)
         (data / "kernels" / f"k{i}.c").write_text(kernel.source)
-        kernels.append({"library": f"kernels/k{i}.so", "sha256": _sha256_file(library), "entry": kernel.entry,
+        kernels.append({"library": f"kernels/k{i}.so", "sha256": sha256_file(library), "entry": kernel.entry,
                         "key": model.kernel_keys[i], "tuned": model.tuned[i],
                         "inputs": [_buffer_json(b) for b in kernel.inputs],
                         "outputs": [_buffer_json(b) for b in kernel.outputs]})
@@ -304,7 +297,7 @@ def _read_weights(data: Path, weights: dict, offsets: dict[str, int], values: di
     size = path.stat().st_size
     if size != weights["bytes"]:
         raise ModelFileError(f"{data.parent}: weights.bin has {size} bytes, the manifest recorded {weights['bytes']}")
-    if _sha256_file(path) != weights["sha256"]:
+    if sha256_file(path) != weights["sha256"]:
         raise ModelFileError(f"{data.parent}: weights.bin was changed or damaged after saving (sha256 differs)")
     mapped = np.memmap(path, dtype=np.uint8, mode="r") if offsets and size else None
     constants = {}

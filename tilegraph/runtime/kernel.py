@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tilegraph.build.cache import sha256_file
 from tilegraph.codegen.c import kernel_signature
 from tilegraph.config import cache_dir
 from tilegraph.loop.ir import Buffer
@@ -40,10 +41,6 @@ _libraries_lock = threading.Lock()
 
 class LibraryMismatch(ValueError):
     """A library's bytes differ from what its manifest recorded, or it does not describe the kernel."""
-
-
-def library_sha256(path: Path | str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def load_library(path: Path | str, sha256: str | None = None) -> ctypes.CDLL:
@@ -79,7 +76,7 @@ def _private_copy(data: bytes, digest: str) -> Path:
     folder = cache_dir() / "libraries"
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{digest}.so"
-    if not target.is_file() or library_sha256(target) != digest:
+    if not target.is_file() or sha256_file(target) != digest:
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".so.tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -140,8 +140,6 @@ def peer_function(peer: str, workload: Workload, inputs: Sequence[np.ndarray]) -
         raise PeerUnavailable(f"cannot map the arguments of {op} onto the workload inputs") from None
     positional = [tensors[name] for name, _ in args if name.startswith("_")]
     keyword = {name: value for name, value in tensors.items() if not name.startswith("_")}
-    if peer == "torch":
-        import torch
-
-        torch.set_grad_enabled(False)
+    # (no torch.set_grad_enabled(False) here: it changed the caller's process for good; the inputs
+    # made from numpy do not require grad, so nothing is recorded for autograd anyway)
     return table[op](*positional, **keyword, **params)

@@ -103,7 +103,14 @@ def test_foreign_traces_have_no_sentence():
     assert render_trace(wl, AVX2, Schedule(wl).trace.to_json()) is None
 
 
+# Graph ops added after the shipped model's vocabulary was fixed (adding a token changes the
+# vocabulary's digest, which the shipped weights are checked against): they are named op:other
+# until the model is trained again. Elementwise ops: never a task's anchor.
+ADDED_AFTER_THE_VOCABULARY = {"floor", "ceil"}
+
+
 def test_every_graph_op_has_a_token():
     from tilegraph.graph.ops.registry import OPS
 
-    assert all(f"op:{name}" in VOCAB.tokens for name in OPS)
+    assert all(f"op:{name}" in VOCAB.tokens for name in OPS if name not in ADDED_AFTER_THE_VOCABULARY)
+    assert not any(f"op:{name}" in VOCAB.tokens for name in ADDED_AFTER_THE_VOCABULARY)
