@@ -61,11 +61,6 @@ class DeviceModel(CompiledModel):
         raise GraphError(f"saving a model compiled for {self.target.kind} is not supported yet; compile it again")
 
     # ---- internals -------------------------------------------------------------------------
-    def _root(self, name: str) -> str:
-        while name in self.views:
-            name = self.views[name]
-        return name
-
     def _handle(self, name: str) -> Any:
         return self._regions[self._root(name)]
 

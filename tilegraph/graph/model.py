@@ -148,9 +148,7 @@ class CompiledModel:
         shape = tuple(t.shape if shape is None else shape)
         if int(np.prod(shape, dtype=np.int64)) != t.size:
             raise GraphError(f"tensor {name!r} ({t}) viewed as {list(shape)}: the sizes differ")
-        root = name
-        while root in self.views:
-            root = self.views[root]
+        root = self._root(name)
         if root in self.graph.constants:
             return self.graph.constants[root].reshape(shape)
         offset = self.plan.offsets[name]
@@ -175,6 +173,7 @@ class CompiledModel:
         return by_input, by_step
 
     def _root(self, name: str) -> str:
+        """The tensor whose storage `name` uses (views followed to their source)."""
         while name in self.views:
             name = self.views[name]
         return name
