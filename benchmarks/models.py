@@ -216,11 +216,16 @@ def tuned_markdown(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    """Latency per model normalised to the fastest system (largest thread count), and tuning time."""
-    import matplotlib
+    """Latency per model normalised to the fastest system (largest thread count), and tuning time.
+    Skipped, with a note, where matplotlib is not installed (`scripts/setup.sh test` does not add it)."""
+    try:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        print(f"plot skipped: matplotlib is not installed ({e})", file=sys.stderr)
+        return
 
     threads = max(r["threads"] for r in rows)
     models = list(dict.fromkeys(r["model"] for r in rows))
