@@ -30,6 +30,7 @@ class GraphBuilder:
         self.values: dict[str, TensorType] = {}
         self.constants: dict[str, np.ndarray] = {}
         self._counter = 0
+        self._node_names: set[str] = set()  # node names are unique (fusion indexes nodes by name)
 
     # ---- names ------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -86,12 +87,11 @@ class GraphBuilder:
     def _fresh_node_name(self, base: str) -> str:
         """`base`, or `base_<n>` when a node already has that name (node names are unique: fusion
         and the kernels' bookkeeping index nodes by name)."""
-        taken = self.__dict__.setdefault("_node_names", {n.name for n in self.nodes})
         name, n = base, 0
-        while name in taken:
+        while name in self._node_names:
             n += 1
             name = f"{base}_{n}"
-        taken.add(name)
+        self._node_names.add(name)
         return name
 
     def copy(self, node: Node, graph: Graph, rename: Mapping[str, str] | None = None) -> list[str]:

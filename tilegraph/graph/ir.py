@@ -155,8 +155,8 @@ class Graph:
     # ---- checks ----------------------------------------------------------------------------
     def verify(self, infer: bool = True) -> Graph:
         """Raise GraphError unless every tensor is defined exactly once before its use, node names
-        are unique, inputs, outputs and constants have types, and (with `infer`) each node's declared output types
-        are what its op infers. Returns the graph, so `g = g.verify()` chains."""
+        are unique, inputs, outputs and constants have types, and (with `infer`) each node's
+        declared output types are what its op infers. Returns the graph, so `g = g.verify()` chains."""
         from tilegraph.graph.ops.registry import infer_types  # the op table sits beside the IR
 
         defined: set[str] = set()

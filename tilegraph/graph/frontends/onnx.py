@@ -88,12 +88,18 @@ def _attributes(node: Any) -> dict[str, Any]:
 
 
 def _check_single_definitions(proto: Any, source: str) -> None:
-    """Every tensor is defined once: by an input, an initializer or one node output (ONNX's rule;
-    ONNX Runtime refuses such models too)."""
+    """Every tensor is defined once: by an input, an initializer or one node output, and no two
+    nodes share a (non-empty) name: ONNX's rules, which ONNX Runtime enforces too."""
     defined: dict[str, str] = {t.name: "an initializer" for t in proto.graph.initializer}
     for value_info in proto.graph.input:
         defined.setdefault(value_info.name, "a graph input")
+    named: set[str] = set()
     for index, node in enumerate(proto.graph.node):
+        if node.name in named:
+            raise GraphError(f"{source}: two nodes are named {node.name!r}; ONNX node names are unique "
+                             "(ONNX Runtime refuses such a file too)")
+        if node.name:
+            named.add(node.name)
         for out in node.output:
             if not out:
                 continue
@@ -157,8 +163,8 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
     for tensor in proto.graph.initializer:
         try:
             array = numpy_helper.to_array(tensor)
-        except Exception as e:  # a wrong-size or malformed initializer: name it
-            raise GraphError(f"{source}: initializer {tensor.name!r} is malformed: {str(e).splitlines()[0]}") from None
+        except Exception as err:  # a wrong-size or malformed initializer: name it
+            raise GraphError(f"{source}: initializer {tensor.name!r} is malformed: {str(err).splitlines()[0]}") from None
         if array.dtype == np.float16 or array.dtype.kind not in "fib":
             raise GraphError(f"{source}: initializer {tensor.name!r} has dtype {array.dtype} (not supported)")
         env[tensor.name] = e.constant(array, tensor.name)

@@ -58,14 +58,14 @@ def from_exported_program(ep: Any, name: str = "model", constant_inputs: Sequenc
     """The Graph of an ExportedProgram of core ATen ops; user inputs at positions in
     `constant_inputs` are taken as constants (the torch.compile backend's frozen parameters)."""
     torch = _torch()
-    from tilegraph.graph.frontends.torch_ops import ATEN
+    from tilegraph.graph.frontends.torch_ops import ATEN, TorchEmitter
 
     gm = ep.graph_module
     state = {**ep.state_dict, **getattr(ep, "constants", {})}
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
     _refuse_mutations(ep)
-    e = Emitter(name)
-    names = e.__dict__.setdefault("_constant_names", {})  # id(torch tensor) -> its graph constant's name
+    e = TorchEmitter(name)
+    names = e.constant_names
     env: dict[str, Any] = {}  # fx node name -> graph tensor name | torch.Tensor constant | tuple | python value
     user_position = 0
     user_args = [a for a in ep.example_inputs[0]] if getattr(ep, "example_inputs", None) else []

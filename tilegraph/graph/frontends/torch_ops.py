@@ -37,7 +37,17 @@ def aten(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return wrap
 
 
-def tensor(e: Emitter, value: Any, like: str | None = None, dtype: str | None = None) -> str:
+class TorchEmitter(Emitter):
+    """An Emitter that turns torch constants into graph constants once each, named after the
+    parameter or buffer they came from."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.constant_names: dict[int, str] = {}  # id(torch tensor) -> the name its graph constant gets
+        self.torch_constants: dict[tuple[int, str | None], tuple[Any, str]] = {}  # (id, dtype) -> (tensor, name)
+
+
+def tensor(e: TorchEmitter, value: Any, like: str | None = None, dtype: str | None = None) -> str:
     """A graph tensor for a run-time name, a constant tensor or a Python number (in `dtype`, else
     `like`'s dtype). A torch constant (a parameter, a buffer, a folded value) becomes one graph
     constant however often it is used (tied weights stay one copy)."""
@@ -45,13 +55,12 @@ def tensor(e: Emitter, value: Any, like: str | None = None, dtype: str | None = 
         return value if dtype is None or e.type_of(value).dtype == dtype else e.emit("cast", [value], {"to": dtype})
     if isinstance(value, (bool, int, float)) and (dtype or like) is not None:
         return e.constant(np.array(value, dtype=dtype or e.type_of(like).dtype), "scalar")
-    memo = e.__dict__.setdefault("_torch_constants", {})
     key = (id(value), dtype)
-    if key not in memo:  # the value is kept alive beside its name, so its id is never reused
+    if key not in e.torch_constants:  # the value is kept alive beside its name, so its id is never reused
         array = numpy_of(value)
-        memo[key] = (value, e.constant(array if dtype is None else array.astype(dtype),
-                                       e.__dict__.get("_constant_names", {}).get(id(value), "const")))
-    return memo[key][1]
+        e.torch_constants[key] = (value, e.constant(array if dtype is None else array.astype(dtype),
+                                                    e.constant_names.get(id(value), "const")))
+    return e.torch_constants[key][1]
 
 
 def _runtime(args: list[Any]) -> str:
@@ -105,12 +114,11 @@ def rounded_division(e: Emitter, a: str, b: str, mode: str, name: str) -> str:
     integers from the graph's truncating division, on floats from floor/ceil of the quotient."""
     dtype = e.type_of(a).dtype
     zero = tensor(e, 0, dtype=dtype)
+    q = e.emit("div", [a, b])  # floats: the quotient; integers: truncated toward zero
     if dtype.startswith("float"):
-        q = e.emit("div", [a, b])
         if mode == "floor":
             return e.emit("floor", [q], name=name)
         return e.emit("where", [e.emit("less", [q, zero]), e.emit("ceil", [q]), e.emit("floor", [q])], name=name)
-    q = e.emit("div", [a, b])  # integers: truncated toward zero
     if mode == "trunc":
         return e.emit("identity", [q], name=name)
     if mode != "floor":

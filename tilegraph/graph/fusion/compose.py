@@ -7,9 +7,9 @@ the anchor's own schedule.
     spec.anchor              # KernelSpec of the anchor alone (its key finds its tuning records)
     kernel = spec.build(target, db)
 
-Building (Hidet's post-scheduling fusion): the anchor's schedule (its fastest database record that
-fuses, else its default schedule) is replayed unchanged on the anchor's workload; `write_once` then makes it
-store its output once if it accumulated there; each anchor input produced inside the group is
+Building (Hidet's post-scheduling fusion): the anchor's schedule (its fastest database record
+that fuses, else its default schedule) is replayed unchanged on the anchor's workload;
+`write_once` then makes it store its output once if it accumulated there; each anchor input produced inside the group is
 replaced by its producers' expression (`inline_prologue`), and the output store by the epilogue
 chain's value at the mapped index (`fuse_epilogue`). One tuning of the anchor serves every fused
 variant. A group without an anchor (an injective chain) is its te composition, default-scheduled.

@@ -17,9 +17,10 @@ reductions): it is scheduled (tuned) alone, under its own workload key. Its grou
 - a **prologue**: injective producers of the anchor's inputs (transpose, reshape, slice, pad,
   broadcast, cast, elementwise arithmetic, gather), taken upwards while every consumer of the
   tensor they produce is in the group and it is not a graph output. A gather's indices are never
-  taken: they reach memory, where the model checks them (graph/index_checks.py). Into a contraction (conv2d,
-  matmul), which reads each input many times, only producers without transcendental math (exp,
-  erf, tanh, sqrt, ...) are taken: those would be recomputed at every read.
+  taken: they reach memory, where the model checks them (graph/index_checks.py). Into a
+  contraction (conv2d, matmul), which reads each input many times, only producers without
+  transcendental math (exp, erf, tanh, sqrt, ...) are taken: those would be recomputed at every
+  read. A group holds at most MAX_FUSED_NODES nodes.
 
 Injective nodes left over become one kernel per chain: the chain's last node and its injective
 producers (each consumed only inside the chain), with no anchor; the default schedule inlines the

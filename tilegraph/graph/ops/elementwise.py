@@ -124,14 +124,6 @@ class Binary(OpDef):
         return [type(self).te_fn(args[0], args[1])]
 
 
-def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind in "iu":  # ONNX integer Div truncates toward zero (C semantics); x / 0 is 0 (ops.div)
-        safe = np.where(b == 0, 1, b)
-        q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
-        return np.where(b == 0, 0, q).astype(a.dtype)
-    return a / b
-
-
 def _binary(name: str, numpy_fn: Callable[..., np.ndarray], te_fn: Callable[..., Any], out_dtype: str | None = None,
             scalar_args: bool = True) -> None:
     cls = type(name, (Binary,), {"numpy_fn": staticmethod(numpy_fn), "te_fn": staticmethod(te_fn),
@@ -142,7 +134,7 @@ def _binary(name: str, numpy_fn: Callable[..., np.ndarray], te_fn: Callable[...,
 _binary("add", np.add, ops.add)
 _binary("sub", np.subtract, ops.sub)
 _binary("mul", np.multiply, ops.mul)
-_binary("div", _int_div, ops.div)
+_binary("div", ref.div, ops.div)  # integers: truncated toward zero (ONNX's Div), x / 0 is 0
 _binary("max", np.maximum, ops.maximum)
 _binary("min", np.minimum, ops.minimum)
 _binary("pow", np.power, ops.power, scalar_args=False)
