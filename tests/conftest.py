@@ -9,6 +9,20 @@ import pytest
 os.environ.setdefault("TILEGRAPH_VERIFY", "1")
 
 
+def pytest_terminal_summary(terminalreporter):
+    """The ONNX conformance count, when tests/graph/test_onnx_conformance.py ran."""
+    import sys
+
+    module = sys.modules.get("tests.graph.test_onnx_conformance")
+    if module is None or not getattr(module, "OUTCOMES", None):
+        return
+    from benchmarks.onnx_conformance import opset_of, summary
+
+    outcomes = list(module.OUTCOMES.values())
+    opsets = {c.name: opset_of(c) for c in module.CASES if c.name in module.OUTCOMES}
+    terminalreporter.write_line(summary(outcomes, opsets))
+
+
 def pytest_collection_modifyitems(config, items):
     skip_cc = pytest.mark.skip(reason="no C compiler (gcc) on PATH")
     skip_nvcc = pytest.mark.skip(reason="nvcc not on PATH")

@@ -29,13 +29,21 @@ FUNCTIONS = {
     "abs": (te.abs_, np.abs),
     "floor": (te.floor, np.floor),
     "ceil": (te.ceil, np.ceil),
+    "round": (te.round_, np.rint),
+    **{name: ((lambda fn: lambda x: te.call(fn, x))(name), getattr(np, numpy_name)) for name, numpy_name in (
+        ("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"),
+        ("sinh", "sinh"), ("cosh", "cosh"), ("asinh", "arcsinh"), ("acosh", "arccosh"), ("atanh", "arctanh"))},
 }
 RTOL = {"exp": 4e-7, "log": 4e-7, "sqrt": 4e-7, "rsqrt": 4e-7, "tanh": 2e-6, "sigmoid": 2e-6, "erf": 2e-6,
-        "abs": 0.0, "floor": 0.0, "ceil": 0.0}
+        "abs": 0.0, "floor": 0.0, "ceil": 0.0, "round": 0.0,
+        # lane by lane through libm's float functions (a few ulp)
+        **dict.fromkeys(("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"), 1e-6)}
 # The interesting range of each function; inputs are a dense grid over it plus the cases below.
 RANGES = {"exp": (-104.0, 89.0), "log": (1e-3, 1e3), "tanh": (-10.0, 10.0), "sigmoid": (-110.0, 110.0),
           "erf": (-5.0, 5.0), "sqrt": (0.0, 1e4), "rsqrt": (1e-6, 1e4), "abs": (-1e3, 1e3),
-          "floor": (-100.0, 100.0), "ceil": (-100.0, 100.0)}
+          "floor": (-100.0, 100.0), "ceil": (-100.0, 100.0), "round": (-100.0, 100.0), "sin": (-100.0, 100.0),
+          "cos": (-100.0, 100.0), "tan": (-10.0, 10.0), "asin": (-1.0, 1.0), "acos": (-1.0, 1.0), "atan": (-100.0, 100.0),
+          "sinh": (-89.0, 89.0), "cosh": (-89.0, 89.0), "asinh": (-1e3, 1e3), "acosh": (1.0, 1e3), "atanh": (-1.0, 1.0)}
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-40, -1e-40, 1.4e-45, -1.4e-45,
                      1.17549435e-38, 3.4028235e38, -3.4028235e38, 1e-10, -1e-10, 1e-5, -1e-5, 0.5, -0.5, 1.0, -1.0,
                      88.72283, 88.72284, 88.8, -87.3, -103.2, -103.9, -104.5, -200.0, 1000.0, 8388607.5,

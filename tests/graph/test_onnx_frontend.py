@@ -169,8 +169,10 @@ def test_bad_files_give_one_line(tmp_path):
             tg.graph.from_onnx(path)
     with pytest.raises(ModelFileError, match="no such ONNX file"):
         tg.graph.from_onnx(tmp_path / "missing.onnx")
-    with pytest.raises(ModelFileError, match="opset 11 is not supported"):
-        tg.graph.from_onnx(_model("Relu", [X], opset=11))
+    with pytest.raises(ModelFileError, match="opset 5 is not supported"):
+        tg.graph.from_onnx(_model("Relu", [X], opset=5))
+    with pytest.raises(ModelFileError, match="opset 99 is newer than the installed onnx"):
+        tg.graph.from_onnx(_model("Relu", [X], opset=99))
     symbolic = _model("Relu", [("x", F, ["batch", 3])])
     with pytest.raises(GraphError, match="symbolic extent 'batch'"):
         tg.graph.from_onnx(symbolic)

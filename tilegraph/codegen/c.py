@@ -51,7 +51,9 @@ _VECTOR_WIDTHS = (4, 8, 16)
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&&", "or": "||"}
 _WRAPPING_OPS = ("add", "sub", "mul", "floordiv", "floormod")
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf", "floor": "floor", "ceil": "ceil"}
+_MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf", "floor": "floor", "ceil": "ceil",
+         **{f: f for f in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")},
+         "round": "rint"}  # rint: to nearest, ties to even, in the default rounding mode
 UNROLL_HINT = 16
 
 

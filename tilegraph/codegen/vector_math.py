@@ -129,11 +129,16 @@ _ERF = f"""static inline VF tgh_erf_VF(VF x) {{
   return (VF)((VI)r | sign);
 }}"""
 
+# Lane by lane through the scalar builtin (intrinsic -> C function): rare in hot loops.
+_PER_LANE_MATH = {name: _PER_LANE.replace("tgh_NAME", f"tgh_{name}").replace("NAME", c_name)
+                  for name, c_name in (("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("asin", "asin"),
+                                       ("acos", "acos"), ("atan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"),
+                                       ("asinh", "asinh"), ("acosh", "acosh"), ("atanh", "atanh"), ("round", "rint"))}
 # In emission order: a helper comes after those it calls.
 _VECTOR_MATH_TEXT = {
     "abs": _ABS, "sqrt": _PER_LANE.replace("NAME", "sqrt"), "floor": _PER_LANE.replace("NAME", "floor"),
     "ceil": _PER_LANE.replace("NAME", "ceil"), "rsqrt": _RSQRT, "exp": _EXP, "log": _LOG,
-    "tanh": _TANH, "sigmoid": _SIGMOID, "erf": _ERF,
+    "tanh": _TANH, "sigmoid": _SIGMOID, "erf": _ERF, **_PER_LANE_MATH,
 }
 _VECTOR_MATH_NEEDS = {"rsqrt": ("sqrt",), "tanh": ("exp",), "sigmoid": ("exp",), "erf": ("exp",)}
 VECTOR_MATH = tuple(_VECTOR_MATH_TEXT)

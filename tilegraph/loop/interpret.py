@@ -239,7 +239,9 @@ def _call(name: str, x, dtype: np.dtype):  # noqa: ANN001, ANN202
 
 
 _INTRINSICS = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs,
-               "floor": np.floor, "ceil": np.ceil}
+               "floor": np.floor, "ceil": np.ceil, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
+               "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+               "acosh": np.arccosh, "atanh": np.arctanh, "round": np.rint}
 
 
 class Machine:

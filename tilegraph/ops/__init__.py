@@ -13,7 +13,21 @@ from tilegraph.ops.conv import (
     conv3d_ndhwc,
     depthwise_conv2d_nhwc,
 )
-from tilegraph.ops.elementwise import add, div, exp, gelu, maximum, minimum, mul, relu, sigmoid, sub, tanh
+from tilegraph.ops.elementwise import (
+    add,
+    div,
+    exp,
+    fmod,
+    gelu,
+    maximum,
+    minimum,
+    mod,
+    mul,
+    relu,
+    sigmoid,
+    sub,
+    tanh,
+)
 from tilegraph.ops.indexing import broadcast_to, concat, gather_elements, pad_constant, strided_slice, take
 from tilegraph.ops.math import (
     abs,
@@ -56,5 +70,5 @@ __all__ = [
     "broadcast_to", "concat", "gather_elements", "pad_constant", "strided_slice", "take", "abs", "cast", "clip",
     "equal", "erf", "gelu_tanh", "greater", "hard_sigmoid", "hard_swish", "isnan", "less", "log", "logical_not",
     "neg", "power", "reciprocal", "sqrt", "where", "matmul_nd",
-    "less_equal", "greater_equal", "logical_and", "logical_or",
+    "less_equal", "greater_equal", "logical_and", "logical_or", "mod", "fmod",
 ]

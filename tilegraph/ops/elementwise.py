@@ -126,6 +126,28 @@ def truncated_division(x: Expr, y: Expr) -> Expr:
     return te.select(y.eq(zero), zero, floor_q + te.select(inexact, one, zero))
 
 
+@operator("mod")
+def mod(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "mod") -> Tensor:
+    """a - floor(a / b) * b: the remainder with the divisor's sign (Python's and numpy's %); 0
+    where an integer b is 0."""
+    return _binary(a, b, lambda x, y: x % y, name)
+
+
+@operator("fmod")
+def fmod(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "fmod") -> Tensor:
+    """a - trunc(a / b) * b: the remainder with the dividend's sign (C's fmod and %); integers: 0
+    where b is 0; floats: NaN there."""
+
+    def body(x: Expr, y: Expr) -> Expr:
+        if x.dtype.is_float:
+            q = x / y
+            return x - te.select(q.lt(te.const(0.0, x.dtype)), te.ceil(q), te.floor(q)) * y
+        zero = te.const(0, x.dtype)
+        return te.select(y.eq(zero), zero, x - truncated_division(x, y) * y)
+
+    return _binary(a, b, body, name)
+
+
 @operator("maximum")
 def maximum(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "maximum") -> Tensor:
     return _binary(a, b, te.max_, name)

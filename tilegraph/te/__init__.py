@@ -16,6 +16,7 @@ from tilegraph.te.expr import (
     Var,
     abs_,
     all_of,
+    call,
     cast,
     ceil,
     const,
@@ -29,6 +30,7 @@ from tilegraph.te.expr import (
     max_,
     min_,
     power,
+    round_,
     rsqrt,
     select,
     sigmoid,
@@ -40,8 +42,8 @@ from tilegraph.te.workload import Workload
 
 __all__ = [
     "BinOp", "BufferLoad", "Call", "Cast", "Cmp", "Const", "Expr", "IterVar", "Not", "Reduce", "Select",
-    "TensorRead", "Var", "abs_", "all_of", "cast", "ceil", "const", "erf", "exp", "floor", "log",
-    "logical_and", "logical_not", "logical_or", "max_", "min_", "power", "rsqrt", "select", "sigmoid",
+    "TensorRead", "Var", "abs_", "all_of", "call", "cast", "ceil", "const", "erf", "exp", "floor", "log",
+    "logical_and", "logical_not", "logical_or", "max_", "min_", "power", "round_", "rsqrt", "select", "sigmoid",
     "sqrt", "tanh", "ComputeOp", "PlaceholderOp", "Tensor", "compute", "max", "min", "placeholder",
     "reduce_axis", "sum", "Workload",
 ]

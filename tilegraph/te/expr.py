@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 
 BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "max", "min", "and", "or", "pow")
 COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
-INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "floor", "ceil")
+INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "floor", "ceil",
+              # trigonometric and hyperbolic functions; round: to nearest, ties to even (C rint)
+              "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "round")
 COMBINERS = ("sum", "max", "min")
 
 
@@ -439,6 +441,11 @@ def floor(x: Expr) -> Expr:
 
 def ceil(x: Expr) -> Expr:
     return call("ceil", x)
+
+
+def round_(x: Expr) -> Expr:
+    """To the nearest integer, ties to even (numpy's round, C's rint)."""
+    return call("round", x)
 
 
 def power(x: ExprLike, y: ExprLike) -> Expr:

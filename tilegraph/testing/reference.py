@@ -380,7 +380,7 @@ MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "logical_and": lambda a, b: np.logical_and(a, b), "logical_or": lambda a, b: np.logical_or(a, b),
     "where": lambda cond, a, b: np.where(cond, a, b), "concat": concat, "strided_slice": strided_slice, "take": take,
     "gather_elements": gather_elements, "matmul_nd": lambda a, b: np.matmul(_f64(a), _f64(b)),
-    "broadcast_to": broadcast_to, "pad_constant": pad_constant,
+    "broadcast_to": broadcast_to, "pad_constant": pad_constant, "mod": _binary(np.mod), "fmod": _binary(np.fmod),
 }
 
 

@@ -3,7 +3,13 @@
     g = from_onnx("resnet50.onnx")                        # external data files next to it load too
     g = from_onnx(model_proto, input_shapes={"input_ids": (1, 128)})   # fixes symbolic extents
 
-Every op type is checked before anything is converted: a model with unsupported ops raises one
+Opsets 7 to the newest the installed onnx defines are read: models older than opset 13 are first
+upgraded to 13 with onnx.version_converter (refused naming the version where it cannot); newer
+opsets share the converters of the versions whose semantics they kept (ONNX_VERSIONS says which).
+
+Fold first, then judge: a node whose inputs are all constants is evaluated at conversion time (by
+the op's numpy reference, or by ONNX's reference evaluator for an op tilegraph does not compile),
+so only operators left at run time must be supported. A model with unsupported ops left raises one
 UnsupportedOpError naming all of them, their nodes and the opset. A malformed or truncated file,
 missing external data or an unsupported opset raise ModelFileError with one line saying which.
 """
@@ -18,12 +24,19 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError, ModelFileError, UnsupportedOpError
-from tilegraph.graph.frontends import onnx_shape_ops  # noqa: F401 (registers the shape converters)
-from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.frontends import onnx_math_ops, onnx_shape_ops  # noqa: F401 (register their converters)
+from tilegraph.graph.frontends.emitter import FOLD_LIMIT_BYTES, Emitter
 from tilegraph.graph.frontends.onnx_ops import CONVERTERS, dtype_of
+from tilegraph.graph.ir import DTYPES as GRAPH_DTYPES
 from tilegraph.graph.ir import Graph, TensorType
 
-OPSETS = range(13, 22)  # the default domain's opsets this frontend was written against (13..21)
+OLDEST_OPSET = 7  # older models (opset 1..6) predate broadcasting and most of today's operators
+NATIVE_OPSET = 13  # converters read opset 13's semantics and every later change; older models upgrade
+
+
+def newest_opset() -> int:
+    """The newest default-domain opset the installed onnx defines (and this frontend reads)."""
+    return int(_onnx().defs.onnx_opset_version())
 
 
 def _onnx() -> Any:
@@ -60,16 +73,50 @@ def load_model(model: str | os.PathLike | Any) -> Any:
 
 def _opset(proto: Any) -> int:
     versions = [o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")]
-    return versions[0] if versions else 13
+    return versions[0] if versions else NATIVE_OPSET
+
+
+def _node_key(node: Any) -> str:
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+
+
+def is_supported(node: Any) -> bool:
+    """Whether tilegraph compiles `node`'s operator (its default-domain op type has a converter)."""
+    return node.domain in ("", "ai.onnx") and node.op_type in CONVERTERS
+
+
+def _upgraded(proto: Any, opset: int, source: str) -> Any:
+    """`proto` in opset NATIVE_OPSET, by onnx.version_converter (ModelFileError where it cannot)."""
+    try:
+        from onnx import version_converter
+
+        return version_converter.convert_version(proto, NATIVE_OPSET)
+    except Exception as e:  # the converter's adapters raise RuntimeError/ValueError for ops they cannot move
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ModelFileError(f"{source}: opset {opset} could not be upgraded to opset {NATIVE_OPSET} by "
+                             f"onnx.version_converter ({reason}); tilegraph reads opsets {NATIVE_OPSET}.."
+                             f"{newest_opset()} natively") from None
+
+
+def check_opset(proto: Any, source: str = "model") -> int:
+    """The model's default-domain opset; ModelFileError when it is newer than the installed onnx."""
+    opset = _opset(proto)
+    if opset > newest_opset():
+        raise ModelFileError(f"{source}: opset {opset} is newer than the installed onnx knows ({newest_opset()}); "
+                             "upgrade onnx (pip install -U onnx)")
+    if opset < OLDEST_OPSET:
+        raise ModelFileError(f"{source}: opset {opset} is not supported (tilegraph reads opsets {OLDEST_OPSET}.."
+                             f"{newest_opset()})")
+    return opset
 
 
 def check_supported(proto: Any, opset: int, source: str = "model") -> None:
-    """UnsupportedOpError naming every unsupported op type (and its nodes) at once."""
+    """UnsupportedOpError naming every unsupported op type (and its nodes) at once, counting every
+    node (constant or not): what a model needs when nothing folds."""
     unsupported: dict[str, list[str]] = {}
     for index, node in enumerate(proto.graph.node):
-        key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-        if node.domain not in ("", "ai.onnx") or node.op_type not in CONVERTERS:
-            unsupported.setdefault(key, []).append(node.name or f"#{index}")
+        if not is_supported(node):
+            unsupported.setdefault(_node_key(node), []).append(node.name or f"#{index}")
     if unsupported:
         raise UnsupportedOpError(unsupported, opset, source)
 
@@ -149,11 +196,9 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
     constants (no copies beyond what onnx's parser makes), constant subgraphs folded."""
     proto = load_model(model)
     source = str(model) if not hasattr(model, "graph") else (proto.graph.name or "model")
-    opset = _opset(proto)
-    if opset not in OPSETS:
-        raise ModelFileError(f"{source}: opset {opset} is not supported (tilegraph reads opsets "
-                             f"{OPSETS.start}..{OPSETS.stop - 1}); convert it with onnx.version_converter")
-    check_supported(proto, opset, source)
+    opset = check_opset(proto, source)
+    if opset < NATIVE_OPSET:
+        proto, opset = _upgraded(proto, opset, source), NATIVE_OPSET
     _check_input_shapes(proto, input_shapes or {}, source)
     from onnx import numpy_helper
 
@@ -165,33 +210,79 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
             array = numpy_helper.to_array(tensor)
         except Exception as err:  # a wrong-size or malformed initializer: name it
             raise GraphError(f"{source}: initializer {tensor.name!r} is malformed: {str(err).splitlines()[0]}") from None
-        if array.dtype == np.float16 or array.dtype.kind not in "fib":
-            raise GraphError(f"{source}: initializer {tensor.name!r} has dtype {array.dtype} (not supported)")
-        env[tensor.name] = e.constant(array, tensor.name)
+        env[tensor.name] = e.constant(_graph_array(array, f"{source}: initializer {tensor.name!r}"), tensor.name)
     for value_info in proto.graph.input:
         if value_info.name not in initializers:
             env[value_info.name] = e.input(value_info.name, _input_type(value_info, input_shapes or {}))
     _check_single_definitions(proto, source)
+    unsupported: dict[str, list[str]] = {}
+    blocked: set[str] = set()  # outputs of unsupported nodes: their readers cannot be converted
     for index, node in enumerate(proto.graph.node):
+        where = f"node {node.name or index!r} ({node.op_type})"
+        if any(i in blocked for i in node.input):
+            blocked.update(node.output)
+            if not is_supported(node):
+                unsupported.setdefault(_node_key(node), []).append(node.name or f"#{index}")
+            continue
         missing = [i for i in node.input if i and i not in env]
         if missing:
-            raise GraphError(f"{source}: node {node.name or index!r} ({node.op_type}) reads undefined tensors {missing} "
+            raise GraphError(f"{source}: {where} reads undefined tensors {missing} "
                              "(not computed by an earlier node: dangling, a cycle, or nodes out of order)")
         ins = [env[i] if i else "" for i in node.input]
-        try:
-            outs = CONVERTERS[node.op_type](e, node, ins, _attributes(node), opset)
-        except GraphError as err:
-            where = f"node {node.name or index!r} ({node.op_type})"
-            raise type(err)(str(err) if where in str(err) else f"{where}: {err}") from None
+        if not is_supported(node):
+            folded = _fold_unsupported(e, node, ins, proto, where)
+            if folded is None:
+                unsupported.setdefault(_node_key(node), []).append(node.name or f"#{index}")
+                blocked.update(node.output)
+                continue
+            outs = folded
+        else:
+            try:
+                outs = CONVERTERS[node.op_type](e, node, ins, _attributes(node), opset)
+            except GraphError as err:
+                raise type(err)(str(err) if where in str(err) else f"{where}: {err}") from None
         for onnx_name, graph_name in zip(node.output, outs):
             if onnx_name:
                 env[onnx_name] = graph_name
+    if unsupported:
+        raise UnsupportedOpError(unsupported, opset, source)
     outputs = []
     for value_info in proto.graph.output:
         if value_info.name not in env:
             raise GraphError(f"{source}: graph output {value_info.name!r} is never computed")
         outputs.append(_output_named(e, env[value_info.name], value_info.name))
     return e.build(outputs).verify()
+
+
+def _graph_array(array: np.ndarray, where: str) -> np.ndarray:
+    """A constant's value in a dtype graphs hold; GraphError naming it otherwise."""
+    if array.dtype.name not in GRAPH_DTYPES:
+        raise GraphError(f"{where} has dtype {array.dtype} (not supported)")
+    return array
+
+
+def _fold_unsupported(e: Emitter, node: Any, ins: list[str], proto: Any, where: str) -> list[str] | None:
+    """The outputs of `node` (an operator tilegraph does not compile) as constants, evaluated by
+    ONNX's reference evaluator, when every input is a constant; None otherwise."""
+    if not all(not i or i in e.constants for i in ins) or any(
+            a.type in (a.GRAPH, a.GRAPHS) for a in node.attribute) or not node.output:
+        return None
+    from onnx.reference import ReferenceEvaluator
+
+    opsets = {o.domain: o.version for o in proto.opset_import}
+    try:
+        feeds = {name: e.constants[i] for name, i in zip(node.input, ins) if name}
+        evaluator = ReferenceEvaluator(node, opsets=opsets) if opsets else ReferenceEvaluator(node)
+        values = evaluator.run(None, feeds)
+    except Exception:  # the reference has no kernel for it, or refuses the inputs: not foldable
+        return None
+    outs = []
+    for onnx_name, value in zip(node.output, values):
+        array = np.asarray(value)
+        if not onnx_name or array.dtype.name not in GRAPH_DTYPES or array.nbytes > FOLD_LIMIT_BYTES:
+            return None
+        outs.append(e.constant(array, onnx_name))
+    return outs
 
 
 def _output_named(e: Emitter, tensor: str, wanted: str) -> str:
@@ -201,4 +292,5 @@ def _output_named(e: Emitter, tensor: str, wanted: str) -> str:
     return e.add("identity", [tensor], name=f"{wanted}_output", outputs=[wanted])
 
 
-__all__ = ["from_onnx", "load_model", "check_supported", "OPSETS"]
+__all__ = ["from_onnx", "load_model", "check_supported", "check_opset", "is_supported", "newest_opset",
+           "OLDEST_OPSET", "NATIVE_OPSET"]

@@ -253,7 +253,12 @@ def _pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
     pads = _spatial_pads(node, attrs, e.type_of(x).shape[2:], kernel, strides, (1, 1))
     if attrs.get("ceil_mode", 0):  # ceil: extra bottom/right padding makes the last partial window count
         hw = e.type_of(x).shape[2:]
-        extra = [(-(size + p0 + p1 - k) % s) for size, p0, p1, k, s in zip(hw, pads[:2], pads[2:], kernel, strides)]
+        extra = []
+        for size, p0, p1, k, s in zip(hw, pads[:2], pads[2:], kernel, strides):
+            count = -(-(size + p0 + p1 - k) // s) + 1  # windows under ceil_mode
+            if (count - 1) * s >= size + p0:  # ONNX drops a last window that starts in the end padding
+                count -= 1
+            extra.append(max((count - 1) * s + k - (size + p0 + p1), 0))
         pads = (pads[0], pads[1], pads[2] + extra[0], pads[3] + extra[1])
     is_max = node.op_type == "MaxPool"
     if pads[:2] != pads[2:] or (not is_max and attrs.get("count_include_pad", 0) and any(pads)):

@@ -34,7 +34,10 @@ def _reshape_op(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], op
 @converts("Flatten")
 def _flatten(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     shape = e.type_of(ins[0]).shape
-    axis = int(attrs.get("axis", 1)) % (len(shape) + 1) if shape else 0
+    axis = int(attrs.get("axis", 1))
+    if not -len(shape) <= axis <= len(shape):
+        raise GraphError(f"node {node.name!r} (Flatten): axis {axis} is out of range for rank {len(shape)}")
+    axis = axis + len(shape) if axis < 0 else axis
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     return [_reshape(e, ins[0], (outer, int(np.prod(shape[axis:], dtype=np.int64))), node, _out(node))]
 

@@ -1,7 +1,9 @@
 """Elementwise graph ops: unary maths, broadcasting binary ops, comparisons, where, cast.
 
     y = relu(x)            y = clip(x, min=0.0, max=6.0)       y = gelu(x, approximate="tanh")
+    y = sin(x), cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round (ties to even)
     z = add(x, b)          numpy broadcasting; a size-1 constant operand lowers as a scalar
+    z = mod(x, b)          the divisor's sign (numpy's %);  z = fmod(x, b): the dividend's sign (C's fmod)
     m = equal(a, b)        -> bool;   y = where(m, a, b);   y = cast(x, to="int64")
 """
 
@@ -71,6 +73,17 @@ _unary("clip", lambda x, lo=None, hi=None: np.clip(x, -np.inf if lo is None else
 _unary("isnan", np.isnan, ops.isnan, out_dtype="bool")
 _unary("floor", np.floor, lambda x: ops.elementwise.float_unary(x, te.floor, "floor"))
 _unary("ceil", np.ceil, lambda x: ops.elementwise.float_unary(x, te.ceil, "ceil"))
+_unary("round", np.rint, lambda x: ops.elementwise.float_unary(x, te.round_, "round"))  # ties to even
+
+
+def _intrinsic_unary(name: str, numpy_fn: Callable[..., np.ndarray]) -> None:
+    _unary(name, numpy_fn, lambda x: ops.elementwise.float_unary(x, lambda v: te.call(name, v), name))
+
+
+for _name, _fn in (("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("asin", np.arcsin), ("acos", np.arccos),
+                   ("atan", np.arctan), ("sinh", np.sinh), ("cosh", np.cosh), ("asinh", np.arcsinh),
+                   ("acosh", np.arccosh), ("atanh", np.arctanh)):
+    _intrinsic_unary(_name, _fn)
 
 
 @register("not", elementwise=True)
@@ -138,6 +151,8 @@ _binary("div", ref.div, ops.div)  # integers: truncated toward zero (ONNX's Div)
 _binary("max", np.maximum, ops.maximum)
 _binary("min", np.minimum, ops.minimum)
 _binary("pow", np.power, ops.power, scalar_args=False)
+_binary("mod", np.mod, ops.mod)  # the divisor's sign (Python's %); integers: x % 0 is 0
+_binary("fmod", np.fmod, ops.fmod)  # the dividend's sign (C's fmod); integers: x fmod 0 is 0, floats NaN
 _binary("equal", np.equal, ops.equal, out_dtype="bool", scalar_args=False)
 _binary("less", np.less, ops.less, out_dtype="bool", scalar_args=False)
 _binary("greater", np.greater, ops.greater, out_dtype="bool", scalar_args=False)

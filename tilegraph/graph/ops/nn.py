@@ -6,7 +6,7 @@
     y = batch_norm(x, scale, bias, mean, var, epsilon=1e-5, axis=1)
     y = matmul(a, b)                    numpy's a @ b (rank >= 1, batch dimensions broadcast)
     y = softmax(x, axis=-1);  y = layer_norm(x, scale[, bias], axis=-1, epsilon=1e-5)   (axes axis..end)
-    y = reduce_mean(x, axes=(2, 3), keepdims=1)     also reduce_sum, reduce_max; axes None or () reduce all
+    y = reduce_mean(x, axes=(2, 3), keepdims=1)     also reduce_sum, reduce_max, reduce_min; axes None or () reduce all
     y = max_pool2d / avg_pool2d(x, kernel=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), layout="NCHW")
     y = global_avg_pool(x, layout="NCHW")           mean over H and W, kept as extent 1
 """
@@ -200,11 +200,11 @@ class Reduce(OpDef):
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         x = args[0]
-        fn = {"sum": ops.sum, "mean": ops.mean, "max": ops.max}[self.numpy_name]
+        fn = {"sum": ops.sum, "mean": ops.mean, "max": ops.max, "min": ops.min}[self.numpy_name]
         return [fn(x, self._axes(node, x.ndim), bool(node.attr("keepdims", 1)))]
 
 
-for _name in ("sum", "mean", "max"):
+for _name in ("sum", "mean", "max", "min"):
     register(f"reduce_{_name}")(type(f"Reduce_{_name}", (Reduce,), {"numpy_name": _name}))
 
 

@@ -70,7 +70,7 @@ def _one_round(graph: Graph, fired: list[str] | None) -> tuple[Graph, bool]:
             continue
         op = op_def(node.op)
         moved = _sink(b, node, ins, transposed) if (op.elementwise and not op.view) or node.op in (
-            "pad", "reduce_mean", "reduce_sum", "reduce_max") else None
+            "pad", "reduce_mean", "reduce_sum", "reduce_max", "reduce_min") else None
         if moved is not None:
             rename[out] = moved
             note(f"{node.op} above transpose", node)
@@ -88,7 +88,7 @@ def _sink(b: GraphBuilder, node: Node, ins: list[str], transposed: dict) -> str 
     perm = perms.pop()
     inverse = _inverse(perm)
     rank = len(perm)
-    if node.op in ("pad", "reduce_mean", "reduce_sum", "reduce_max"):
+    if node.op in ("pad", "reduce_mean", "reduce_sum", "reduce_max", "reduce_min"):
         source = transposed[ins[0]][0]
         attrs = node.attr_dict
         if node.op == "pad":

@@ -50,7 +50,8 @@ from tilegraph.te.visit import substitute, walk
 
 VECTOR_WIDTHS = (16, 8, 4)
 VECTOR_TYPES = (dt.float32, dt.int32)
-VECTOR_CALLS = ("exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "abs", "floor", "ceil")
+VECTOR_CALLS = ("exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "abs", "floor", "ceil", "sin", "cos", "tan",
+                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "round")
 _VECTOR_OPS = {"add", "sub", "mul", "div", "max", "min"}
 
 

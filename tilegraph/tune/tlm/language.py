@@ -31,14 +31,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tilegraph.dtype import DTYPE_NAMES
 from tilegraph.errors import ScheduleError, TilegraphError
 from tilegraph.target import CPU_ISAS
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.state import IterSpace
 from tilegraph.tune.space.program import Program, recognise, sample
 from tilegraph.tune.space.sketch import SKETCHES
-from tilegraph.workloads import spec_examples
 
 NUM_MAX = 4096
 LANGUAGE_VERSION = 1
@@ -48,7 +46,17 @@ TILE, CATEGORICAL = "T", "C"
 BIG, BIG_END = "#big", "#end"
 OTHER_OP = "op:other"
 
-# the graph level's op names (graph/ops/registry.py), which name a model task's anchor; tests check the list
+# The vocabulary is frozen at the shipped model's (its digest is checked on load): op families and
+# dtypes added since map to op:other and the nearest dtype token (`dtype_token`).
+_TE_OPS_V1 = ("add", "avg_pool2d", "batch_matmul", "batch_norm", "conv1d_nlc", "conv2d_bn_relu", "conv2d_capsule_nhwijc",
+              "conv2d_nchw", "conv2d_nhwc", "conv2d_transpose_nhwc", "conv3d_ndhwc", "dense", "depthwise_conv2d_nhwc",
+              "div", "exp", "gelu", "global_avg_pool2d", "layer_norm", "matmul", "max", "max_pool2d", "maximum", "mean",
+              "min", "minimum", "mul", "norm_bmn", "relu", "sigmoid", "softmax", "sub", "sum", "tanh", "transpose",
+              "transpose_batch_matmul")
+_DTYPES_V1 = ("bfloat16", "bool", "float16", "float32", "float64", "int32", "int64", "int8", "uint8")
+# dtypes added after the vocabulary, written as the token of a type of the same width and kind
+_DTYPE_STAND_INS = {"int16": "bfloat16", "uint16": "bfloat16", "uint32": "int32", "uint64": "int64"}
+# the graph level's op names (graph/ops/registry.py) as of the vocabulary, which name a model task's anchor
 _GRAPH_OPS = ("abs", "add", "and", "avg_pool2d", "batch_norm", "cast", "clip", "concat", "conv2d", "div", "equal", "erf",
               "exp", "expand", "gather", "gather_elements", "gelu", "global_avg_pool", "greater", "greater_equal",
               "hard_sigmoid", "hard_swish", "identity", "isnan", "layer_norm", "less", "less_equal", "log", "matmul",
@@ -99,8 +107,8 @@ def number_token(n: int) -> str:
 def _build_vocabulary() -> Vocabulary:
     specials = [PAD, BOS, EOS, TILE, CATEGORICAL, "in", "out", "loops", "S", "R", BIG, BIG_END]
     isas = [f"isa:{i}" for i in (*CPU_ISAS, "cuda", "opencl", "other")]
-    ops = [f"op:{o}" for o in sorted({*spec_examples(), *_GRAPH_OPS})] + [OTHER_OP]
-    dtypes = [f"dtype:{d}" for d in sorted(DTYPE_NAMES)]
+    ops = [f"op:{o}" for o in sorted({*_TE_OPS_V1, *_GRAPH_OPS})] + [OTHER_OP]
+    dtypes = [f"dtype:{d}" for d in _DTYPES_V1]
     sketches = [f"sketch:{s}" for s in sorted(SKETCHES)]
     digits = [f"d{i}" for i in range(10)]
     numbers = [number_token(n) for n in range(NUM_MAX + 1)]
@@ -137,12 +145,20 @@ def op_token(workload: Workload) -> str:
     return token if token in VOCAB else OTHER_OP
 
 
+def dtype_token(dtype: str) -> str:
+    """The token of a dtype; dtypes newer than the vocabulary take a stand-in of their width."""
+    token = f"dtype:{_DTYPE_STAND_INS.get(dtype, dtype)}"
+    if token not in VOCAB:
+        raise LanguageError(f"the tensor language has no token for dtype {dtype}")
+    return token
+
+
 def workload_tokens(workload: Workload) -> list[str]:
     """The header after the ISA: op family, every input's and output's dtype and shape, the anchor's loops."""
     out = [op_token(workload)]
     for role, tensors in (("in", workload.inputs), ("out", workload.outputs)):
         for t in tensors:
-            out += [role, f"dtype:{t.dtype}", *number_tokens(len(t.shape))]
+            out += [role, dtype_token(str(t.dtype)), *number_tokens(len(t.shape))]
             for d in t.shape:
                 out += number_tokens(int(d))
     space = IterSpace.from_workload(workload)

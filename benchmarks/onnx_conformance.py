@@ -1,0 +1,203 @@
+"""python -m benchmarks.onnx_conformance: ONNX's own backend node cases through tilegraph.
+
+    python -m benchmarks.onnx_conformance                       # the table, and a JSON of every case
+    python -m benchmarks.onnx_conformance --only test_resize    # cases whose names start so
+    python -m benchmarks.onnx_conformance --write-passing       # refresh the suite's list of must-pass cases
+
+Each case of `onnx.backend.test.case.node.collect_testcases()` (generated from the installed onnx)
+is compiled with `tg.compile(case.model)` and run on each of its data sets; outputs must match in
+dtype and within the case's rtol/atol (NaNs equal), as ONNX's backend runner checks. Outcomes:
+pass; refused (a TilegraphError naming what is missing: an operator, a dtype, a data-dependent
+shape), split into deliberate refusals (DELIBERATE: what tilegraph does not set out to compile, with
+the reason) and the rest; crash (any other exception); wrong (an output that does not match).
+tests/graph/test_onnx_conformance.py runs every case in the default suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PASSING_FILE = Path(__file__).resolve().parent.parent / "tests" / "graph" / "onnx_conformance_passing.txt"
+
+# What tilegraph does not set out to compile, by operator (domain-qualified outside ai.onnx).
+DELIBERATE_OPS = {
+    "training (tilegraph compiles inference graphs)": {
+        "ai.onnx.preview.training.Adagrad", "ai.onnx.preview.training.Adam", "ai.onnx.preview.training.Momentum",
+        "ai.onnx.preview.training.Gradient"},
+    "sequences and optionals (tilegraph compiles tensor graphs)": {
+        "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
+        "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalGetElement",
+        "OptionalHasElement"},
+    "strings and text (no string tensors)": {
+        "StringConcat", "StringNormalizer", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"},
+    "classical ML domain ai.onnx.ml (not a deep-learning operator set)": {
+        "ai.onnx.ml.LabelEncoder", "ai.onnx.ml.TreeEnsemble", "ai.onnx.ml.ArrayFeatureExtractor",
+        "ai.onnx.ml.Binarizer"},
+    "random sampling (no reproducible reference)": {
+        "Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"},
+    "output shape depends on the data (tilegraph compiles static shapes; the dynamic-shapes issue)": {
+        "NonZero", "Unique", "Compress", "NonMaxSuppression"},
+    "image file decoding (not a tensor operator)": {"ImageDecoder"},
+}
+# ONNX element types tilegraph does not hold (8-bit and 4-bit floats, 4-bit and 2-bit integers, strings).
+DELIBERATE_TYPES = {8: "string", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
+                    21: "uint4", 22: "int4", 23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    status: str  # pass | refused | deliberate | crash | wrong
+    detail: str = ""
+
+
+def cases(prefix: str = "") -> list[Any]:
+    """The backend node cases of the installed onnx, by name."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            found = collect_testcases(None)
+    return sorted((c for c in found if c.name.startswith(prefix)), key=lambda c: c.name)
+
+
+def _element_types(model: Any) -> set[int]:
+    types = set()
+    for value_info in [*model.graph.input, *model.graph.output]:
+        which = value_info.type.WhichOneof("value")
+        if which == "tensor_type":
+            types.add(value_info.type.tensor_type.elem_type)
+        elif which is not None:
+            types.add(-1)  # a sequence, map or optional
+    types.update(t.data_type for t in model.graph.initializer)
+    return types
+
+
+def deliberate_reason(model: Any) -> str | None:
+    """Why tilegraph refuses `model` on purpose, or None."""
+    ops = {n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}" for n in model.graph.node}
+    for reason, members in DELIBERATE_OPS.items():
+        if ops & members:
+            return reason
+    types = _element_types(model)
+    if -1 in types:
+        return "sequences and optionals (tilegraph compiles tensor graphs)"
+    odd = sorted(DELIBERATE_TYPES[t] for t in types if t in DELIBERATE_TYPES)
+    if odd:
+        return f"element types tilegraph does not hold ({', '.join(odd)})"
+    return None
+
+
+def _graph_inputs(model: Any) -> list[str]:
+    initializers = {t.name for t in model.graph.initializer}
+    return [v.name for v in model.graph.input if v.name not in initializers]
+
+
+def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
+    """'' when `got` matches `want` as ONNX's backend runner checks, else what differs."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype}, expected {want.dtype}"
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    try:
+        if want.dtype.kind in "fc":
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+        else:
+            np.testing.assert_array_equal(got, want)
+    except AssertionError as e:
+        return " ".join(str(e).split())[:300]
+    return ""
+
+
+def run_case(case: Any) -> Outcome:
+    """Compile and run one backend case; never raises."""
+    import tilegraph as tg
+    from tilegraph.errors import TilegraphError
+
+    deliberate = deliberate_reason(case.model)
+    try:
+        model = tg.compile(case.model, orchestration="greedy")
+    except TilegraphError as e:
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return Outcome(case.name, "deliberate" if deliberate else "refused", deliberate or message)
+    except Exception as e:  # noqa: BLE001 (anything else is a crash, which the suite reports)
+        return Outcome(case.name, "crash", f"compile: {type(e).__name__}: {e}"[:400])
+    names = _graph_inputs(case.model)
+    outputs = [o.name for o in case.model.graph.output]
+    for inputs, expected in case.data_sets:
+        try:
+            got = model.run(dict(zip(names, inputs)))
+        except TilegraphError as e:
+            return Outcome(case.name, "refused", f"run: {str(e).splitlines()[0]}")
+        except Exception as e:  # noqa: BLE001
+            return Outcome(case.name, "crash", f"run: {type(e).__name__}: {e}"[:400])
+        for name, want in zip(outputs, expected):
+            difference = _compare(got[name], want, case.rtol, case.atol)
+            if difference:
+                return Outcome(case.name, "wrong", f"{name}: {difference}")
+    return Outcome(case.name, "pass")
+
+
+def opset_of(case: Any) -> int | None:
+    versions = [o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx")]
+    return versions[0] if versions else None
+
+
+def summary(outcomes: list[Outcome], opsets: dict[str, int | None]) -> str:
+    counts = collections.Counter(o.status for o in outcomes)
+    mid = [o for o in outcomes if opsets.get(o.name) is not None and 13 <= opsets[o.name] <= 21]
+    mid_pass = sum(o.status == "pass" for o in mid)
+    return (f"ONNX backend node cases: {counts['pass']} of {len(outcomes)} pass, {counts['refused']} refused, "
+            f"{counts['deliberate']} refused on purpose, {counts['crash']} crash, {counts['wrong']} wrong; "
+            f"opsets 13-21: {mid_pass} of {len(mid)} pass")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.onnx_conformance", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", help="run the cases whose names start with this")
+    parser.add_argument("--out", default="", help="write every outcome to this JSON file")
+    parser.add_argument("--write-passing", action="store_true", help=f"rewrite {PASSING_FILE.name} from this run")
+    args = parser.parse_args(argv)
+    import onnx
+
+    chosen = cases(args.only)
+    start = time.perf_counter()
+    outcomes = [run_case(c) for c in chosen]
+    seconds = time.perf_counter() - start
+    opsets = {c.name: opset_of(c) for c in chosen}
+    reasons = collections.Counter(o.detail for o in outcomes if o.status in ("refused", "deliberate"))
+    print(f"onnx {onnx.__version__}, {len(chosen)} cases in {seconds:.0f} s")
+    print(summary(outcomes, opsets))
+    for o in outcomes:
+        if o.status in ("crash", "wrong"):
+            print(f"  {o.status}: {o.name}: {o.detail}")
+    print("most frequent refusals:")
+    for reason, n in reasons.most_common(25):
+        print(f"  {n:4d}  {reason[:150]}")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"onnx": onnx.__version__, "summary": summary(outcomes, opsets),
+                                              "cases": [o.__dict__ | {"opset": opsets[o.name]} for o in outcomes]},
+                                             indent=1))
+    if args.write_passing:
+        if args.only:
+            print("--write-passing needs the full run (no --only)", file=sys.stderr)
+            return 2
+        PASSING_FILE.write_text("".join(f"{o.name}\n" for o in outcomes if o.status == "pass"))
+        print(f"wrote {PASSING_FILE}")
+    return 1 if any(o.status in ("crash", "wrong") for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""ONNX's own backend node cases (onnx.backend.test.case), every one through tilegraph: none may
+crash or give a wrong answer, and every case in onnx_conformance_passing.txt must pass (a ratchet:
+refresh it with `python -m benchmarks.onnx_conformance --write-passing` when more pass). The count
+is printed at the end of the run (tests/conftest.py)."""
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnx.backend.test.case.node")
+
+from benchmarks.onnx_conformance import PASSING_FILE, cases, run_case  # noqa: E402
+
+CASES = cases()
+MUST_PASS = set(PASSING_FILE.read_text().split()) if PASSING_FILE.exists() else set()
+OUTCOMES: dict[str, object] = {}  # name -> Outcome, for the end-of-run count
+
+
+def test_the_must_pass_list_names_real_cases():
+    assert MUST_PASS, f"{PASSING_FILE} is missing or empty"
+    unknown = MUST_PASS - {c.name for c in CASES}
+    assert len(unknown) <= len(MUST_PASS) // 20, f"not cases of onnx {onnx.__version__}: {sorted(unknown)[:10]}"
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_backend_case(case):
+    outcome = run_case(case)
+    OUTCOMES[case.name] = outcome
+    assert outcome.status not in ("crash", "wrong"), f"{outcome.status}: {outcome.detail}"
+    if case.name in MUST_PASS:
+        assert outcome.status == "pass", f"passed before, now {outcome.status}: {outcome.detail}"

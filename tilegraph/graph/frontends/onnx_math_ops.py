@@ -1,0 +1,293 @@
+"""ONNX activations, maths and reductions that graph ops already express (registered into
+onnx_ops.CONVERTERS): each converter writes the op's ONNX definition with existing graph ops.
+
+    Softplus(x)      relu(x) + log(1 + exp(-|x|))           (stable where log(1 + exp(x)) overflows)
+    LogSoftmax(x)    x - max - log(sum(exp(x - max)))
+    ArgMax(x)        min over the axis of where(x == max, index, n)   (the first maximum)
+    ReduceL2(x)      sqrt(reduce_sum(x * x))
+    Trilu(x, k)      where(constant triangle mask, x, 0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tilegraph.errors import GraphError
+from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.frontends.onnx_ops import _ints, _out, _rank, converts, dtype_of
+
+_INTRINSIC_UNARY = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan",
+                    "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh",
+                    "Floor": "floor", "Ceil": "ceil", "Round": "round"}
+
+
+def _scalar(e: Emitter, value: float, like: str, name: str = "c") -> str:
+    """A 0-d constant of `like`'s dtype."""
+    return e.constant(np.array(value, dtype=e.type_of(like).dtype), name)
+
+
+def _float_input(e: Emitter, node: Any, x: str) -> None:
+    if not e.type_of(x).dtype.startswith("float"):
+        raise GraphError(f"node {node.name!r} ({node.op_type}) needs a float input, got {e.type_of(x)}")
+
+
+@converts(*_INTRINSIC_UNARY)
+def _intrinsic(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    return [e.emit(_INTRINSIC_UNARY[node.op_type], [ins[0]], name=node.name, outputs=[_out(node)])]
+
+
+@converts("CastLike")
+def _cast_like(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    return [e.emit("cast", [ins[0]], {"to": e.type_of(ins[1]).dtype}, node.name, [_out(node)])]
+
+
+def _finish(e: Emitter, node: Any, y: str) -> list[str]:
+    return [e.emit("identity", [y], name=f"{node.name}_out", outputs=[_out(node)])]
+
+
+def _softplus(e: Emitter, x: str, name: str) -> str:
+    magnitude = e.emit("neg", [e.emit("abs", [x], name=f"{name}_abs")], name=f"{name}_negabs")
+    tail = e.emit("log", [e.emit("add", [e.emit("exp", [magnitude], name=f"{name}_exp"), _scalar(e, 1.0, x, "one")],
+                                 name=f"{name}_1p")], name=f"{name}_log")
+    return e.emit("add", [e.emit("relu", [x], name=f"{name}_relu"), tail], name=f"{name}_sum")
+
+
+@converts("Softplus", "Softsign", "Mish", "Swish")
+def _smooth(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, name = ins[0], node.name
+    _float_input(e, node, x)
+    if node.op_type == "Softplus":
+        return _finish(e, node, _softplus(e, x, name))
+    if node.op_type == "Softsign":
+        denominator = e.emit("add", [e.emit("abs", [x], name=f"{name}_abs"), _scalar(e, 1.0, x, "one")], name=f"{name}_1p")
+        return _finish(e, node, e.emit("div", [x, denominator], name=name))
+    if node.op_type == "Mish":
+        return _finish(e, node, e.emit("mul", [x, e.emit("tanh", [_softplus(e, x, name)], name=f"{name}_tanh")], name=name))
+    alpha = float(attrs.get("alpha", 1.0))
+    scaled = e.emit("mul", [x, _scalar(e, alpha, x, "alpha")], name=f"{name}_alpha") if alpha != 1.0 else x
+    return _finish(e, node, e.emit("mul", [x, e.emit("sigmoid", [scaled], name=f"{name}_sigmoid")], name=name))
+
+
+def _expm1_scaled(e: Emitter, x: str, alpha: float, name: str) -> str:
+    """alpha * (exp(x) - 1)."""
+    em1 = e.emit("sub", [e.emit("exp", [x], name=f"{name}_exp"), _scalar(e, 1.0, x, "one")], name=f"{name}_em1")
+    return e.emit("mul", [em1, _scalar(e, alpha, x, "alpha")], name=f"{name}_scaled")
+
+
+@converts("Elu", "Selu", "Celu", "LeakyRelu", "ThresholdedRelu", "PRelu", "Shrink")
+def _piecewise(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, name, op = ins[0], node.name, node.op_type
+    zero = _scalar(e, 0.0, x, "zero")
+    if op in ("Elu", "Selu"):
+        alpha = float(attrs.get("alpha", 1.0 if op == "Elu" else 1.67326319217681884765625))
+        positive = e.emit("greater", [x, zero], name=f"{name}_pos")
+        y = e.emit("where", [positive, x, _expm1_scaled(e, x, alpha, name)], name=name)
+        if op == "Selu":
+            y = e.emit("mul", [y, _scalar(e, float(attrs.get("gamma", 1.05070102214813232421875)), x, "gamma")],
+                       name=f"{name}_gamma")
+        return _finish(e, node, y)
+    if op == "Celu":
+        alpha = float(attrs.get("alpha", 1.0))
+        inner = e.emit("div", [x, _scalar(e, alpha, x, "alpha")], name=f"{name}_div")
+        negative_part = e.emit("min", [zero, _expm1_scaled(e, inner, alpha, name)], name=f"{name}_min")
+        return _finish(e, node, e.emit("add", [e.emit("relu", [x], name=f"{name}_relu"), negative_part], name=name))
+    if op in ("LeakyRelu", "PRelu"):
+        slope = ins[1] if op == "PRelu" else _scalar(e, float(attrs.get("alpha", 0.01)), x, "alpha")
+        negative = e.emit("less", [x, zero], name=f"{name}_neg")
+        return _finish(e, node, e.emit("where", [negative, e.emit("mul", [x, slope], name=f"{name}_scaled"), x],
+                                       name=name))
+    if op == "ThresholdedRelu":
+        above = e.emit("greater", [x, _scalar(e, float(attrs.get("alpha", 1.0)), x, "alpha")], name=f"{name}_above")
+        return _finish(e, node, e.emit("where", [above, x, zero], name=name))
+    lambd, bias = float(attrs.get("lambd", 0.5)), float(attrs.get("bias", 0.0))
+    low = e.emit("less", [x, _scalar(e, -lambd, x, "low")], name=f"{name}_low")
+    high = e.emit("greater", [x, _scalar(e, lambd, x, "high")], name=f"{name}_high")
+    shifted_up = e.emit("add", [x, _scalar(e, bias, x, "bias")], name=f"{name}_up")
+    shifted_down = e.emit("sub", [x, _scalar(e, bias, x, "bias")], name=f"{name}_down")
+    inner = e.emit("where", [high, shifted_down, zero], name=f"{name}_inner")
+    return _finish(e, node, e.emit("where", [low, shifted_up, inner], name=name))
+
+
+@converts("Sign")
+def _sign(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, name = ins[0], node.name
+    zero, one, minus_one = (_scalar(e, v, x, n) for v, n in ((0, "zero"), (1, "one"), (-1, "minus_one")))
+    negative = e.emit("where", [e.emit("less", [x, zero], name=f"{name}_lt"), minus_one, zero], name=f"{name}_neg")
+    y = e.emit("where", [e.emit("greater", [x, zero], name=f"{name}_gt"), one, negative], name=name)
+    if e.type_of(x).dtype.startswith("float"):  # sign(NaN) is NaN
+        y = e.emit("where", [e.emit("isnan", [x], name=f"{name}_nan"), x, y], name=f"{name}_keep_nan")
+    return _finish(e, node, y)
+
+
+@converts("IsInf")
+def _is_inf(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, name = ins[0], node.name
+    _float_input(e, node, x)
+    tests = []
+    if attrs.get("detect_positive", 1):
+        tests.append(e.emit("equal", [x, _scalar(e, np.inf, x, "inf")], name=f"{name}_pos"))
+    if attrs.get("detect_negative", 1):
+        tests.append(e.emit("equal", [x, _scalar(e, -np.inf, x, "minus_inf")], name=f"{name}_neg"))
+    if not tests:
+        return [e.emit("equal", [x, _scalar(e, np.nan, x, "nan")], name=name, outputs=[_out(node)])]  # all false
+    y = tests[0] if len(tests) == 1 else e.emit("or", tests, name=name)
+    return _finish(e, node, y)
+
+
+@converts("Xor")
+def _xor(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    return [e.emit("not", [e.emit("equal", ins[:2], name=f"{node.name}_eq")], name=node.name, outputs=[_out(node)])]
+
+
+@converts("Mod")
+def _mod(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    a, b = ins
+    if not attrs.get("fmod", 0) and e.type_of(a).dtype.startswith("float"):
+        raise GraphError(f"node {node.name!r} (Mod): fmod=0 is defined for integers only, got {e.type_of(a)}")
+    return [e.emit("fmod" if attrs.get("fmod", 0) else "mod", [a, b], name=node.name, outputs=[_out(node)])]
+
+
+@converts("Mean")
+def _mean(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    acc = ins[0]
+    for index, other in enumerate(ins[1:]):
+        acc = e.emit("add", [acc, other], name=f"{node.name}_add{index}")
+    return [e.emit("div", [acc, _scalar(e, float(len(ins)), ins[0], "count")], name=node.name, outputs=[_out(node)])]
+
+
+# ---------------------------------------------------------------------------------------- reductions
+def reduce_axes(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[int] | None:
+    """The reduced axes (None: all), from the axes input (ReduceSum from 13, the others from 18) or
+    the attribute; an empty list with noop_with_empty_axes means none."""
+    if node.op_type == "ReduceSum" or opset >= 18:
+        axes = _ints(e, ins[1], f"node {node.name!r} ({node.op_type}) axes") if len(ins) > 1 and ins[1] else None
+    else:
+        axes = list(attrs["axes"]) if "axes" in attrs else None
+    if not axes and attrs.get("noop_with_empty_axes", 0):
+        return []
+    return axes or None
+
+
+def _reduce(e: Emitter, op: str, x: str, axes: list[int] | None, keepdims: int, name: str) -> str:
+    return e.emit(op, [x], {"axes": None if axes is None else tuple(axes), "keepdims": keepdims}, name)
+
+
+@converts("ReduceMin", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
+def _reduce_composed(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, name, op = ins[0], node.name, node.op_type
+    axes = reduce_axes(e, node, ins, attrs, opset)
+    keep = int(attrs.get("keepdims", 1))
+    if axes == []:  # noop_with_empty_axes: the elementwise part only
+        axes_keep: list[int] | None = []
+    else:
+        axes_keep = axes
+    if op == "ReduceMin":
+        y = x if axes_keep == [] else _reduce(e, "reduce_min", x, axes, keep, name)
+        return _finish(e, node, y)
+    if op == "ReduceLogSumExp":
+        if axes_keep == []:
+            return _finish(e, node, x)
+        peak = _reduce(e, "reduce_max", x, axes, 1, f"{name}_max")
+        finite_peak = e.emit("where", [e.emit("isnan", [e.emit("sub", [peak, peak], name=f"{name}_inf")],
+                                              name=f"{name}_nonfinite"), _scalar(e, 0.0, x, "zero"), peak],
+                             name=f"{name}_peak")  # an infinite max shifts by 0 (the sum keeps its inf)
+        exps = e.emit("exp", [e.emit("sub", [x, finite_peak], name=f"{name}_shift")], name=f"{name}_exp")
+        total = e.emit("log", [_reduce(e, "reduce_sum", exps, axes, 1, f"{name}_sum")], name=f"{name}_log")
+        y = e.emit("add", [total, finite_peak], name=name)
+        if not keep:
+            y = e.emit("reshape", [y], {"shape": _reduced_shape(e.type_of(x).shape, axes, keep)}, f"{name}_squeeze")
+        return _finish(e, node, y)
+    term = {"ReduceL1": lambda: e.emit("abs", [x], name=f"{name}_abs"),
+            "ReduceL2": lambda: e.emit("mul", [x, x], name=f"{name}_sq"),
+            "ReduceSumSquare": lambda: e.emit("mul", [x, x], name=f"{name}_sq"),
+            "ReduceLogSum": lambda: x}[op]()
+    y = term if axes_keep == [] else _reduce(e, "reduce_sum", term, axes, keep, f"{name}_sum")
+    if op == "ReduceL2":
+        y = e.emit("sqrt", [y], name=name)
+    elif op == "ReduceLogSum":
+        y = e.emit("log", [y], name=name)
+    return _finish(e, node, y)
+
+
+def _reduced_shape(shape: tuple[int, ...], axes: list[int] | None, keep: int) -> tuple[int, ...]:
+    dims = set(range(len(shape))) if axes is None else {a % len(shape) for a in axes}
+    return tuple(1 if d in dims else s for d, s in enumerate(shape) if keep or d not in dims)
+
+
+@converts("LogSoftmax")
+def _log_softmax(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, name = ins[0], node.name
+    _float_input(e, node, x)
+    axis = int(attrs.get("axis", -1))
+    shifted = e.emit("sub", [x, _reduce(e, "reduce_max", x, [axis], 1, f"{name}_max")], name=f"{name}_shift")
+    total = _reduce(e, "reduce_sum", e.emit("exp", [shifted], name=f"{name}_exp"), [axis], 1, f"{name}_sum")
+    return _finish(e, node, e.emit("sub", [shifted, e.emit("log", [total], name=f"{name}_log")], name=name))
+
+
+def _positions(e: Emitter, shape: tuple[int, ...], axis: int, dtype: str, name: str) -> str:
+    """A constant 0..n-1 along `axis`, shaped to broadcast against `shape`."""
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    return e.constant(np.arange(shape[axis], dtype=dtype).reshape(view), name)
+
+
+def first_extreme_index(e: Emitter, x: str, axis: int, largest: bool, last: bool, name: str) -> str:
+    """int64 indices (kept axis) of the first (or last) maximum (or minimum) of x along `axis`."""
+    shape = e.type_of(x).shape
+    axis %= len(shape)
+    extreme = _reduce(e, "reduce_max" if largest else "reduce_min", x, [axis], 1, f"{name}_extreme")
+    hit = e.emit("equal", [x, extreme], name=f"{name}_hit")
+    if e.type_of(x).dtype.startswith("float"):  # a NaN is the extreme wherever one is (numpy's argmax)
+        hit = e.emit("or", [hit, e.emit("isnan", [x], name=f"{name}_nan")], name=f"{name}_hit_nan")
+    positions = _positions(e, shape, axis, "int64", f"{name}_positions")
+    miss = e.constant(np.array(-1 if last else shape[axis], np.int64), f"{name}_miss")
+    candidates = e.emit("where", [hit, positions, miss], name=f"{name}_candidates")
+    return _reduce(e, "reduce_max" if last else "reduce_min", candidates, [axis], 1, f"{name}_index")
+
+
+@converts("ArgMax", "ArgMin")
+def _arg_extreme(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x = ins[0]
+    shape = e.type_of(x).shape
+    axis = int(attrs.get("axis", 0))
+    if not -len(shape) <= axis < len(shape):
+        raise GraphError(f"node {node.name!r} ({node.op_type}): axis {axis} is out of range for rank {len(shape)}")
+    index = first_extreme_index(e, x, axis, node.op_type == "ArgMax", bool(attrs.get("select_last_index", 0)),
+                                node.name)
+    if not attrs.get("keepdims", 1):
+        index = e.emit("reshape", [index], {"shape": _reduced_shape(shape, [axis], 0)}, f"{node.name}_squeeze")
+    return _finish(e, node, index)
+
+
+@converts("Hardmax")
+def _hardmax(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x = ins[0]
+    shape = e.type_of(x).shape
+    axis = int(attrs.get("axis", -1)) % len(shape)
+    index = first_extreme_index(e, x, axis, True, False, node.name)
+    hit = e.emit("equal", [_positions(e, shape, axis, "int64", f"{node.name}_positions"), index], name=f"{node.name}_hit")
+    return [e.emit("cast", [hit], {"to": e.type_of(x).dtype}, node.name, [_out(node)])]
+
+
+@converts("Trilu")
+def _trilu(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x = ins[0]
+    if _rank(e, x) < 2:
+        raise GraphError(f"node {node.name!r} (Trilu) needs a tensor of rank 2 or more, got {e.type_of(x)}")
+    k = _ints(e, ins[1], f"node {node.name!r} (Trilu) k")[0] if len(ins) > 1 and ins[1] else 0
+    rows, cols = e.type_of(x).shape[-2:]
+    ones = np.ones((rows, cols), dtype=bool)
+    mask = e.constant(np.triu(ones, k) if attrs.get("upper", 1) else np.tril(ones, k), f"{node.name}_mask")
+    zero = e.constant(np.zeros((), e.type_of(x).dtype), f"{node.name}_zero")
+    return [e.emit("where", [mask, x, zero], name=node.name, outputs=[_out(node)])]
+
+
+@converts("EyeLike")
+def _eye_like(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    shape = e.type_of(ins[0]).shape
+    if len(shape) != 2:
+        raise GraphError(f"node {node.name!r} (EyeLike) needs a 2-D input, got {e.type_of(ins[0])}")
+    dtype = dtype_of(int(attrs["dtype"]), f"node {node.name!r} (EyeLike)") if "dtype" in attrs else e.type_of(ins[0]).dtype
+    return [e.constant(np.eye(*shape, k=int(attrs.get("k", 0)), dtype=dtype), _out(node))]
