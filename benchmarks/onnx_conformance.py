@@ -49,6 +49,10 @@ DELIBERATE_OPS = {
         "NonZero", "Unique", "Compress", "NonMaxSuppression"},
     "image file decoding (not a tensor operator)": {"ImageDecoder"},
 }
+# A refusal with this phrase: an input that decides the output's shape (Reshape's shape, Slice's
+# starts, a reduction's axes) arrives at run time; tilegraph compiles static shapes.
+RUNTIME_SHAPE = "must be a constant (computable before run time)"
+RUNTIME_SHAPE_REASON = "an input deciding the output's shape is given at run time (static shapes: the dynamic-shapes issue)"
 # ONNX element types tilegraph does not hold (8-bit and 4-bit floats, 4-bit and 2-bit integers, strings).
 DELIBERATE_TYPES = {8: "string", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
                     21: "uint4", 22: "int4", 23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2"}
@@ -131,6 +135,8 @@ def run_case(case: Any) -> Outcome:
         model = tg.compile(case.model, orchestration="greedy")
     except TilegraphError as e:
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if not deliberate and RUNTIME_SHAPE in message:
+            deliberate = RUNTIME_SHAPE_REASON
         return Outcome(case.name, "deliberate" if deliberate else "refused", deliberate or message)
     except Exception as e:  # noqa: BLE001 (anything else is a crash, which the suite reports)
         return Outcome(case.name, "crash", f"compile: {type(e).__name__}: {e}"[:400])

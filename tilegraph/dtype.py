@@ -50,11 +50,16 @@ float16 = DType("float16", 16, "float")
 bfloat16 = DType("bfloat16", 16, "float")
 int8 = DType("int8", 8, "int")
 uint8 = DType("uint8", 8, "uint")
+int16 = DType("int16", 16, "int")
+uint16 = DType("uint16", 16, "uint")
+uint32 = DType("uint32", 32, "uint")
+uint64 = DType("uint64", 64, "uint")
 int32 = DType("int32", 32, "int")
 int64 = DType("int64", 64, "int")
 bool_ = DType("bool", 8, "bool")
 
-_ALL = {d.name: d for d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_)}
+_ALL = {d.name: d for d in (float32, float64, float16, bfloat16, int8, uint8, int16, uint16, int32, uint32, int64,
+                            uint64, bool_)}
 DTYPE_NAMES: tuple[str, ...] = tuple(_ALL)  # every dtype tilegraph knows, by name
 _NUMPY_NAMES = {
     "float32": "float32",
@@ -63,6 +68,10 @@ _NUMPY_NAMES = {
     "bfloat16": "uint16",
     "int8": "int8",
     "uint8": "uint8",
+    "int16": "int16",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
     "int32": "int32",
     "int64": "int64",
     "bool": "bool",

@@ -74,10 +74,34 @@ def test_signature_restrict_and_thread_count():
 
 
 def test_unsupported_dtype_is_refused_in_lowering():
-    x = te.placeholder((4,), dtype="float16", name="X")
+    x = te.placeholder((4,), dtype="bfloat16", name="X")
     y = te.compute((4,), lambda i: x[i] + x[i], name="Y")
-    with pytest.raises(LoweringError, match="float16"):
+    with pytest.raises(LoweringError, match="bfloat16"):
         lower(tg.Schedule(te.Workload([x], [y])).func, AVX512)
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("dtype", ["float16", "int16", "uint16", "uint32", "uint64", "int8", "uint8"])
+def test_narrow_and_unsigned_dtypes_compute_as_numpy_does(dtype):
+    """Arithmetic wraps at the type's width (16-bit like 8-bit, though C computes them in int);
+    float16 rounds to float16 at every store; max/min and floor division have helpers."""
+    x = te.placeholder((37,), dtype=dtype, name="X")
+    w = te.placeholder((37,), dtype=dtype, name="W")
+    y = te.compute((37,), lambda i: te.max_(x[i] * w[i] + x[i], w[i]) // (w[i] + te.const(1, dtype)), name="Y")
+    kernel = tg.build(tg.Schedule(te.Workload([x, w], [y])), target="cpu")
+    rng = np.random.default_rng(5)
+    info = np.finfo(dtype) if dtype == "float16" else np.iinfo(dtype)
+    hi = 20.0 if dtype == "float16" else info.max
+    if dtype == "float16":
+        a, b = rng.uniform(-hi, hi, 37).astype(dtype), rng.uniform(0.5, hi, 37).astype(dtype)
+    else:
+        a = rng.integers(info.min, info.max, 37, dtype=dtype, endpoint=True)
+        b = rng.integers(0, info.max - 1, 37, dtype=dtype, endpoint=True)
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(np.maximum(a * b + a, b), b + np.array(1, dtype))
+    out = np.zeros(37, dtype)
+    kernel(a, b, out=out)
+    np.testing.assert_array_equal(out, want)
 
 
 @pytest.mark.needs_cc

@@ -16,14 +16,25 @@ typedef int32_t v16si __attribute__((vector_size(64)));
 typedef int32_t v16si_u __attribute__((vector_size(64), aligned(4)));
 
 static inline void* tgh_alloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }
+typedef _Float16 tg_half;
 static inline int32_t tgh_floordiv_int32_t(int32_t a, int32_t b) { if (b == 0) return 0; if (b == -1) return (int32_t)((uint32_t)0 - (uint32_t)a); int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline int32_t tgh_floormod_int32_t(int32_t a, int32_t b) { if (b == 0 || b == -1) return 0; int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 static inline int64_t tgh_floordiv_int64_t(int64_t a, int64_t b) { if (b == 0) return 0; if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a); int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline int64_t tgh_floormod_int64_t(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline uint32_t tgh_floordiv_uint32_t(uint32_t a, uint32_t b) { return b == 0 ? 0 : a / b; }
+static inline uint32_t tgh_floormod_uint32_t(uint32_t a, uint32_t b) { return b == 0 ? 0 : a % b; }
+static inline uint64_t tgh_floordiv_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
+static inline uint64_t tgh_floormod_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }
 static inline float tgh_floordiv_float(float a, float b) { return floorf(a / b); }
 static inline float tgh_floormod_float(float a, float b) { return a - floorf(a / b) * b; }
 static inline double tgh_floordiv_double(double a, double b) { return floor(a / b); }
 static inline double tgh_floormod_double(double a, double b) { return a - floor(a / b) * b; }
+static inline tg_half tgh_floordiv_tg_half(tg_half a, tg_half b) { return floorf((float)a / (float)b); }
+static inline tg_half tgh_floormod_tg_half(tg_half a, tg_half b) { return (float)a - floorf((float)a / (float)b) * (float)b; }
+static inline tg_half tgh_sigmoid_tg_half(tg_half x) { return 1.0f / (1.0f + expf(-(float)x)); }
+static inline tg_half tgh_abs_tg_half(tg_half x) { return fabsf((float)x); }
+static inline tg_half tgh_max_tg_half(tg_half a, tg_half b) { return (a > b || a != a) ? a : b; }
+static inline tg_half tgh_min_tg_half(tg_half a, tg_half b) { return (a < b || a != a) ? a : b; }
 static inline float tgh_sigmoid_float(float x) { return (float)1 / ((float)1 + expf(-x)); }
 static inline double tgh_sigmoid_double(double x) { return (double)1 / ((double)1 + exp(-x)); }
 static inline float tgh_abs_float(float x) { union { float f; uint32_t u; } v = {x}; v.u &= 0x7fffffffu; return v.f; }
@@ -36,6 +47,14 @@ static inline int8_t tgh_max_int8_t(int8_t a, int8_t b) { return a > b ? a : b; 
 static inline int8_t tgh_min_int8_t(int8_t a, int8_t b) { return a < b ? a : b; }
 static inline uint8_t tgh_max_uint8_t(uint8_t a, uint8_t b) { return a > b ? a : b; }
 static inline uint8_t tgh_min_uint8_t(uint8_t a, uint8_t b) { return a < b ? a : b; }
+static inline int16_t tgh_max_int16_t(int16_t a, int16_t b) { return a > b ? a : b; }
+static inline int16_t tgh_min_int16_t(int16_t a, int16_t b) { return a < b ? a : b; }
+static inline uint16_t tgh_max_uint16_t(uint16_t a, uint16_t b) { return a > b ? a : b; }
+static inline uint16_t tgh_min_uint16_t(uint16_t a, uint16_t b) { return a < b ? a : b; }
+static inline uint32_t tgh_max_uint32_t(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline uint32_t tgh_min_uint32_t(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint64_t tgh_max_uint64_t(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static inline uint64_t tgh_min_uint64_t(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static inline int32_t tgh_max_int32_t(int32_t a, int32_t b) { return a > b ? a : b; }
 static inline int32_t tgh_min_int32_t(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int64_t tgh_max_int64_t(int64_t a, int64_t b) { return a > b ? a : b; }

@@ -5,6 +5,10 @@ static __device__ __forceinline__ int32_t tgh_floordiv_int32_t(int32_t a, int32_
 static __device__ __forceinline__ int32_t tgh_floormod_int32_t(int32_t a, int32_t b) { if (b == 0 || b == -1) return 0; int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 static __device__ __forceinline__ int64_t tgh_floordiv_int64_t(int64_t a, int64_t b) { if (b == 0) return 0; if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a); int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static __device__ __forceinline__ int64_t tgh_floormod_int64_t(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static __device__ __forceinline__ uint32_t tgh_floordiv_uint32_t(uint32_t a, uint32_t b) { return b == 0 ? 0 : a / b; }
+static __device__ __forceinline__ uint32_t tgh_floormod_uint32_t(uint32_t a, uint32_t b) { return b == 0 ? 0 : a % b; }
+static __device__ __forceinline__ uint64_t tgh_floordiv_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
+static __device__ __forceinline__ uint64_t tgh_floormod_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }
 static __device__ __forceinline__ float tgh_floordiv_float(float a, float b) { return floorf(a / b); }
 static __device__ __forceinline__ float tgh_floormod_float(float a, float b) { return a - floorf(a / b) * b; }
 static __device__ __forceinline__ double tgh_floordiv_double(double a, double b) { return floor(a / b); }

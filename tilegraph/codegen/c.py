@@ -42,9 +42,14 @@ from tilegraph.lower.passes.common import lanes_of
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
 
 C_TYPES = {
-    "float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
-    "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t",
+    "float32": "float", "float64": "double", "float16": "tg_half", "int8": "int8_t", "uint8": "uint8_t",
+    "int16": "int16_t", "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
+    "uint64": "uint64_t", "bool": "uint8_t",
 }
+# C computes operands narrower than int in int: the IR's arithmetic on them wraps at every operation
+NARROW_INTS = ("int8_t", "uint8_t", "int16_t", "uint16_t")
+# integer types beside int32_t/int64_t, with max/min (and, unsigned, floordiv/floormod) helpers
+OTHER_INTS = ("int8_t", "uint8_t", "int16_t", "uint16_t", "uint32_t", "uint64_t")
 _VECTOR_SUFFIX = {"float32": "sf", "int32": "si"}
 _VECTOR_ELEMENT = {"float32": "float", "int32": "int32_t"}
 _VECTOR_WIDTHS = (4, 8, 16)
@@ -82,12 +87,13 @@ def c_const(c: Const) -> str:
     if d.kind == "bool":
         return "1" if c.value else "0"
     if d.is_float:
-        value = float(np.float32(c.value)) if d.bits == 32 else float(c.value)
-        suffix = "f" if d.bits == 32 else ""
+        narrow = d.bits <= 32  # float16 constants are float literals of the float16 value (exact)
+        value = float({16: np.float16, 32: np.float32}.get(d.bits, float)(c.value))
+        suffix = "f" if narrow else ""
         if math.isnan(value):
-            return "NAN" if d.bits == 32 else "((double)NAN)"
+            return "NAN" if narrow else "((double)NAN)"
         if math.isinf(value):
-            return ("INFINITY" if value > 0 else "(-INFINITY)") if d.bits == 32 else \
+            return ("INFINITY" if value > 0 else "(-INFINITY)") if narrow else \
                 ("((double)INFINITY)" if value > 0 else "(-(double)INFINITY)")
         text = value.hex() + suffix
         return f"({text})" if value < 0 or text.startswith("-") else text
@@ -114,6 +120,9 @@ def division_helpers(qualifier: str, float_types: tuple[str, ...]) -> list[str]:
                      f"{t} q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }}")
         lines.append(f"{qualifier} {t} tgh_floormod_{t}({t} a, {t} b) {{ if (b == 0 || b == -1) return 0; "
                      f"{t} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}")
+    for t in ("uint32_t", "uint64_t"):  # unsigned: floor is truncation
+        lines.append(f"{qualifier} {t} tgh_floordiv_{t}({t} a, {t} b) {{ return b == 0 ? 0 : a / b; }}")
+        lines.append(f"{qualifier} {t} tgh_floormod_{t}({t} a, {t} b) {{ return b == 0 ? 0 : a % b; }}")
     for t in float_types:
         f = "f" if t == "float" else ""
         lines.append(f"{qualifier} {t} tgh_floordiv_{t}({t} a, {t} b) {{ return floor{f}(a / b); }}")
@@ -134,8 +143,17 @@ def _prelude() -> str:
             w.line(f"typedef {elem} {t}_u __attribute__((vector_size({lanes * 4}), aligned(4)));")
     w.line()
     w.line("static inline void* tgh_alloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }")
+    # float16 storage: GCC's _Float16 (x86-64 and AArch64); arithmetic runs in float, rounded on store
+    w.line("typedef _Float16 tg_half;")
     for line in division_helpers("static inline", ("float", "double")):
         w.line(line)
+    w.line("static inline tg_half tgh_floordiv_tg_half(tg_half a, tg_half b) { return floorf((float)a / (float)b); }")
+    w.line("static inline tg_half tgh_floormod_tg_half(tg_half a, tg_half b) "
+           "{ return (float)a - floorf((float)a / (float)b) * (float)b; }")
+    w.line("static inline tg_half tgh_sigmoid_tg_half(tg_half x) { return 1.0f / (1.0f + expf(-(float)x)); }")
+    w.line("static inline tg_half tgh_abs_tg_half(tg_half x) { return fabsf((float)x); }")
+    w.line("static inline tg_half tgh_max_tg_half(tg_half a, tg_half b) { return (a > b || a != a) ? a : b; }")
+    w.line("static inline tg_half tgh_min_tg_half(tg_half a, tg_half b) { return (a < b || a != a) ? a : b; }")
     for t, f in (("float", "f"), ("double", "")):
         w.line(f"static inline {t} tgh_sigmoid_{t}({t} x) {{ return ({t})1 / (({t})1 + exp{f}(-x)); }}")
     # abs by clearing the sign bit: GCC 12 folds `0.0f - fabsf(x)` and `-fabsf(x) + 0.0f` to
@@ -146,7 +164,7 @@ def _prelude() -> str:
     for t in ("float", "double"):
         w.line(f"static inline {t} tgh_max_{t}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}")
         w.line(f"static inline {t} tgh_min_{t}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}")
-    for t in ("int8_t", "uint8_t", "int32_t", "int64_t"):
+    for t in (*OTHER_INTS, "int32_t", "int64_t"):
         w.line(f"static inline {t} tgh_max_{t}({t} a, {t} b) {{ return a > b ? a : b; }}")
         w.line(f"static inline {t} tgh_min_{t}({t} a, {t} b) {{ return a < b ? a : b; }}")
     for lanes in _VECTOR_WIDTHS:
@@ -239,8 +257,8 @@ class _Printer:
         t = vector_type(e.dtype.scalar, lanes) if lanes > 1 else ctype(e.dtype.scalar)
         if e.op == "div" and not e.dtype.is_float:
             raise LoweringError(f"'/' on {e.dtype} has no meaning in the IR (use '//', floor division)")
-        if t in ("int8_t", "uint8_t") and e.op in _WRAPPING_OPS:
-            # C computes 8-bit operands in int; the IR's 8-bit arithmetic wraps at every operation.
+        if t in NARROW_INTS and e.op in _WRAPPING_OPS:
+            # C computes 8- and 16-bit operands in int; the IR's arithmetic on them wraps at every operation.
             inner = f"tgh_{e.op}_int32_t({a}, {b})" if e.op.startswith("floor") else f"({a} {_INFIX[e.op]} {b})"
             return f"(({t}){inner})"
         if e.op in _INFIX:
@@ -265,8 +283,8 @@ class _Printer:
             if e.name == "abs":
                 return f"llabs({x})" if d.name == "int64" else f"abs({x})"
             raise LoweringError(f"{e.name} of an integer has no C spelling")
-        f = "f" if d.bits == 32 else ""
-        one = "1.0f" if d.bits == 32 else "1.0"
+        f = "f" if d.bits <= 32 else ""  # float16 computes through the float functions
+        one = "1.0f" if d.bits <= 32 else "1.0"
         if e.name in _MATH:
             return f"{_MATH[e.name]}{f}({x})"
         if e.name == "abs":

@@ -23,7 +23,8 @@ import numpy as np
 
 from tilegraph.errors import GraphError
 
-DTYPES = ("float32", "float64", "int64", "int32", "bool")
+DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
+          "bool")
 
 
 @dataclass(frozen=True)

@@ -273,15 +273,24 @@ def _hardmax(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset
 
 @converts("Trilu")
 def _trilu(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    x = ins[0]
+    """where(mask, x, 0): the mask a constant for a constant k, else (column - row) compared with k."""
+    x, name = ins[0], node.name
     if _rank(e, x) < 2:
-        raise GraphError(f"node {node.name!r} (Trilu) needs a tensor of rank 2 or more, got {e.type_of(x)}")
-    k = _ints(e, ins[1], f"node {node.name!r} (Trilu) k")[0] if len(ins) > 1 and ins[1] else 0
+        raise GraphError(f"node {name!r} (Trilu) needs a tensor of rank 2 or more, got {e.type_of(x)}")
     rows, cols = e.type_of(x).shape[-2:]
-    ones = np.ones((rows, cols), dtype=bool)
-    mask = e.constant(np.triu(ones, k) if attrs.get("upper", 1) else np.tril(ones, k), f"{node.name}_mask")
-    zero = e.constant(np.zeros((), e.type_of(x).dtype), f"{node.name}_zero")
-    return [e.emit("where", [mask, x, zero], name=node.name, outputs=[_out(node)])]
+    upper = bool(attrs.get("upper", 1))
+    zero = e.constant(np.zeros((), e.type_of(x).dtype), f"{name}_zero")
+    has_k = len(ins) > 1 and ins[1]
+    if not has_k or ins[1] in e.constants:
+        k = _ints(e, ins[1], f"node {name!r} (Trilu) k")[0] if has_k else 0
+        ones = np.ones((rows, cols), dtype=bool)
+        mask = e.constant(np.triu(ones, k) if upper else np.tril(ones, k), f"{name}_mask")
+    else:
+        offset = e.constant(np.arange(cols, dtype=np.int64)[None, :] - np.arange(rows, dtype=np.int64)[:, None],
+                            f"{name}_offset")  # column - row
+        k = e.emit("reshape", [e.emit("cast", [ins[1]], {"to": "int64"}, f"{name}_k64")], {"shape": ()}, f"{name}_k")
+        mask = e.emit("greater_equal" if upper else "less_equal", [offset, k], name=f"{name}_mask")
+    return [e.emit("where", [mask, x, zero], name=name, outputs=[_out(node)])]
 
 
 @converts("EyeLike")

@@ -20,7 +20,8 @@ Converter = Callable[[Emitter, Any, list[str], dict[str, Any], int], list[str]]
 CONVERTERS: dict[str, Converter] = {}
 
 # ONNX TensorProto data types tilegraph runs, by their enum value.
-ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64"}
+ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
+               10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
 
 
 def converts(*op_types: str) -> Callable[[Converter], Converter]:
@@ -46,7 +47,8 @@ def _rank(e: Emitter, name: str) -> int:
 
 def dtype_of(code: int, where: str) -> str:
     if code not in ONNX_DTYPES:
-        raise GraphError(f"{where}: ONNX data type {code} is not supported (float32, float64, int32, int64, bool)")
+        raise GraphError(f"{where}: ONNX data type {code} is not supported "
+                         f"({', '.join(sorted(set(ONNX_DTYPES.values())))})")
     return ONNX_DTYPES[code]
 
 
@@ -108,11 +110,23 @@ def _hard_sigmoid(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], 
 
 @converts("Clip")
 def _clip(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    bounds = {}
+    """min(max(x, lo), hi): constant bounds fold into the clip op; bounds given at run time are
+    tensors of max/min."""
+    bounds, tensors = {}, {}
     for key, position in (("lo", 1), ("hi", 2)):
         if len(ins) > position and ins[position]:
-            bounds[key] = np.asarray(e.value(ins[position], f"Clip's {key} bound")).reshape(-1)[0].item()
-    return [e.emit("clip", [ins[0]], bounds, node.name, [_out(node)])]
+            if ins[position] in e.constants:
+                bounds[key] = np.asarray(e.constants[ins[position]]).reshape(-1)[0].item()
+            else:
+                tensors[key] = ins[position]
+    if not tensors:
+        return [e.emit("clip", [ins[0]], bounds, node.name, [_out(node)])]
+    y = e.emit("clip", [ins[0]], bounds, node.name) if bounds else ins[0]
+    if "lo" in tensors:
+        y = e.emit("max", [y, tensors["lo"]], name=f"{node.name}_lo")
+    if "hi" in tensors:
+        y = e.emit("min", [y, tensors["hi"]], name=f"{node.name}_hi")
+    return [e.emit("identity", [y], name=f"{node.name}_out", outputs=[_out(node)])]
 
 
 @converts("Cast")
