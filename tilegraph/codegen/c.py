@@ -100,6 +100,8 @@ def c_const(c: Const) -> str:
     value = int(c.value)
     if d.name == "int64":
         return f"INT64_C({value})"
+    if d.name in ("uint32", "uint64"):
+        return f"(({ctype(d)})UINT64_C({value}))"
     if d.name == "int32":
         if value == -(2 ** 31):
             return "(-2147483647 - 1)"

@@ -456,10 +456,13 @@ def identity_of(combiner: str, dtype: DType) -> Const:
     """The neutral element of a reduction combiner."""
     if combiner == "sum":
         return Const(0.0 if dtype.is_float else 0, dtype)
+    unsigned = dtype.kind in ("uint", "bool")
     if combiner == "max":
-        return Const(-math.inf if dtype.is_float else -(2 ** (dtype.bits - 1)), dtype)
+        return Const(-math.inf if dtype.is_float else 0 if unsigned else -(2 ** (dtype.bits - 1)), dtype)
     if combiner == "min":
-        return Const(math.inf if dtype.is_float else 2 ** (dtype.bits - 1) - 1, dtype)
+        if dtype.kind == "bool":
+            return Const(True, dtype)
+        return Const(math.inf if dtype.is_float else 2 ** (dtype.bits - (0 if unsigned else 1)) - 1, dtype)
     raise ValueError(f"unknown combiner {combiner!r}; known: {', '.join(COMBINERS)}")
 
 

@@ -24,7 +24,12 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError, ModelFileError, UnsupportedOpError
-from tilegraph.graph.frontends import onnx_math_ops, onnx_shape_ops  # noqa: F401 (register their converters)
+from tilegraph.graph.frontends import (  # noqa: F401 (register their converters)
+    onnx_math_ops,
+    onnx_nn_ops,
+    onnx_resize,
+    onnx_shape_ops,
+)
 from tilegraph.graph.frontends.emitter import FOLD_LIMIT_BYTES, Emitter
 from tilegraph.graph.frontends.onnx_ops import CONVERTERS, dtype_of
 from tilegraph.graph.ir import DTYPES as GRAPH_DTYPES

@@ -174,18 +174,33 @@ def _reduce(e: Emitter, op: str, x: str, axes: list[int] | None, keepdims: int, 
     return e.emit(op, [x], {"axes": None if axes is None else tuple(axes), "keepdims": keepdims}, name)
 
 
-@converts("ReduceMin", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
+@converts("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin")
+def _reduce_direct(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x = ins[0]
+    axes = reduce_axes(e, node, ins, attrs, opset)
+    if axes == []:  # noop_with_empty_axes and no axes: the input as it is
+        return _finish(e, node, x)
+    op = {"ReduceMean": "reduce_mean", "ReduceSum": "reduce_sum", "ReduceMax": "reduce_max",
+          "ReduceMin": "reduce_min"}[node.op_type]
+    if e.type_of(x).dtype == "bool":  # max/min of bools (any/all) through uint8
+        if op not in ("reduce_max", "reduce_min"):
+            raise GraphError(f"node {node.name!r} ({node.op_type}) of bools is not defined")
+        wide = e.emit("cast", [x], {"to": "uint8"}, f"{node.name}_u8")
+        y = _reduce(e, op, wide, axes, int(attrs.get("keepdims", 1)), node.name)
+        return [e.emit("cast", [y], {"to": "bool"}, f"{node.name}_bool", [_out(node)])]
+    return [_reduce_to(e, op, x, axes, int(attrs.get("keepdims", 1)), node.name, _out(node))]
+
+
+def _reduce_to(e: Emitter, op: str, x: str, axes: list[int] | None, keepdims: int, name: str, out: str) -> str:
+    return e.emit(op, [x], {"axes": None if axes is None else tuple(axes), "keepdims": keepdims}, name, [out])
+
+
+@converts("ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
 def _reduce_composed(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     x, name, op = ins[0], node.name, node.op_type
     axes = reduce_axes(e, node, ins, attrs, opset)
     keep = int(attrs.get("keepdims", 1))
-    if axes == []:  # noop_with_empty_axes: the elementwise part only
-        axes_keep: list[int] | None = []
-    else:
-        axes_keep = axes
-    if op == "ReduceMin":
-        y = x if axes_keep == [] else _reduce(e, "reduce_min", x, axes, keep, name)
-        return _finish(e, node, y)
+    axes_keep = axes  # [] with noop_with_empty_axes: the elementwise part only
     if op == "ReduceLogSumExp":
         if axes_keep == []:
             return _finish(e, node, x)

@@ -164,11 +164,38 @@ def _pad_explicitly(e: Emitter, x: str, pads: tuple[int, int, int, int], value: 
                   name=f"{name}_pad")
 
 
+def _one_d_as_two_d(e: Emitter, node: Any, tensors: list[str], attrs: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """A 1-D window op's tensors (N, C, L) as (N, C, 1, L) and its attributes for a height of 1."""
+    out = [e.emit("reshape", [t], {"shape": (*e.type_of(t).shape[:2], 1, *e.type_of(t).shape[2:])},
+                  f"{node.name}_2d{index}") if t else t for index, t in enumerate(tensors)]
+    two_d = dict(attrs)
+    for key, fill in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+        if key in attrs:
+            two_d[key] = [fill, *attrs[key]]
+    if "pads" in attrs:
+        begin, end = attrs["pads"]
+        two_d["pads"] = [0, begin, 0, end]
+    return out, two_d
+
+
+def _back_to_one_d(e: Emitter, node: Any, y: str) -> list[str]:
+    n, c, _, length = e.type_of(y).shape
+    return [e.emit("reshape", [y], {"shape": (n, c, length)}, f"{node.name}_1d", [_out(node)])]
+
+
 @converts("Conv")
 def _conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     x, w = ins[0], ins[1]
+    if _rank(e, x) == 3:  # 1-D: a 2-D convolution of height 1
+        (x, w), two_d = _one_d_as_two_d(e, node, [x, w], attrs)
+        inner = type(node)()
+        inner.CopyFrom(node)
+        del inner.output[:]
+        inner.output.append(f"{node.name}_conv2d")
+        y = _conv(e, inner, [x, w, *ins[2:]], two_d, opset)[0]
+        return _back_to_one_d(e, node, y)
     if _rank(e, x) != 4:
-        raise GraphError(f"node {node.name!r} (Conv): only 2-D convolutions (4-D inputs) are supported, got "
+        raise GraphError(f"node {node.name!r} (Conv): only 1-D and 2-D convolutions (3-D and 4-D inputs) are supported, got "
                          f"{e.type_of(x)}")
     kernel = tuple(e.type_of(w).shape[2:])
     strides = tuple(attrs.get("strides", (1, 1)))
@@ -233,33 +260,28 @@ def _softmax(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset
 
 @converts("LayerNormalization")
 def _layer_norm(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    if any(node.output[1:]):
-        raise GraphError(f"node {node.name!r} (LayerNormalization): the Mean/InvStdDev outputs are not supported")
+    if any(node.output[1:]):  # Mean and InvStdDev asked for: the normalization written out
+        from tilegraph.graph.frontends.onnx_nn_ops import layer_norm_with_statistics
+
+        return layer_norm_with_statistics(e, node, ins, attrs)
     x, scale = ins[0], ins[1]
     bias = ins[2] if len(ins) > 2 and ins[2] else e.constant(np.zeros(e.type_of(scale).shape, e.type_of(x).dtype), "zero")
     params = {"axis": int(attrs.get("axis", -1)), "epsilon": float(attrs.get("epsilon", 1e-5))}
     return [e.emit("layer_norm", [x, scale, bias], params, node.name, [_out(node)])]
 
 
-@converts("ReduceMean", "ReduceSum", "ReduceMax")
-def _reduce(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    op = {"ReduceMean": "reduce_mean", "ReduceSum": "reduce_sum", "ReduceMax": "reduce_max"}[node.op_type]
-    axes_from_input = node.op_type == "ReduceSum" or opset >= 18
-    if axes_from_input:
-        axes = _ints(e, ins[1], f"node {node.name!r} axes") if len(ins) > 1 and ins[1] else None
-    else:
-        axes = list(attrs["axes"]) if "axes" in attrs else None
-    if axes is None and attrs.get("noop_with_empty_axes", 0):
-        return [e.emit("identity", [ins[0]], name=node.name, outputs=[_out(node)])]
-    params = {"axes": None if axes is None else tuple(axes), "keepdims": int(attrs.get("keepdims", 1))}
-    return [e.emit(op, [ins[0]], params, node.name, [_out(node)])]
-
-
 @converts("MaxPool", "AveragePool")
 def _pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     x = ins[0]
+    if _rank(e, x) == 3 and not any(node.output[1:]):  # 1-D: a 2-D pool of height 1
+        (x,), two_d = _one_d_as_two_d(e, node, [x], attrs)
+        inner = type(node)()
+        inner.CopyFrom(node)
+        del inner.output[:]
+        inner.output.append(f"{node.name}_pool2d")
+        return _back_to_one_d(e, node, _pool(e, inner, [x], two_d, opset)[0])
     if _rank(e, x) != 4 or any(node.output[1:]):
-        raise GraphError(f"node {node.name!r} ({node.op_type}): only 2-D pooling with one output is supported")
+        raise GraphError(f"node {node.name!r} ({node.op_type}): only 1-D and 2-D pooling with one output is supported")
     kernel = tuple(attrs["kernel_shape"])
     strides = tuple(attrs.get("strides", (1, 1)))
     if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
@@ -284,8 +306,4 @@ def _pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
     return [e.emit("max_pool2d" if is_max else "avg_pool2d", [x], params, node.name, [_out(node)])]
 
 
-@converts("GlobalAveragePool")
-def _global_avg_pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    if _rank(e, ins[0]) != 4:
-        raise GraphError(f"node {node.name!r} (GlobalAveragePool): only 4-D inputs are supported")
-    return [e.emit("global_avg_pool", [ins[0]], {"layout": "NCHW"}, node.name, [_out(node)])]
+
