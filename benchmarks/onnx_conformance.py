@@ -49,6 +49,13 @@ DELIBERATE_OPS = {
         "NonZero", "Unique", "Compress", "NonMaxSuppression"},
     "image file decoding (not a tensor operator)": {"ImageDecoder"},
 }
+# Cases whose expected outputs carry the reference's own rounding, outside their tolerance of a
+# more exact answer: checked by hand against a float64 recomputation (the `differs` outcome).
+KNOWN_DIFFERENCES = dict.fromkeys(
+    ("test_attention_4d_causal_fp16", "test_attention_4d_causal_fp16_expanded"),
+    "the reference rounds every step to float16 (softmax's max, exp, sum and division); tilegraph rounds per "
+    "operator as ONNX Runtime's CPU kernels do: 2 float16 ulps apart on 2 of 192 values (rtol 1e-3), tilegraph "
+    "nearer the float64 answer (3.96e-4 vs 4.91e-4 at most); ONNX Runtime misses the first case too")
 # A refusal with this phrase: an input that decides the output's shape (Reshape's shape, Slice's
 # starts, a reduction's axes) arrives at run time; tilegraph compiles static shapes.
 RUNTIME_SHAPE = "must be a constant (computable before run time)"
@@ -61,7 +68,7 @@ DELIBERATE_TYPES = {8: "string", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "
 @dataclass(frozen=True)
 class Outcome:
     name: str
-    status: str  # pass | bound | refused | deliberate | crash | wrong
+    status: str  # pass | bound | refused | deliberate | crash | wrong | differs (KNOWN_DIFFERENCES)
     detail: str = ""
 
 
@@ -186,6 +193,8 @@ def _run(case: Any, onnx_model: Any, data_sets: Any, deliberate: str | None, kee
             return Outcome(case.name, "crash", f"run: {type(e).__name__}: {e}"[:400])
         for name, want in zip(outputs, expected):
             difference = _compare(got[name], want, case.rtol, case.atol)
+            if difference and case.name in KNOWN_DIFFERENCES:
+                return Outcome(case.name, "differs", f"{name}: {difference}; known: {KNOWN_DIFFERENCES[case.name]}")
             if difference:
                 return Outcome(case.name, "wrong", f"{name}: {difference}")
     return Outcome(case.name, "pass")
@@ -202,7 +211,8 @@ def summary(outcomes: list[Outcome], opsets: dict[str, int | None]) -> str:
     mid_pass = sum(o.status == "pass" for o in mid)
     return (f"ONNX backend node cases: {counts['pass']} of {len(outcomes)} pass (and {counts['bound']} more with "
             f"shape-deciding inputs bound as constants), {counts['refused']} refused, "
-            f"{counts['deliberate']} refused on purpose, {counts['crash']} crash, {counts['wrong']} wrong; "
+            f"{counts['deliberate']} refused on purpose, {counts['crash']} crash, {counts['wrong']} wrong, "
+            f"{counts['differs']} off the reference's own rounding (KNOWN_DIFFERENCES); "
             f"opsets 13-21: {mid_pass} of {len(mid)} pass")
 
 

@@ -317,6 +317,10 @@ OP_CASES.update({
     "clip": _unary(ops.clip, (5, 7), lo=-0.5, hi=0.25),
     "cast_int": _unary(ops.cast, (4, 9), dtype="int64"),
     "power": _typed(ops.power, [((3, 5), F32), ((5,), F32)]),
+    "mod_float": _typed(ops.mod, [((3, 5), F32), ((5,), F32)]),
+    "mod_int": _typed(ops.mod, [((3, 5), I64), ((5,), I64)]),  # divisors -4..4: 0 included
+    "fmod_float": _typed(ops.fmod, [((3, 5), F32), ((5,), F32)]),
+    "fmod_int": _typed(ops.fmod, [((3, 5), I64), ((3, 5), I64)]),
     **{name: _typed(getattr(ops, name), [((3, 5), F32), ((3, 1), F32)]) for name in (
         "equal", "less", "greater", "less_equal", "greater_equal")},
     "logical_and": _typed(ops.logical_and, [((3, 5), BOOL), ((5,), BOOL)]),

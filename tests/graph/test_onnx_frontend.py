@@ -106,6 +106,33 @@ CASES = {
     "Pad": _model("Pad", [X], inits=[("p", np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)), ("v", np.array(0.5, np.float32))]),
     "IsNaN": _model("IsNaN", [X], out_type=B),
     "Identity": _model("Identity", [X]),
+    # operators written with graph ops (onnx_math_ops, onnx_nn_ops, onnx_resize, onnx_loss_ops, onnx_attention)
+    "Sin": _model("Sin", [X], opset=22), "Atan": _model("Atan", [X], opset=22), "Round": _model("Round", [X]),
+    "Softplus": _model("Softplus", [X], opset=22), "Mish": _model("Mish", [X], opset=22),
+    "Selu": _model("Selu", [X], opset=22), "Celu": _model("Celu", [X]), "PRelu": _model("PRelu", [X, ("s", F, [5, 1])]),
+    "Shrink": _model("Shrink", [X], attrs={"lambd": 0.3, "bias": 0.1}),
+    "LogSoftmax": _model("LogSoftmax", [X], attrs={"axis": 2}),
+    "ArgMaxLast": _model("ArgMax", [("a", I64, [4, 3])], attrs={"axis": 1, "select_last_index": 1}, out_type=I64),
+    "ReduceLogSumExp": _model("ReduceLogSumExp", [X], inits=[("axes", np.array([1, 3], np.int64))]),
+    "ReduceL2": _model("ReduceL2", [X], attrs={"keepdims": 0}, inits=[("axes", np.array([-1], np.int64))]),
+    "Trilu": _model("Trilu", [X], inits=[("k", np.array(-1, np.int64))], attrs={"upper": 0}),
+    "ModInt": _model("Mod", [("a", I64, [4, 3])], inits=[("b", np.array([-3, 2, 5], np.int64))], out_type=I64),
+    "InstanceNormalization": _model("InstanceNormalization", [X], inits=[
+        ("s", RNG.random(3).astype(np.float32)), ("b", RNG.random(3).astype(np.float32))]),
+    "GroupNormalization": _model("GroupNormalization", [("x", F, [2, 6, 5, 3])], opset=21, attrs={"num_groups": 3},
+                                 inits=[("s", RNG.random(6).astype(np.float32)), ("b", RNG.random(6).astype(np.float32))]),
+    "Conv1d": _model("Conv", [("x", F, [2, 3, 17])], attrs={"pads": [2, 1], "strides": [2], "dilations": [2]},
+                     inits=[("w", RNG.standard_normal((4, 3, 3)).astype(np.float32))]),
+    "ConvTranspose": _model("ConvTranspose", [("x", F, [1, 4, 5, 6])], attrs={"strides": [2, 3], "pads": [1, 0, 0, 1],
+                                                                              "output_padding": [1, 0], "group": 2},
+                            inits=[("w", RNG.standard_normal((4, 3, 3, 2)).astype(np.float32))]),
+    "ResizeLinear": _model("Resize", [X], attrs={"mode": "linear"},
+                           inits=[("roi", np.array([], np.float32)), ("sc", np.array([1, 1, 2, 1.5], np.float32))]),
+    "ResizeCubicSizes": _model("Resize", [X], attrs={"mode": "cubic", "coordinate_transformation_mode": "align_corners"},
+                               inits=[("roi", np.array([], np.float32)), ("sc", np.array([], np.float32)),
+                                      ("sz", np.array([2, 3, 3, 11], np.int64))]),
+    "Tile": _model("Tile", [("x", F, [2, 3])], inits=[("r", np.array([2, 3], np.int64))]),
+    "DepthToSpace": _model("DepthToSpace", [("x", F, [1, 8, 2, 3])], attrs={"blocksize": 2, "mode": "CRD"}),
 }
 
 
@@ -156,6 +183,50 @@ def test_unsupported_ops_are_all_named_before_compiling():
     message = str(info.value)
     assert "Einsum (nodes: e1, e2)" in message and "TopK (nodes: t1)" in message and "opset 18" in message
     assert "\n" not in message
+
+
+@pytest.mark.needs_cc
+def test_unsupported_ops_on_constants_fold_away_and_only_the_rest_is_refused():
+    """Fold first, then judge: an operator tilegraph does not compile (Det) on constants is
+    evaluated by ONNX's reference evaluator; on a run-time input it is refused, naming that node."""
+    m = RNG.standard_normal((3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Det", ["m"], ["d"], name="det_of_weights"),
+             helper.make_node("Mul", ["x", "d"], ["y0"], name="scale")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                              [helper.make_tensor_value_info("y0", F, None)], [numpy_helper.from_array(m, "m")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    compiled = check(model)
+    assert sorted(compiled.graph.op_counts()) == ["mul"]
+    nodes[0] = helper.make_node("Det", ["x2"], ["d"], name="det_of_input")
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3]),
+                                           helper.make_tensor_value_info("x2", F, [3, 3])],
+                              [helper.make_tensor_value_info("y0", F, None)])
+    with pytest.raises(UnsupportedOpError, match=r"uses 1 unsupported operator type\(s\): Det \(nodes: det_of_input\)"):
+        tg.graph.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+
+
+@pytest.mark.needs_cc
+def test_models_older_than_opset_13_are_upgraded():
+    """Opset 9: Slice's bounds and ReduceSum's axes are attributes; onnx.version_converter moves them."""
+    nodes = [helper.make_node("Slice", ["x"], ["s"], starts=[1], ends=[4], axes=[1]),
+             helper.make_node("ReduceSum", ["s"], ["y0"], axes=[0], keepdims=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [3, 6])],
+                              [helper.make_tensor_value_info("y0", F, None)])
+    check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)]))
+
+
+@pytest.mark.needs_cc
+def test_float16_models_compute_in_float32_and_round_per_operator():
+    H = TensorProto.FLOAT16
+    node = helper.make_node("MatMul", ["a", "b"], ["y0"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", H, [3, 64]),
+                                            helper.make_tensor_value_info("b", H, [64, 5])],
+                              [helper.make_tensor_value_info("y0", H, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    a, b = (RNG.standard_normal(s).astype(np.float16) for s in ((3, 64), (64, 5)))
+    got = tg.compile(model).run({"a": a, "b": b})["y0"]
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16))
 
 
 def test_bad_files_give_one_line(tmp_path):

@@ -5,6 +5,7 @@ import pytest
 
 from tilegraph.graph import GraphBuilder, TensorType, run_reference
 from tilegraph.graph.passes import (
+    compute_half_in_float,
     eliminate_common_subexpressions,
     eliminate_dead_code,
     fold_batch_norm,
@@ -210,3 +211,20 @@ def test_a_pass_breaking_an_invariant_is_named_under_tilegraph_verify(monkeypatc
     monkeypatch.setenv("TILEGRAPH_VERIFY", "1")
     with pytest.raises(GraphError, match="graph pass breaks produced an invalid graph: two nodes are named 'r'"):
         passes.optimize(graph)
+
+
+def test_compute_half_in_float_wraps_computing_float16_nodes_in_casts():
+    b = GraphBuilder("half")
+    x = b.input("x", TensorType((4, 8), "float16"))
+    w = b.constant(RNG.standard_normal((8, 3)).astype(np.float16), "w")
+    t = b.add("transpose", [x], {"perm": (1, 0)})  # data movement stays float16
+    y = b.add("matmul", [b.add("transpose", [t], {"perm": (1, 0)}), w])
+    g = b.build([b.add("exp", [y])])
+    after = compute_half_in_float(g)
+    assert after.op_counts()["cast"] == 5 and after.op_counts()["transpose"] == 2  # 2 + 1 around matmul, 1 + 1 exp
+    assert all(after.values[o].dtype == "float32" for n in after.nodes if n.op in ("matmul", "exp") for o in n.outputs)
+    assert after.values[after.outputs[0]].dtype == "float16" and after.outputs == g.outputs
+    x_value = RNG.standard_normal((4, 8)).astype(np.float16)
+    _same_outputs(g, after, x=x_value)
+    float32_graph = _convnet()
+    assert compute_half_in_float(float32_graph) is float32_graph

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError
-from tilegraph.graph.ir import Graph, Node, TensorType, readonly
+from tilegraph.graph.ir import DTYPES, Graph, Node, TensorType, readonly
 from tilegraph.graph.ops.registry import infer_types
 
 
@@ -60,7 +60,7 @@ class GraphBuilder:
 
     def constant(self, array: np.ndarray, name: str = "const") -> str:
         array = np.asarray(array)
-        if array.dtype == np.float16 or array.dtype.kind not in "fib":
+        if array.dtype.name not in DTYPES:
             raise GraphError(f"constant {name!r} has dtype {array.dtype}, which tilegraph does not support")
         name = self.fresh(name)
         self.values[name] = TensorType(array.shape, str(array.dtype))

@@ -262,6 +262,18 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[...,
     return reference
 
 
+def _remainder(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """np.mod or np.fmod; integers: 0 where b is 0 (ops.mod, ops.fmod), computed exactly in int64."""
+    def reference(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+        a_, b_ = np.asarray(a), np.asarray(b)
+        if a_.dtype.kind in "iu" and b_.dtype.kind in "iu":
+            a64, b64 = a_.astype(np.int64), b_.astype(np.int64)
+            return np.where(b64 == 0, 0, fn(a64, np.where(b64 == 0, 1, b64))).astype(np.float64)
+        return fn(_f64(a), _f64(b))
+
+    return reference
+
+
 def div(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
     """a / b; integers: truncated toward zero, 0 where b is 0 (ops.div)."""
     a_, b_ = np.asarray(a), np.asarray(b)
@@ -380,7 +392,7 @@ MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "logical_and": lambda a, b: np.logical_and(a, b), "logical_or": lambda a, b: np.logical_or(a, b),
     "where": lambda cond, a, b: np.where(cond, a, b), "concat": concat, "strided_slice": strided_slice, "take": take,
     "gather_elements": gather_elements, "matmul_nd": lambda a, b: np.matmul(_f64(a), _f64(b)),
-    "broadcast_to": broadcast_to, "pad_constant": pad_constant, "mod": _binary(np.mod), "fmod": _binary(np.fmod),
+    "broadcast_to": broadcast_to, "pad_constant": pad_constant, "mod": _remainder(np.mod), "fmod": _remainder(np.fmod),
 }
 
 

@@ -25,6 +25,8 @@ import numpy as np
 
 from tilegraph.errors import GraphError, ModelFileError, UnsupportedOpError
 from tilegraph.graph.frontends import (  # noqa: F401 (register their converters)
+    onnx_attention,
+    onnx_loss_ops,
     onnx_math_ops,
     onnx_nn_ops,
     onnx_resize,

@@ -231,14 +231,17 @@ def _reduced_shape(shape: tuple[int, ...], axes: list[int] | None, keep: int) ->
     return tuple(1 if d in dims else s for d, s in enumerate(shape) if keep or d not in dims)
 
 
-@converts("LogSoftmax")
-def _log_softmax(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    x, name = ins[0], node.name
-    _float_input(e, node, x)
-    axis = int(attrs.get("axis", -1))
+def log_softmax(e: Emitter, x: str, axis: int, name: str) -> str:
+    """x - max - log(sum(exp(x - max))) along `axis`."""
     shifted = e.emit("sub", [x, _reduce(e, "reduce_max", x, [axis], 1, f"{name}_max")], name=f"{name}_shift")
     total = _reduce(e, "reduce_sum", e.emit("exp", [shifted], name=f"{name}_exp"), [axis], 1, f"{name}_sum")
-    return _finish(e, node, e.emit("sub", [shifted, e.emit("log", [total], name=f"{name}_log")], name=name))
+    return e.emit("sub", [shifted, e.emit("log", [total], name=f"{name}_log")], name=name)
+
+
+@converts("LogSoftmax")
+def _log_softmax(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    _float_input(e, node, ins[0])
+    return _finish(e, node, log_softmax(e, ins[0], int(attrs.get("axis", -1)), node.name))
 
 
 def _positions(e: Emitter, shape: tuple[int, ...], axis: int, dtype: str, name: str) -> str:
