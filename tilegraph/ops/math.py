@@ -46,7 +46,12 @@ def neg(x: Tensor, name: str = "neg") -> Tensor:
 
 @operator("abs")
 def abs(x: Tensor, name: str = "abs") -> Tensor:  # noqa: A001 (the op's name)
-    return float_unary(x, te.abs_, name)
+    """|x|; integers too (the most negative value wraps to itself, as in C and numpy)."""
+    check_tensor(x, "x")
+    if x.dtype.is_float:
+        return float_unary(x, te.abs_, name)
+    zero = te.const(0, x.dtype)
+    return stage(x.shape, lambda *i: te.select(x[i].lt(zero), zero - x[i], x[i]), name=name)
 
 
 @operator("reciprocal")

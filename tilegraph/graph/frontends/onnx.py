@@ -26,6 +26,7 @@ import numpy as np
 from tilegraph.errors import GraphError, ModelFileError, UnsupportedOpError
 from tilegraph.graph.frontends import (  # noqa: F401 (register their converters)
     onnx_attention,
+    onnx_index_ops,
     onnx_loss_ops,
     onnx_math_ops,
     onnx_nn_ops,
