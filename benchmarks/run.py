@@ -2,6 +2,7 @@
 
     python -m benchmarks.run transformer-gemm --budget 30 --threads 1,2
     python -m benchmarks.run all --short                    # CI: one small workload per suite, seconds
+    python -m benchmarks.run coverage                       # architectures: compile, match, latency
 
 Per workload: tilegraph is tuned once per strategy (--budget seconds each), each in-process peer is
 prepared (torch.compile compiles), then for each thread count every system is timed interleaved
@@ -171,6 +172,10 @@ def _early_options(argv: list[str] | None) -> tuple[str | None, int]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "coverage" in argv:  # architectures compiled from both exporters (benchmarks/coverage.py)
+        from benchmarks import coverage
+
+        return coverage.main(argv)
     if "models" in argv:  # whole models: their own harness (benchmarks/models.py)
         from benchmarks import models
 

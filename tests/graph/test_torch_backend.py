@@ -160,3 +160,36 @@ def test_a_pooler_exported_by_torch_onnx_compiles_and_runs():
     proto = onnx.load_from_string(buffer.getvalue())
     want = ort.InferenceSession(buffer.getvalue()).run(None, {"x": x.numpy()})[0]
     np.testing.assert_allclose(tg.compile(proto)(x.numpy())[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_unsupported_ops_run_in_eager_and_the_rest_compiles_around_them(monkeypatch):
+    """Part 0 of issue 36: one unsupported ATen op (nearest upsampling, here) no longer sends the
+    whole subgraph to eager: the convolutions before and after it compile as partitions."""
+    from tilegraph.graph.frontends import torch_backend
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 4, 3, padding=1)
+
+        def forward(self, x):
+            up = torch.nn.functional.interpolate(torch.relu(self.a(x)), scale_factor=2, mode="nearest")
+            return torch.sigmoid(self.b(up))
+
+    torch.manual_seed(1)
+    net = Net().eval()
+    x = torch.randn(1, 3, 9, 7)
+    compiled_partitions = []
+    original = torch_backend._compile
+
+    def counting(gm, example_inputs, options):
+        run = original(gm, example_inputs, options)
+        compiled_partitions.append(gm)
+        return run
+
+    monkeypatch.setattr(torch_backend, "_compile", counting)
+    with torch.no_grad():
+        got, messages = _warnings(lambda: torch.compile(net, backend="tilegraph")(x))
+        np.testing.assert_allclose(got.numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert any("aten.upsample_nearest2d have no graph op" in m and "2 of 2 partition(s)" in m for m in messages), messages
+    assert len(compiled_partitions) == 2

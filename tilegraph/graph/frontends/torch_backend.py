@@ -6,12 +6,14 @@ breaks give several); each is exported to core ATen, converted, compiled with ti
 run on numpy views of the torch tensors. The subgraph's parameters and buffers are frozen into
 the compiled model as constants (as inductor's freezing does: inference only).
 
-A subgraph we cannot take (an unsupported op, a dynamic shape, an in-place update of an input or a
-buffer, autograd: an input or parameter requiring grad under grad mode, anything failing while
-compiling) runs in eager PyTorch instead, with one warning naming why: a model PyTorch runs never
-fails because of us. Frozen parameters updated in place after compiling (their version counters
-move) make the subgraph compile again with the new values, with a warning. Results come back as
-torch tensors on the CPU.
+A subgraph with ATen ops tilegraph has no graph op for is partitioned (as inductor falls back per
+op): the runs of supported ops compile, each on its own, and the unsupported nodes between them run
+in eager PyTorch, with one warning naming them. A subgraph we cannot take otherwise (a dynamic
+shape, an in-place update of an input or a buffer, autograd: an input or parameter requiring grad
+under grad mode, anything failing while compiling) runs in eager PyTorch instead, with one warning
+naming why: a model PyTorch runs never fails because of us. Frozen parameters updated in place
+after compiling (their version counters move) make the subgraph compile again with the new values,
+with a warning. Results come back as torch tensors on the CPU.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from tilegraph.errors import GraphError
+from tilegraph.errors import GraphError, UnsupportedOpError
 
 FROZEN_INPUT_MARKERS = ("_parameters_", "_buffers_")  # dynamo's names for lifted module state
 
@@ -27,11 +29,20 @@ FROZEN_INPUT_MARKERS = ("_parameters_", "_buffers_")  # dynamo's names for lifte
 def tilegraph_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any:
     try:
         return _compile(gm, example_inputs, options)
+    except UnsupportedOpError as e:  # some ATen ops have no graph op: compile the rest around them
+        try:
+            return _partitioned(gm, example_inputs, options, e)
+        except Exception as inner:  # noqa: BLE001
+            return _eager(gm, inner)
     except Exception as e:  # any failure: eager for this subgraph, never an error for the user
-        message = str(e).splitlines()[0] if str(e) else ""
-        warnings.warn(f"tilegraph: running a subgraph of {len(gm.graph.nodes)} nodes in eager PyTorch: "
-                      f"{type(e).__name__}: {message}", stacklevel=2)
-        return gm.forward
+        return _eager(gm, e)
+
+
+def _eager(gm: Any, e: Exception) -> Any:
+    message = str(e).splitlines()[0] if str(e) else ""
+    warnings.warn(f"tilegraph: running a subgraph of {len(gm.graph.nodes)} nodes in eager PyTorch: "
+                  f"{type(e).__name__}: {message}", stacklevel=3)
+    return gm.forward
 
 
 def _compile(gm: Any, example_inputs: list[Any], options: dict[str, Any]) -> Any:
@@ -49,7 +60,7 @@ def _compile(gm: Any, example_inputs: list[Any], options: dict[str, Any]) -> Any
     frozen = [i for i, node in enumerate(placeholders)
               if isinstance(example_inputs[i], torch.nn.Parameter) or any(m in node.name for m in FROZEN_INPUT_MARKERS)]
     runtime = [i for i in range(len(example_inputs)) if i not in frozen]
-    output_is_list = _returns_list(gm)
+    output_kind = _output_kind(gm)
     state = {"model": _build(gm, list(example_inputs), frozen, options), "versions": _versions(example_inputs, frozen)}
 
     def run(*args: Any) -> Any:
@@ -60,7 +71,7 @@ def _compile(gm: Any, example_inputs: list[Any], options: dict[str, Any]) -> Any
             state["model"], state["versions"] = _build(gm, list(args), frozen, options), versions
         arrays = [args[i].detach().contiguous().numpy() for i in runtime]
         outs = tuple(torch.from_numpy(o) for o in state["model"](*arrays))
-        return list(outs) if output_is_list else outs
+        return list(outs) if output_kind is list else outs if output_kind is tuple else outs[0]
 
     return run
 
@@ -89,11 +100,71 @@ def _versions(args: Any, frozen: list[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _returns_list(gm: Any) -> bool:
+def _output_kind(gm: Any) -> type:
+    """list, tuple, or object (one tensor, not in a sequence) as the graph module returns."""
     for node in gm.graph.nodes:
         if node.op == "output":
-            return isinstance(node.args[0], list)
-    return False
+            value = node.args[0]
+            return list if isinstance(value, list) else tuple if isinstance(value, tuple) else object
+    return tuple
+
+
+def _partitioned(gm: Any, example_inputs: list[Any], options: dict[str, Any], why: UnsupportedOpError) -> Any:
+    """The subgraph in core ATen, its supported ops fused into partitions that compile each on its own
+    (through tilegraph_backend: a partition that fails runs in eager), the rest in eager PyTorch."""
+    import torch
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    from tilegraph.graph.frontends.torch import LIKE_OPS, SKIPPED, _short_name
+    from tilegraph.graph.frontends.torch_ops import ATEN
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        aten_gm = torch.export.export(gm, tuple(example_inputs), strict=False).run_decompositions().module()
+    unsupported = {node.split(".", 1)[-1] for node in why.unsupported}
+
+    class Supported(OperatorSupportBase):
+        def is_node_supported(self, submodules: Any, node: Any) -> bool:
+            if node.op != "call_function":
+                return False
+            short = _short_name(node.target)
+            return short not in unsupported and (short in ATEN or short in LIKE_OPS or short == "getitem") and \
+                short not in SKIPPED
+
+    partitioner = CapabilityBasedPartitioner(aten_gm, Supported(), allows_single_node_partition=False)
+    fused = partitioner.fuse_partitions(partitioner.propose_partitions())
+    captured: dict[str, tuple] = {}
+
+    class Capture(torch.fx.Interpreter):
+        def call_module(self, target: Any, args: Any, kwargs: Any) -> Any:
+            if str(target).startswith("fused_"):  # the partitions (export adds modules of its own)
+                captured[target] = args
+            return super().call_module(target, args, kwargs)
+
+    with torch.no_grad():
+        Capture(fused).run(*example_inputs)
+    compiled = 0
+    for name, args in captured.items():
+        submodule = getattr(fused, name)
+        runner = tilegraph_backend(submodule, list(args), **options)
+        compiled += runner != submodule.forward
+        delattr(fused, name)  # a plain callable in the submodule's place (fx calls it by attribute)
+        setattr(fused, name, _Call(runner))
+    warnings.warn(f"tilegraph: {sum(len(v) for v in why.unsupported.values())} node(s) of a subgraph run in eager "
+                  f"PyTorch ({', '.join(sorted(why.unsupported))} have no graph op); {compiled} of {len(captured)} "
+                  "partition(s) around them compiled", stacklevel=3)
+    return fused.forward
+
+
+class _Call:
+    """A callable standing in for a fused partition's submodule (fx calls it by attribute)."""
+
+    def __init__(self, run: Any):
+        self.run = run
+
+    def __call__(self, *args: Any) -> Any:
+        return self.run(*args)
 
 
 __all__ = ["tilegraph_backend"]

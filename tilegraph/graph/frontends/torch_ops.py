@@ -224,12 +224,23 @@ def _to_copy(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> 
 @aten("convolution")
 def _convolution(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
     x, w, b, stride, padding, dilation, transposed, _, groups = args
-    if transposed or len(e.type_of(x).shape) != 4:
-        raise GraphError("only 2-D, non-transposed convolutions are supported")
-    inputs = [x, tensor(e, w)] + ([tensor(e, b)] if b is not None else [])
+    rank = len(e.type_of(x).shape)
+    if transposed or rank not in (3, 4):
+        raise GraphError("only 1-D and 2-D non-transposed convolutions are supported")
+    w = tensor(e, w)
+    if rank == 3:  # 1-D: a 2-D convolution of height 1
+        n, c, length = e.type_of(x).shape
+        x = e.emit("reshape", [x], {"shape": (n, c, 1, length)}, f"{node.name}_2d")
+        w = e.emit("reshape", [w], {"shape": (*e.type_of(w).shape[:2], 1, e.type_of(w).shape[2])}, f"{node.name}_w2d")
+        stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
+    inputs = [x, w] + ([tensor(e, b)] if b is not None else [])
     attrs = {"layout": "NCHW", "strides": tuple(stride), "pads": (*padding, *padding), "dilations": tuple(dilation),
              "groups": int(groups)}
-    return e.emit("conv2d", inputs, attrs, node.name)
+    y = e.emit("conv2d", inputs, attrs, node.name)
+    if rank == 3:
+        out = e.type_of(y).shape
+        y = e.emit("reshape", [y], {"shape": (out[0], out[1], out[3])}, f"{node.name}_1d")
+    return y
 
 
 @aten("_native_batch_norm_legit_no_training")
