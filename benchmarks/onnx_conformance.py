@@ -3,6 +3,7 @@
     python -m benchmarks.onnx_conformance                       # the table, and a JSON of every case
     python -m benchmarks.onnx_conformance --only test_resize    # cases whose names start so
     python -m benchmarks.onnx_conformance --write-passing       # refresh the suite's list of must-pass cases
+    python -m benchmarks.onnx_conformance --operator-table      # the operator table of docs/graph.md
 
 Each case of `onnx.backend.test.case.node.collect_testcases()` (generated from the installed onnx)
 is compiled with `tg.compile(case.model)` and run on each of its data sets; outputs must match in
@@ -216,12 +217,51 @@ def summary(outcomes: list[Outcome], opsets: dict[str, int | None]) -> str:
             f"opsets 13-21: {mid_pass} of {len(mid)} pass")
 
 
+TABLE_BEGIN = "<!-- onnx operator table: python -m benchmarks.onnx_conformance --operator-table -->"
+TABLE_END = "<!-- end of the onnx operator table -->"
+
+
+def operator_table() -> str:
+    """Markdown: every default-domain ONNX operator tilegraph converts, with the versions the
+    installed onnx defines for it from opset 7 on (all read: older models upgrade to 13), and the
+    deliberate refusals. Generated from the converter table (CONVERTERS), never typed by hand."""
+    import onnx
+
+    from tilegraph.graph.frontends.onnx import OLDEST_OPSET, newest_opset
+    from tilegraph.graph.frontends.onnx_ops import CONVERTERS
+
+    versions: dict[str, set[int]] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain in ("", "ai.onnx") and not schema.deprecated:
+            versions.setdefault(schema.name, set()).add(schema.since_version)
+    lines = [TABLE_BEGIN, "", f"{len(CONVERTERS)} operator types, opsets {OLDEST_OPSET} to {newest_opset()} "
+             f"(onnx {onnx.__version__}); listed per operator: the definition in force at opset {OLDEST_OPSET} "
+             "and every later change", "",
+             "| operator | versions read |", "|---|---|"]
+    for name in sorted(CONVERTERS):
+        known = sorted(versions.get(name, ()))
+        at_oldest = [v for v in known if v <= OLDEST_OPSET][-1:]  # the definition in force at the oldest opset
+        changed = at_oldest + [v for v in known if v > OLDEST_OPSET]
+        lines.append(f"| {name} | {', '.join(map(str, changed))} |")
+    lines += ["", "Refused on purpose (the conformance runner's list, `benchmarks/onnx_conformance.py`):", ""]
+    for reason, members in DELIBERATE_OPS.items():
+        lines.append(f"- {reason}: {', '.join(sorted(members))}")
+    lines.append(f"- element types: {', '.join(sorted(set(DELIBERATE_TYPES.values())))}")
+    lines.append(f"- {RUNTIME_SHAPE_REASON}")
+    lines += ["", TABLE_END]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.onnx_conformance", description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="run the cases whose names start with this")
     parser.add_argument("--out", default="", help="write every outcome to this JSON file")
     parser.add_argument("--write-passing", action="store_true", help=f"rewrite {PASSING_FILE.name} from this run")
+    parser.add_argument("--operator-table", action="store_true", help="print the supported-operator table (docs/graph.md)")
     args = parser.parse_args(argv)
+    if args.operator_table:
+        print(operator_table(), end="")
+        return 0
     import onnx
 
     chosen = cases(args.only)

@@ -31,3 +31,13 @@ def test_backend_case(case):
     if case.name in MUST_PASS:
         allowed = ("pass",) if MUST_PASS[case.name] == "pass" else ("pass", "bound")
         assert outcome.status in allowed, f"{MUST_PASS[case.name]} before, now {outcome.status}: {outcome.detail}"
+
+
+def test_docs_list_the_operators_from_the_converter_table():
+    from pathlib import Path
+
+    from benchmarks.onnx_conformance import operator_table
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "graph.md").read_text()
+    assert operator_table() in docs, "docs/graph.md's operator table is stale: paste `python -m " \
+                                     "benchmarks.onnx_conformance --operator-table` over it"

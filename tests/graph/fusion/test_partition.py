@@ -132,6 +132,34 @@ def test_a_reduction_anchor_takes_transcendental_prologues():
     assert groups["ln"].nodes == ("e", "a", "ln")
 
 
+def test_prologues_are_bounded_in_nodes_and_in_inlined_reads():
+    """A contraction takes at most MAX_CONTRACTION_PROLOGUE producers (it recomputes them at every
+    read; Mamba's unrolled scan made a 31-node prologue that took minutes to lower), and no group
+    inlines a tensor that is read doubling per level past MAX_INLINED_READS."""
+    from tilegraph.graph.fusion.partition import MAX_CONTRACTION_PROLOGUE, MAX_INLINED_READS
+
+    b = GraphBuilder()
+    x = b.input("x", TensorType((4, 8), "float32"))
+    chain = x
+    for i in range(20):
+        chain = b.add("add", [chain, _const(b, 8)], name=f"a{i}")
+    y = b.add("matmul", [chain, _const(b, 8, 3)], name="m")
+    groups = _groups(b.build([y]))
+    assert len(groups["m"].nodes) == MAX_CONTRACTION_PROLOGUE + 1
+    b = GraphBuilder()
+    x = b.input("x", TensorType((4, 8), "float32"))
+    doubled = x
+    for i in range(12):  # each level reads the one below twice: 2**12 reads if all were inlined
+        doubled = b.add("mul", [doubled, doubled], name=f"d{i}")
+    y = b.add("softmax", [doubled], {"axis": -1}, name="s")
+    group = _groups(b.build([y]))["s"]
+    reads, level = 0, 1
+    for name in reversed(group.nodes[:-1]):
+        reads, level = reads + level, level * 2
+        assert name.startswith("d")
+    assert reads <= MAX_INLINED_READS and len(group.nodes) > 2
+
+
 def test_fuse_false_is_one_kernel_per_node():
     b = GraphBuilder()
     x = b.input("x", TensorType((5, 8), "float32"))

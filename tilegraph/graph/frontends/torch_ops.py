@@ -150,7 +150,9 @@ def _ne(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
                   name=node.name)
 
 
-FLOAT_UNARY = {"sigmoid", "tanh", "exp", "log", "erf", "sqrt", "reciprocal", "hard_swish", "floor", "ceil"}
+TRIGONOMETRIC = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
+FLOAT_UNARY = {"sigmoid", "tanh", "exp", "log", "erf", "sqrt", "reciprocal", "hard_swish", "floor", "ceil", "round",
+               *TRIGONOMETRIC}
 
 
 def _unary(op: str) -> Callable[..., Any]:
@@ -169,8 +171,63 @@ for _aten, _op in {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": 
                    "sqrt": "sqrt", "abs": "abs", "neg": "neg", "reciprocal": "reciprocal", "logical_not": "not",
                    "bitwise_not": "not", "hardswish": "hard_swish", "alias": "identity", "clone": "identity",
                    "detach": "identity", "lift_fresh_copy": "identity", "contiguous": "identity", "floor": "floor",
-                   "ceil": "ceil"}.items():
+                   "ceil": "ceil", "round": "round", **{t: t for t in TRIGONOMETRIC}}.items():
     aten(_aten)(_unary(_op))
+
+
+@aten("log1p", "expm1")
+def _log1p_expm1(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
+    """log(1 + x) and exp(x) - 1, written out (the graph has no fused intrinsic for them)."""
+    x = args[0]
+    if not e.type_of(x).dtype.startswith("float"):
+        x = e.emit("cast", [x], {"to": FLOAT})
+    one = e.constant(np.array(1.0, e.type_of(x).dtype), "one")
+    if "log1p" in str(node.target):
+        return e.emit("log", [e.emit("add", [x, one])], name=node.name)
+    return e.emit("sub", [e.emit("exp", [x]), one], name=node.name)
+
+
+@aten("native_group_norm")
+def _group_norm(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple:
+    """(x - mean) / sqrt(var + eps) over (channels of a group, spatial), then per-channel affine."""
+    x, weight, bias, n, c, _, groups, eps = args
+    shape = e.type_of(x).shape
+    per_group = int(np.prod(shape[1:], dtype=np.int64)) // int(groups)
+    grouped = e.emit("reshape", [x], {"shape": (shape[0], int(groups), per_group)})
+    mean = e.emit("reduce_mean", [grouped], {"axes": (2,), "keepdims": 1})
+    centred = e.emit("sub", [grouped, mean])
+    variance = e.emit("reduce_mean", [e.emit("mul", [centred, centred])], {"axes": (2,), "keepdims": 1})
+    eps_c = e.constant(np.array(float(eps), e.type_of(x).dtype), "eps")
+    inv = e.emit("reciprocal", [e.emit("sqrt", [e.emit("add", [variance, eps_c])])])
+    y = e.emit("reshape", [e.emit("mul", [centred, inv])], {"shape": shape})
+    view = (int(c),) + (1,) * (len(shape) - 2)
+    if weight is not None:
+        y = e.emit("mul", [y, e.emit("reshape", [tensor(e, weight)], {"shape": view})])
+    if bias is not None:
+        y = e.emit("add", [y, e.emit("reshape", [tensor(e, bias)], {"shape": view})])
+    return (e.emit("identity", [y], name=node.name), None, None)
+
+
+@aten("upsample_nearest2d", "upsample_bilinear2d", "upsample_bicubic2d")
+def _upsample(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
+    """Resize of the last two axes through the interpolation tables (frontends/interpolation.py);
+    output sizes come from PyTorch's own (static) shape of the node."""
+    from tilegraph.graph.frontends.interpolation import resize_axis
+
+    x = args[0]
+    short = str(node.target).split(".")[1]
+    mode = {"upsample_nearest2d": "nearest", "upsample_bilinear2d": "linear", "upsample_bicubic2d": "cubic"}[short]
+    align = bool(args[2]) if mode != "nearest" and len(args) > 2 else bool(kwargs.get("align_corners", False))
+    out_shape = tuple(int(d) for d in node.meta["val"].shape)
+    scales = [a for a in args[2 + (mode != "nearest"):] if a is not None] if len(args) > 2 else []
+    coordinate = "align_corners" if align else ("asymmetric" if mode == "nearest" else "pytorch_half_pixel")
+    y = x
+    for offset, axis in enumerate((2, 3)):
+        n_in, n_out = e.type_of(x).shape[axis], out_shape[axis]
+        scale = float(scales[offset]) if len(scales) > offset and not align else n_out / n_in
+        y = resize_axis(e, y, axis, mode, coordinate, n_in, n_out, scale, f"{node.name}_axis{axis}",
+                        nearest_mode="floor", cubic_a=-0.75)
+    return e.emit("identity", [y], name=node.name)
 
 
 @aten("rsqrt")

@@ -46,6 +46,13 @@ CONTRACTIONS = frozenset({"conv2d", "matmul"})
 # Nodes one group may hold: a group is one te expression, and a chain of hundreds of injective
 # nodes would make an expression (and the analyses walking it) hundreds of levels deep.
 MAX_FUSED_NODES = 32
+# Reads of absorbed producers the composed expression may hold: a tensor read twice inside a group
+# is inlined twice, so a chain where each node reads its predecessor twice (x * sigmoid(x), a
+# recurrence unrolled) doubles the expression per node; past this many the tensor stays in memory.
+MAX_INLINED_READS = 64
+# Producers a contraction's prologue may take: it recomputes them at every read (K times per output),
+# and long select chains (concat of slices, as an unrolled recurrence makes) make lowering slow.
+MAX_CONTRACTION_PROLOGUE = 8
 TRANSCENDENTAL = frozenset({"exp", "log", "erf", "sqrt", "tanh", "sigmoid", "gelu", "pow", "hard_swish",
                             "hard_sigmoid"})
 
@@ -216,9 +223,15 @@ def _new_space(parent: int, via: str, origin: dict[int, tuple[int, str]]) -> int
 
 def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], consumers: dict[str, list[Node]],
               taken: set[str], outputs: set[str], cheap_only: bool) -> None:
-    """Absorb injective producers of `anchor`'s inputs (recursively) into `members`."""
+    """Absorb injective producers of `anchor`'s inputs (recursively) into `members`, while the
+    composed expression stays under MAX_INLINED_READS inlined producers."""
     pending = _absorbable_inputs(anchor)
-    while pending and len(members) < MAX_FUSED_NODES:
+    reads: dict[str, int] = {}  # tensor -> times the composed expression reads it
+    for x in pending:
+        reads[x] = reads.get(x, 0) + 1
+    inlined = 0
+    limit = len(members) + MAX_CONTRACTION_PROLOGUE if cheap_only else MAX_FUSED_NODES
+    while pending and len(members) < min(limit, MAX_FUSED_NODES):
         t = pending.pop()
         producer = producers.get(t)
         if producer is None or producer.name in taken or producer.name in members or t in outputs:
@@ -232,8 +245,13 @@ def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], cons
         inside = set(members)
         if any(c.name not in inside for c in consumers.get(t, ())):
             continue
+        if inlined + reads.get(t, 1) > MAX_INLINED_READS:
+            continue  # its expression would be copied too many times: it stays a tensor in memory
+        inlined += reads.get(t, 1)
         members.append(producer.name)
-        pending.extend(_absorbable_inputs(producer))
+        for x in _absorbable_inputs(producer):
+            reads[x] = reads.get(x, 0) + reads.get(t, 1)
+            pending.append(x)
 
 
 def _absorbable_inputs(node: Node) -> list[str]:
