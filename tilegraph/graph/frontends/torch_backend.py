@@ -18,6 +18,7 @@ with a warning. Results come back as torch tensors on the CPU.
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -30,12 +31,30 @@ def tilegraph_backend(gm: Any, example_inputs: list[Any], **options: Any) -> Any
     try:
         return _compile(gm, example_inputs, options)
     except UnsupportedOpError as e:  # some ATen ops have no graph op: compile the rest around them
-        try:
-            return _partitioned(gm, example_inputs, options, e)
-        except Exception as inner:  # noqa: BLE001
-            return _eager(gm, inner)
+        ops = {op.split(".", 1)[-1] for op in e.unsupported}
+        why = f"{', '.join(sorted(e.unsupported))} have no graph op"
+        return _partitioned_or_eager(gm, example_inputs, options, ops, set(), why, e)
+    except GraphError as e:  # one node's arguments are not supported (its op is): compile around it
+        match = _FAILED_NODE.match(str(e))
+        if match is None or options.get("_depth", 0) >= _MAX_DEPTH:
+            return _eager(gm, e)
+        why = f"node {match.group(1)} (aten.{match.group(2)}) cannot be converted"
+        return _partitioned_or_eager(gm, example_inputs, options, set(), {match.group(1)}, why, e)
     except Exception as e:  # any failure: eager for this subgraph, never an error for the user
         return _eager(gm, e)
+
+
+# a conversion failure names its node: "node 'index' (aten.index): ..." (frontends/torch.py)
+_FAILED_NODE = re.compile(r"node '([^']+)' \(aten\.(\w+)\)")
+_MAX_DEPTH = 8  # partitions of partitions: each level leaves out one more failing node
+
+
+def _partitioned_or_eager(gm: Any, example_inputs: list[Any], options: dict[str, Any], ops: set[str],
+                          nodes: set[str], why: str, error: Exception) -> Any:
+    try:
+        return _partitioned(gm, example_inputs, options, ops, nodes, why)
+    except Exception:  # noqa: BLE001 (partitioning failed too: the whole subgraph in eager)
+        return _eager(gm, error)
 
 
 def _eager(gm: Any, e: Exception) -> Any:
@@ -109,9 +128,11 @@ def _output_kind(gm: Any) -> type:
     return tuple
 
 
-def _partitioned(gm: Any, example_inputs: list[Any], options: dict[str, Any], why: UnsupportedOpError) -> Any:
+def _partitioned(gm: Any, example_inputs: list[Any], options: dict[str, Any], unsupported: set[str],
+                 failing: set[str], why: str) -> Any:
     """The subgraph in core ATen, its supported ops fused into partitions that compile each on its own
-    (through tilegraph_backend: a partition that fails runs in eager), the rest in eager PyTorch."""
+    (through tilegraph_backend: a partition that fails runs in eager, or is partitioned again), the
+    ops in `unsupported` and the nodes in `failing` in eager PyTorch."""
     import torch
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupportBase
@@ -122,11 +143,9 @@ def _partitioned(gm: Any, example_inputs: list[Any], options: dict[str, Any], wh
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         aten_gm = torch.export.export(gm, tuple(example_inputs), strict=False).run_decompositions().module()
-    unsupported = {node.split(".", 1)[-1] for node in why.unsupported}
-
     class Supported(OperatorSupportBase):
         def is_node_supported(self, submodules: Any, node: Any) -> bool:
-            if node.op != "call_function":
+            if node.op != "call_function" or node.name in failing:
                 return False
             short = _short_name(node.target)
             return short not in unsupported and (short in ATEN or short in LIKE_OPS or short == "getitem") and \
@@ -145,15 +164,16 @@ def _partitioned(gm: Any, example_inputs: list[Any], options: dict[str, Any], wh
     with torch.no_grad():
         Capture(fused).run(*example_inputs)
     compiled = 0
+    inner = {**options, "_depth": options.get("_depth", 0) + 1}
     for name, args in captured.items():
         submodule = getattr(fused, name)
-        runner = tilegraph_backend(submodule, list(args), **options)
+        runner = tilegraph_backend(submodule, list(args), **inner)
         compiled += runner != submodule.forward
         delattr(fused, name)  # a plain callable in the submodule's place (fx calls it by attribute)
         setattr(fused, name, _Call(runner))
-    warnings.warn(f"tilegraph: {sum(len(v) for v in why.unsupported.values())} node(s) of a subgraph run in eager "
-                  f"PyTorch ({', '.join(sorted(why.unsupported))} have no graph op); {compiled} of {len(captured)} "
-                  "partition(s) around them compiled", stacklevel=3)
+    eager = sum(1 for n in fused.graph.nodes if n.op == "call_function" and "getitem" not in str(n.target))
+    warnings.warn(f"tilegraph: {eager} node(s) of a subgraph run in eager PyTorch ({why}); {compiled} of "
+                  f"{len(captured)} partition(s) around them compiled", stacklevel=3)
     return fused.forward
 
 

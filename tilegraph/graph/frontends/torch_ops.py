@@ -217,9 +217,15 @@ def _upsample(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) ->
     x = args[0]
     short = str(node.target).split(".")[1]
     mode = {"upsample_nearest2d": "nearest", "upsample_bilinear2d": "linear", "upsample_bicubic2d": "cubic"}[short]
-    align = bool(args[2]) if mode != "nearest" and len(args) > 2 else bool(kwargs.get("align_corners", False))
+    align = bool(args[2]) if mode != "nearest" and len(args) > 2 and isinstance(args[2], bool) else \
+        bool(kwargs.get("align_corners", False))
     out_shape = tuple(int(d) for d in node.meta["val"].shape)
-    scales = [a for a in args[2 + (mode != "nearest"):] if a is not None] if len(args) > 2 else []
+    scales: list[float] = []  # scale factors when the call gave them (.vec: a list; .default: scales_h, scales_w)
+    for a in [*args[2:], kwargs.get("scale_factors"), kwargs.get("scales_h"), kwargs.get("scales_w")]:
+        if isinstance(a, (list, tuple)):
+            scales.extend(float(v) for v in a if isinstance(v, (int, float)) and not isinstance(v, bool))
+        elif isinstance(a, float):
+            scales.append(a)
     coordinate = "align_corners" if align else ("asymmetric" if mode == "nearest" else "pytorch_half_pixel")
     y = x
     for offset, axis in enumerate((2, 3)):
