@@ -321,6 +321,11 @@ OP_CASES.update({
     "mod_int": _typed(ops.mod, [((3, 5), I64), ((5,), I64)]),  # divisors -4..4: 0 included
     "fmod_float": _typed(ops.fmod, [((3, 5), F32), ((5,), F32)]),
     "fmod_int": _typed(ops.fmod, [((3, 5), I64), ((3, 5), I64)]),
+    **{op: _typed(getattr(ops, op), [((3, 5), I64), ((5,), I64)]) for op in ("bitand", "bitor", "bitxor")},
+    # shifts by tensors of amounts -4..4: negative ones give 0 or the sign fill
+    "shl": _typed(ops.shl, [((3, 5), I64), ((5,), I64)]),
+    "shr": _typed(ops.shr, [((3, 5), I64), ((3, 5), I64)]),
+    "shl_scalar": _typed(ops.shl, [((2, 7), "int32")], b=3),
     **{name: _typed(getattr(ops, name), [((3, 5), F32), ((3, 1), F32)]) for name in (
         "equal", "less", "greater", "less_equal", "greater_equal")},
     "logical_and": _typed(ops.logical_and, [((3, 5), BOOL), ((5,), BOOL)]),

@@ -24,6 +24,8 @@ typedef ulong uint64_t;
 #define acoshf acosh
 #define atanhf atanh
 #define rintf rint
+#define fmodf fmod
+#define copysignf copysign
 #define fabsf fabs
 #define powf pow
 #define llabs abs
@@ -40,7 +42,7 @@ static inline uint32_t tgh_floormod_uint32_t(uint32_t a, uint32_t b) { return b 
 static inline uint64_t tgh_floordiv_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
 static inline uint64_t tgh_floormod_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }
 static inline float tgh_floordiv_float(float a, float b) { return floorf(a / b); }
-static inline float tgh_floormod_float(float a, float b) { return a - floorf(a / b) * b; }
+static inline float tgh_floormod_float(float a, float b) { float r = fmodf(a, b); if (r != 0) { if ((r < 0) != (b < 0)) r += b; } else r = copysignf((float)0, b); return r; }
 static inline int8_t tgh_max_int8_t(int8_t a, int8_t b) { return a > b ? a : b; }
 static inline int8_t tgh_min_int8_t(int8_t a, int8_t b) { return a < b ? a : b; }
 static inline uint8_t tgh_max_uint8_t(uint8_t a, uint8_t b) { return a > b ? a : b; }

@@ -10,9 +10,9 @@ static __device__ __forceinline__ uint32_t tgh_floormod_uint32_t(uint32_t a, uin
 static __device__ __forceinline__ uint64_t tgh_floordiv_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
 static __device__ __forceinline__ uint64_t tgh_floormod_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }
 static __device__ __forceinline__ float tgh_floordiv_float(float a, float b) { return floorf(a / b); }
-static __device__ __forceinline__ float tgh_floormod_float(float a, float b) { return a - floorf(a / b) * b; }
+static __device__ __forceinline__ float tgh_floormod_float(float a, float b) { float r = fmodf(a, b); if (r != 0) { if ((r < 0) != (b < 0)) r += b; } else r = copysignf((float)0, b); return r; }
 static __device__ __forceinline__ double tgh_floordiv_double(double a, double b) { return floor(a / b); }
-static __device__ __forceinline__ double tgh_floormod_double(double a, double b) { return a - floor(a / b) * b; }
+static __device__ __forceinline__ double tgh_floormod_double(double a, double b) { double r = fmod(a, b); if (r != 0) { if ((r < 0) != (b < 0)) r += b; } else r = copysign((double)0, b); return r; }
 static __device__ __forceinline__ int8_t tgh_max_int8_t(int8_t a, int8_t b) { return a > b ? a : b; }
 static __device__ __forceinline__ int8_t tgh_min_int8_t(int8_t a, int8_t b) { return a < b ? a : b; }
 static __device__ __forceinline__ uint8_t tgh_max_uint8_t(uint8_t a, uint8_t b) { return a > b ? a : b; }

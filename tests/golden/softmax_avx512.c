@@ -26,11 +26,11 @@ static inline uint32_t tgh_floormod_uint32_t(uint32_t a, uint32_t b) { return b 
 static inline uint64_t tgh_floordiv_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
 static inline uint64_t tgh_floormod_uint64_t(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }
 static inline float tgh_floordiv_float(float a, float b) { return floorf(a / b); }
-static inline float tgh_floormod_float(float a, float b) { return a - floorf(a / b) * b; }
+static inline float tgh_floormod_float(float a, float b) { float r = fmodf(a, b); if (r != 0) { if ((r < 0) != (b < 0)) r += b; } else r = copysignf((float)0, b); return r; }
 static inline double tgh_floordiv_double(double a, double b) { return floor(a / b); }
-static inline double tgh_floormod_double(double a, double b) { return a - floor(a / b) * b; }
+static inline double tgh_floormod_double(double a, double b) { double r = fmod(a, b); if (r != 0) { if ((r < 0) != (b < 0)) r += b; } else r = copysign((double)0, b); return r; }
 static inline tg_half tgh_floordiv_tg_half(tg_half a, tg_half b) { return floorf((float)a / (float)b); }
-static inline tg_half tgh_floormod_tg_half(tg_half a, tg_half b) { return (float)a - floorf((float)a / (float)b) * (float)b; }
+static inline tg_half tgh_floormod_tg_half(tg_half a, tg_half b) { return tgh_floormod_float((float)a, (float)b); }
 static inline tg_half tgh_sigmoid_tg_half(tg_half x) { return 1.0f / (1.0f + expf(-(float)x)); }
 static inline tg_half tgh_abs_tg_half(tg_half x) { return fabsf((float)x); }
 static inline tg_half tgh_max_tg_half(tg_half a, tg_half b) { return (a > b || a != a) ? a : b; }

@@ -53,8 +53,9 @@ OTHER_INTS = ("int8_t", "uint8_t", "int16_t", "uint16_t", "uint32_t", "uint64_t"
 _VECTOR_SUFFIX = {"float32": "sf", "int32": "si"}
 _VECTOR_ELEMENT = {"float32": "float", "int32": "int32_t"}
 _VECTOR_WIDTHS = (4, 8, 16)
-_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&&", "or": "||"}
-_WRAPPING_OPS = ("add", "sub", "mul", "floordiv", "floormod")
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&&", "or": "||", "bitand": "&", "bitor": "|",
+          "bitxor": "^", "shl": "<<", "shr": ">>"}
+_WRAPPING_OPS = ("add", "sub", "mul", "floordiv", "floormod", "shl", "bitxor", "bitor", "bitand")
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf", "floor": "floor", "ceil": "ceil",
          **{f: f for f in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")},
@@ -125,10 +126,11 @@ def division_helpers(qualifier: str, float_types: tuple[str, ...]) -> list[str]:
     for t in ("uint32_t", "uint64_t"):  # unsigned: floor is truncation
         lines.append(f"{qualifier} {t} tgh_floordiv_{t}({t} a, {t} b) {{ return b == 0 ? 0 : a / b; }}")
         lines.append(f"{qualifier} {t} tgh_floormod_{t}({t} a, {t} b) {{ return b == 0 ? 0 : a % b; }}")
-    for t in float_types:
+    for t in float_types:  # floormod: numpy's mod (fmod, moved to the divisor's sign; a zero keeps b's sign)
         f = "f" if t == "float" else ""
         lines.append(f"{qualifier} {t} tgh_floordiv_{t}({t} a, {t} b) {{ return floor{f}(a / b); }}")
-        lines.append(f"{qualifier} {t} tgh_floormod_{t}({t} a, {t} b) {{ return a - floor{f}(a / b) * b; }}")
+        lines.append(f"{qualifier} {t} tgh_floormod_{t}({t} a, {t} b) {{ {t} r = fmod{f}(a, b); "
+                     f"if (r != 0) {{ if ((r < 0) != (b < 0)) r += b; }} else r = copysign{f}(({t})0, b); return r; }}")
     return lines
 
 
@@ -151,7 +153,7 @@ def _prelude() -> str:
         w.line(line)
     w.line("static inline tg_half tgh_floordiv_tg_half(tg_half a, tg_half b) { return floorf((float)a / (float)b); }")
     w.line("static inline tg_half tgh_floormod_tg_half(tg_half a, tg_half b) "
-           "{ return (float)a - floorf((float)a / (float)b) * (float)b; }")
+           "{ return tgh_floormod_float((float)a, (float)b); }")
     w.line("static inline tg_half tgh_sigmoid_tg_half(tg_half x) { return 1.0f / (1.0f + expf(-(float)x)); }")
     w.line("static inline tg_half tgh_abs_tg_half(tg_half x) { return fabsf((float)x); }")
     w.line("static inline tg_half tgh_max_tg_half(tg_half a, tg_half b) { return (a > b || a != a) ? a : b; }")

@@ -77,6 +77,8 @@ typedef ulong uint64_t;
 #define acoshf acosh
 #define atanhf atanh
 #define rintf rint
+#define fmodf fmod
+#define copysignf copysign
 #define fabsf fabs
 #define powf pow
 #define llabs abs

@@ -195,7 +195,8 @@ def _and_mask(mask: np.ndarray | None, cond: np.ndarray) -> np.ndarray:
 
 _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
            "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b, "max": np.maximum,
-           "min": np.minimum, "pow": np.power}
+           "min": np.minimum, "pow": np.power, "bitand": np.bitwise_and, "bitor": np.bitwise_or,
+           "bitxor": np.bitwise_xor, "shl": np.left_shift, "shr": np.right_shift}
 _COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
             "ge": np.greater_equal}
 
@@ -203,21 +204,20 @@ _COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equ
 def _floor_div_mod(op: str, a, b, dtype: DType):  # noqa: ANN001, ANN202
     """`//` and `%` as the IR defines them (te/expr.py): floor semantics; for integers
     `x // 0 == x % 0 == 0` and `INT_MIN // -1` wraps to INT_MIN; for floats `floor(a / b)` and
-    `a - floor(a / b) * b`, exactly what every printer emits."""
+    numpy's mod (fmod moved to the divisor's sign), exactly what every printer emits."""
     if dtype.is_float:
         with np.errstate(all="ignore"):
-            q = np.floor(a / b)
-            return q if op == "floordiv" else a - q * b
+            return np.floor(a / b) if op == "floordiv" else np.mod(a, b)
     if type(a) is int and type(b) is int:
         return 0 if b == 0 else wrap_int(a // b if op == "floordiv" else a % b, dtype)
     with np.errstate(all="ignore"):  # numpy already gives 0 for a zero divisor
         out = np.floor_divide(a, b) if op == "floordiv" else np.remainder(a, b)
     # Arrays of an int32/int64 buffer already wrap; index lanes (int64) never reach INT_MIN // -1.
-    return _wrap_narrow(out, dtype) if dtype.bits == 8 else out
+    return _wrap_narrow(out, dtype) if dtype.bits in (8, 16) else out
 
 
 def _wrap_narrow(value, dtype: DType):  # noqa: ANN001, ANN202
-    """Two's-complement wrap of a numpy integer result into its 8-bit IR dtype (a Python-int
+    """Two's-complement wrap of a numpy integer result into its 8- or 16-bit IR dtype (a Python-int
     operand or an int64 index lane makes numpy compute wider)."""
     arr = np.asarray(value)
     if arr.dtype == dtype.numpy:

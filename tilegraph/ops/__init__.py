@@ -15,6 +15,9 @@ from tilegraph.ops.conv import (
 )
 from tilegraph.ops.elementwise import (
     add,
+    bitand,
+    bitor,
+    bitxor,
     div,
     exp,
     fmod,
@@ -24,6 +27,8 @@ from tilegraph.ops.elementwise import (
     mod,
     mul,
     relu,
+    shl,
+    shr,
     sigmoid,
     sub,
     tanh,
@@ -70,5 +75,5 @@ __all__ = [
     "broadcast_to", "concat", "gather_elements", "pad_constant", "strided_slice", "take", "abs", "cast", "clip",
     "equal", "erf", "gelu_tanh", "greater", "hard_sigmoid", "hard_swish", "isnan", "less", "log", "logical_not",
     "neg", "power", "reciprocal", "sqrt", "where", "matmul_nd",
-    "less_equal", "greater_equal", "logical_and", "logical_or", "mod", "fmod",
+    "less_equal", "greater_equal", "logical_and", "logical_or", "mod", "fmod", "bitand", "bitor", "bitxor", "shl", "shr",
 ]

@@ -148,6 +148,42 @@ def fmod(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "fmod") -> Tensor:
     return _binary(a, b, body, name)
 
 
+_BIT_SYMBOLS = {"bitand": "&", "bitor": "|", "bitxor": "^", "shl": "<<", "shr": ">>"}
+
+
+def _bits_body(op: str) -> Callable[[Expr, Expr], Expr]:
+    """The expression of a bitwise op; a shift by an amount outside [0, bits) gives 0 (left) or the
+    sign fill, 0 or -1 (right), as ONNX's BitShift defines it (C leaves it undefined)."""
+    if op not in ("shl", "shr"):
+        return lambda x, y: te.expr.binary(op, x, y)
+
+    def shift(x: Expr, y: Expr) -> Expr:
+        zero = te.const(0, x.dtype)
+        in_range = te.logical_and(y.ge(zero), y.lt(te.const(x.dtype.bits, y.dtype)))
+        shifted = te.expr.binary(op, x, y)
+        if op == "shl" or x.dtype.kind == "uint":
+            return te.select(in_range, shifted, zero)
+        return te.select(in_range, shifted, te.select(x.lt(zero), te.const(-1, x.dtype), zero))
+
+    return shift
+
+
+def _integer_binary(op: str) -> Callable[..., Tensor]:
+    def fn(a: Tensor | Scalar, b: Tensor | Scalar, name: str = op) -> Tensor:
+        return _binary(a, b, _bits_body(op), name)
+
+    fn.__name__ = op
+    fn.__doc__ = f"{op} of integers (C's {_BIT_SYMBOLS[op]}; shifts out of range: 0, or the sign fill)."
+    return operator(op)(fn)
+
+
+bitand = _integer_binary("bitand")
+bitor = _integer_binary("bitor")
+bitxor = _integer_binary("bitxor")
+shl = _integer_binary("shl")
+shr = _integer_binary("shr")
+
+
 @operator("maximum")
 def maximum(a: Tensor | Scalar, b: Tensor | Scalar, name: str = "maximum") -> Tensor:
     return _binary(a, b, te.max_, name)

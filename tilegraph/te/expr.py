@@ -38,7 +38,10 @@ if TYPE_CHECKING:
     from tilegraph.te.buffer import Buffer
     from tilegraph.te.tensor import Tensor
 
-BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "max", "min", "and", "or", "pow")
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "max", "min", "and", "or", "pow",
+              # on integers: bits (C's & | ^) and shifts (C's << >>, the amount below the type's width)
+              "bitand", "bitor", "bitxor", "shl", "shr")
+BITWISE_OPS = ("bitand", "bitor", "bitxor", "shl", "shr")
 COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "floor", "ceil",
               # trigonometric and hyperbolic functions; round: to nearest, ties to even (C rint)
@@ -345,6 +348,8 @@ def binary(op: str, a: ExprLike, b: ExprLike) -> Expr:
     if op == "div" and not x.dtype.is_float:
         raise TypeError(f"'/' is not defined on {x.dtype} operands: use '//' for floor division (and '%' for its "
                         f"remainder), or cast to a float type for true division")
+    if op in BITWISE_OPS and not x.dtype.is_int:
+        raise TypeError(f"{op} needs integer operands, got {x.dtype}")
     return BinOp(op, x, y)
 
 

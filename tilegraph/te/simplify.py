@@ -60,7 +60,7 @@ def _may_fold(value: int, dtype: DType) -> bool:
 
 _FLOAT_FOLD = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum, "min": np.minimum,
-    "floordiv": lambda x, y: np.floor(x / y), "floormod": lambda x, y: x - np.floor(x / y) * y,
+    "floordiv": lambda x, y: np.floor(x / y), "floormod": np.mod,
 }
 
 

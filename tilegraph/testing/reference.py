@@ -274,6 +274,17 @@ def _remainder(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[.
     return reference
 
 
+def shift(a: np.ndarray | int, b: np.ndarray | int, left: bool) -> np.ndarray:
+    """a << b or a >> b; amounts outside [0, bits): 0, or (right, signed) the sign fill (ops.shl/shr)."""
+    a_, b_ = np.asarray(a), np.asarray(b)
+    bits = a_.dtype.itemsize * 8
+    inside = (b_ >= 0) & (b_ < bits)
+    safe = np.where(inside, b_, 0).astype(a_.dtype)
+    shifted = np.left_shift(a_, safe) if left else np.right_shift(a_, safe)
+    fill = np.where(a_ < 0, -1, 0).astype(a_.dtype) if not left and a_.dtype.kind == "i" else np.zeros_like(a_)
+    return np.where(inside, shifted, fill)
+
+
 def div(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
     """a / b; integers: truncated toward zero, 0 where b is 0 (ops.div)."""
     a_, b_ = np.asarray(a), np.asarray(b)
@@ -393,6 +404,9 @@ MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "where": lambda cond, a, b: np.where(cond, a, b), "concat": concat, "strided_slice": strided_slice, "take": take,
     "gather_elements": gather_elements, "matmul_nd": lambda a, b: np.matmul(_f64(a), _f64(b)),
     "broadcast_to": broadcast_to, "pad_constant": pad_constant, "mod": _remainder(np.mod), "fmod": _remainder(np.fmod),
+    "bitand": lambda a, b: np.bitwise_and(a, b), "bitor": lambda a, b: np.bitwise_or(a, b),
+    "bitxor": lambda a, b: np.bitwise_xor(a, b), "shl": lambda a, b: shift(a, b, True),
+    "shr": lambda a, b: shift(a, b, False),
 }
 
 

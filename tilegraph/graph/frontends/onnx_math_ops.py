@@ -141,11 +141,27 @@ def _xor(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: in
     return [e.emit("not", [e.emit("equal", ins[:2], name=f"{node.name}_eq")], name=node.name, outputs=[_out(node)])]
 
 
+@converts("BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift")
+def _bitwise(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x = ins[0]
+    if not e.type_of(x).dtype.startswith(("int", "uint")):
+        raise GraphError(f"node {node.name!r} ({node.op_type}) needs integers, got {e.type_of(x)}")
+    if node.op_type == "BitwiseNot":  # ~x = x ^ all ones
+        ones = e.constant(np.array(-1).astype(e.type_of(x).dtype), f"{node.name}_ones")
+        return [e.emit("bitxor", [x, ones], name=node.name, outputs=[_out(node)])]
+    if node.op_type == "BitShift":
+        direction = attrs.get("direction", "")
+        if direction not in ("LEFT", "RIGHT"):
+            raise GraphError(f"node {node.name!r} (BitShift): direction {direction!r} is not LEFT or RIGHT")
+        op = "shl" if direction == "LEFT" else "shr"
+    else:
+        op = {"BitwiseAnd": "bitand", "BitwiseOr": "bitor", "BitwiseXor": "bitxor"}[node.op_type]
+    return [e.emit(op, ins[:2], name=node.name, outputs=[_out(node)])]
+
+
 @converts("Mod")
 def _mod(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    a, b = ins
-    if not attrs.get("fmod", 0) and e.type_of(a).dtype.startswith("float"):
-        raise GraphError(f"node {node.name!r} (Mod): fmod=0 is defined for integers only, got {e.type_of(a)}")
+    a, b = ins  # fmod=0 on floats: the divisor's sign, as numpy's mod (allowed since opset 28)
     return [e.emit("fmod" if attrs.get("fmod", 0) else "mod", [a, b], name=node.name, outputs=[_out(node)])]
 
 
