@@ -152,10 +152,10 @@ _binary("max", np.maximum, ops.maximum)
 _binary("min", np.minimum, ops.minimum)
 _binary("pow", np.power, ops.power, scalar_args=False)
 _binary("mod", np.mod, ops.mod)  # the divisor's sign (Python's %); integers: x % 0 is 0
-_binary("fmod", np.fmod, ops.fmod)
+_binary("fmod", np.fmod, ops.fmod)  # the dividend's sign (C's fmod); integers: x fmod 0 is 0, floats NaN
 for _name, _fn in (("bitand", np.bitwise_and), ("bitor", np.bitwise_or), ("bitxor", np.bitwise_xor),
                    ("shl", lambda a, b: ref.shift(a, b, True)), ("shr", lambda a, b: ref.shift(a, b, False))):
-    _binary(_name, _fn, getattr(ops, _name))  # integers only (te refuses others)  # the dividend's sign (C's fmod); integers: x fmod 0 is 0, floats NaN
+    _binary(_name, _fn, getattr(ops, _name))  # integers only (te refuses others)
 _binary("equal", np.equal, ops.equal, out_dtype="bool", scalar_args=False)
 _binary("less", np.less, ops.less, out_dtype="bool", scalar_args=False)
 _binary("greater", np.greater, ops.greater, out_dtype="bool", scalar_args=False)
