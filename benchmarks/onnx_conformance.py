@@ -118,7 +118,16 @@ def _graph_inputs(model: Any) -> list[str]:
 
 def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
     """'' when `got` matches `want` as ONNX's backend runner checks, else what differs."""
+    if hasattr(want, "data_type"):  # a few cases keep their expected output as a TensorProto
+        from onnx import numpy_helper
+
+        want = numpy_helper.to_array(want)
     got, want = np.asarray(got), np.asarray(want)
+    if want.dtype == object:  # a few cases store integers as Python objects: compare the values
+        try:
+            want = want.astype(got.dtype)
+        except (TypeError, ValueError, OverflowError):
+            return f"expected values of {got.dtype} as objects do not convert"
     if got.dtype != want.dtype:
         return f"dtype {got.dtype}, expected {want.dtype}"
     if got.shape != want.shape:

@@ -30,6 +30,7 @@ from tilegraph.graph.frontends import (  # noqa: F401 (register their converters
     onnx_loss_ops,
     onnx_math_ops,
     onnx_nn_ops,
+    onnx_quant_ops,
     onnx_recurrent,
     onnx_resize,
     onnx_shape_ops,

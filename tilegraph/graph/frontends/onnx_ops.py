@@ -69,6 +69,11 @@ def _unary(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: 
 @converts(*_BINARY)
 def _binary(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     a, b = ins
+    if node.op_type == "Pow" and not e.type_of(a).dtype.startswith("float"):  # integer powers through float64
+        wide = [e.emit("cast", [t], {"to": "float64"}, f"{node.name}_f64_{i}") for i, t in enumerate((a, b))]
+        power = e.emit("pow", wide, name=f"{node.name}_pow")
+        return [e.emit("cast", [e.emit("round", [power], name=f"{node.name}_round")], {"to": e.type_of(a).dtype},
+                       node.name, [_out(node)])]
     if node.op_type == "Pow" and e.type_of(b).dtype != e.type_of(a).dtype:
         b = e.emit("cast", [b], {"to": e.type_of(a).dtype})
     return [e.emit(_BINARY[node.op_type], [a, b], name=node.name, outputs=[_out(node)])]
@@ -90,11 +95,13 @@ def _where(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: 
 
 @converts("Dropout")
 def _dropout(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    if len(node.output) > 1 and node.output[1]:
-        raise GraphError(f"node {node.name!r} (Dropout): the mask output is not supported (inference only)")
+    """Inference: the input as it is, and (when asked for) a mask keeping every element."""
     if len(ins) > 2 and ins[2] and bool(np.asarray(e.value(ins[2], "Dropout's training_mode")).reshape(-1)[0]):
         raise GraphError(f"node {node.name!r} (Dropout) is in training mode; tilegraph compiles inference graphs")
-    return [e.emit("identity", [ins[0]], name=node.name, outputs=[_out(node)])]
+    outs = [e.emit("identity", [ins[0]], name=node.name, outputs=[_out(node)])]
+    if _out(node, 1):
+        outs.append(e.constant(np.ones(e.type_of(ins[0]).shape, bool), _out(node, 1)))
+    return outs
 
 
 @converts("Gelu")

@@ -154,8 +154,8 @@ def _expand(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset:
 def _pad(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     mode = attrs.get("mode", "constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
-    if mode != "constant":
-        raise GraphError(f"node {node.name!r} (Pad): mode {mode!r} is not supported (constant only)")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise GraphError(f"node {node.name!r} (Pad): mode {mode!r} is not constant, edge, reflect or wrap")
     rank = _rank(e, ins[0])
     pads = _ints(e, ins[1], f"node {node.name!r} (Pad) pads")
     value = 0.0
@@ -165,8 +165,37 @@ def _pad(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: in
     before, after = [0] * rank, [0] * rank
     for i, a in enumerate(axes):
         before[a % rank], after[a % rank] = pads[i], pads[i + len(axes)]
+    if mode != "constant":
+        return [_pad_by_index(e, node, ins[0], before, after, mode)]
     params = {"before": tuple(before), "after": tuple(after), "value": float(value)}
     return [e.emit("pad", [ins[0]], params, node.name, [_out(node)])]
+
+
+def _pad_by_index(e: Emitter, node: Any, x: str, before: list[int], after: list[int], mode: str) -> str:
+    """edge, reflect and wrap padding: per padded axis, a gather of the source position of every
+    output position (clamped, mirrored without repeating the edge, or taken modulo the extent)."""
+    shape = e.type_of(x).shape
+    y = x
+    for axis, (b, a) in enumerate(zip(before, after)):
+        if not b and not a:
+            continue
+        n = shape[axis]
+        positions = np.arange(-b, n + a)
+        if mode == "edge":
+            source = np.clip(positions, 0, n - 1)
+        elif mode == "wrap":
+            source = positions % n
+        else:  # reflect: ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
+            if n == 1:
+                source = np.zeros_like(positions)
+            else:
+                period = 2 * (n - 1)
+                folded = np.abs(positions) % period
+                source = np.where(folded >= n, period - folded, folded)
+        source = source[max(-b, 0):len(source) - max(-a, 0)] if (b < 0 or a < 0) else source
+        y = e.emit("gather", [y, e.constant(source.astype(np.int64), f"{node.name}_src{axis}")], {"axis": axis},
+                   f"{node.name}_{mode}{axis}")
+    return e.emit("identity", [y], name=f"{node.name}_out", outputs=[_out(node)])
 
 
 # ---------------------------------------------------------------------------------------- constants

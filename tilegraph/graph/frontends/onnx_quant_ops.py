@@ -1,0 +1,151 @@
+"""ONNX's quantization operators written with graph ops (registered into onnx_ops.CONVERTERS), for
+correct int8/uint8/int16/uint16 models (fast int8 kernels are the low-precision issue's):
+
+    DequantizeLinear(x, s, z)   (float(x) - float(z)) * s               per tensor, per axis or per block
+    QuantizeLinear(x, s, z)     saturate(round_half_even(x / s) + z)
+    DynamicQuantizeLinear(x)    uint8 with s, z from x's range (including 0)
+    QLinearMatMul, MatMulInteger
+                                integer products summed exactly in float64, then requantized
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tilegraph.errors import GraphError
+from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.frontends.onnx_ops import _out, converts, dtype_of
+
+QUANTIZED = ("int8", "uint8", "int16", "uint16", "int32")
+
+
+def _along(e: Emitter, v: str, x: str, axis: int, block: int, name: str) -> str:
+    """A scale or zero point shaped to broadcast against x: a scalar as it is, a vector along
+    `axis`, a blocked tensor repeated `block` times along `axis`."""
+    shape, v_shape = e.type_of(x).shape, e.type_of(v).shape
+    if e.type_of(v).size == 1 and not block:
+        return e.emit("reshape", [v], {"shape": ()}, f"{name}_scalar")
+    axis %= len(shape)
+    if block:
+        index = np.minimum(np.arange(shape[axis]) // block, v_shape[axis] - 1).astype(np.int64)
+        return e.emit("gather", [v, e.constant(index, f"{name}_blocks")], {"axis": axis}, f"{name}_blocked")
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    return e.emit("reshape", [v], {"shape": tuple(view)}, f"{name}_axis")
+
+
+def dequantize(e: Emitter, x: str, scale: str, zero: str, axis: int, block: int, dtype: str, name: str) -> str:
+    wide = e.emit("cast", [x], {"to": "float32" if dtype != "float64" else dtype}, f"{name}_wide")
+    if zero:
+        zero_wide = e.emit("cast", [_along(e, zero, x, axis, block, f"{name}_z")], {"to": e.type_of(wide).dtype},
+                           f"{name}_z_wide")
+        wide = e.emit("sub", [wide, zero_wide], name=f"{name}_centred")
+    s = _along(e, scale, x, axis, block, f"{name}_s")
+    if e.type_of(s).dtype != e.type_of(wide).dtype:
+        s = e.emit("cast", [s], {"to": e.type_of(wide).dtype}, f"{name}_s_wide")
+    y = e.emit("mul", [wide, s], name=f"{name}_scaled")
+    return y if e.type_of(y).dtype == dtype else e.emit("cast", [y], {"to": dtype}, f"{name}_out_dtype")
+
+
+def quantize(e: Emitter, x: str, scale: str, zero: str, axis: int, block: int, dtype: str, name: str) -> str:
+    if dtype not in QUANTIZED[:-1]:
+        raise GraphError(f"{name}: quantizing to {dtype} is not supported ({', '.join(QUANTIZED[:-1])})")
+    wide = x if e.type_of(x).dtype in ("float32", "float64") else e.emit("cast", [x], {"to": "float32"}, f"{name}_wide")
+    work = e.type_of(wide).dtype
+    s = _along(e, scale, x, axis, block, f"{name}_s")
+    if e.type_of(s).dtype != work:
+        s = e.emit("cast", [s], {"to": work}, f"{name}_s_wide")
+    q = e.emit("round", [e.emit("div", [wide, s], name=f"{name}_div")], name=f"{name}_round")
+    if zero:
+        z = e.emit("cast", [_along(e, zero, x, axis, block, f"{name}_z")], {"to": work}, f"{name}_z_wide")
+        q = e.emit("add", [q, z], name=f"{name}_shifted")
+    info = np.iinfo(dtype)
+    q = e.emit("clip", [q], {"lo": float(info.min), "hi": float(info.max)}, f"{name}_saturate")
+    return e.emit("cast", [q], {"to": dtype}, f"{name}_cast")
+
+
+def _input(ins: list[str], index: int) -> str:
+    return ins[index] if len(ins) > index else ""
+
+
+@converts("DequantizeLinear")
+def _dequantize_linear(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, scale, zero = ins[0], ins[1], _input(ins, 2)
+    if e.type_of(x).dtype not in QUANTIZED:
+        raise GraphError(f"node {node.name!r} (DequantizeLinear): {e.type_of(x).dtype} input is not supported")
+    dtype = dtype_of(int(attrs["output_dtype"]), f"node {node.name!r}") if attrs.get("output_dtype") else \
+        e.type_of(scale).dtype
+    y = dequantize(e, x, scale, zero, int(attrs.get("axis", 1)), int(attrs.get("block_size", 0)), dtype, node.name)
+    return [e.emit("identity", [y], name=f"{node.name}_out", outputs=[_out(node)])]
+
+
+@converts("QuantizeLinear")
+def _quantize_linear(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, scale, zero = ins[0], ins[1], _input(ins, 2)
+    if attrs.get("output_dtype"):
+        dtype = dtype_of(int(attrs["output_dtype"]), f"node {node.name!r}")
+    else:
+        dtype = e.type_of(zero).dtype if zero else "uint8"
+    y = quantize(e, x, scale, zero, int(attrs.get("axis", 1)), int(attrs.get("block_size", 0)), dtype, node.name)
+    return [e.emit("identity", [y], name=f"{node.name}_out", outputs=[_out(node)])]
+
+
+@converts("DynamicQuantizeLinear")
+def _dynamic_quantize(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, name = ins[0], node.name
+    zero = e.constant(np.array(0.0, np.float32), f"{name}_zero")
+    high = e.emit("max", [e.emit("reduce_max", [x], {"axes": None, "keepdims": 0}, f"{name}_max"), zero], name=f"{name}_hi")
+    low = e.emit("min", [e.emit("reduce_min", [x], {"axes": None, "keepdims": 0}, f"{name}_min"), zero], name=f"{name}_lo")
+    scale = e.emit("div", [e.emit("sub", [high, low], name=f"{name}_range"),
+                           e.constant(np.array(255.0, np.float32), f"{name}_levels")], name=f"{name}_scale")
+    point = e.emit("clip", [e.emit("round", [e.emit("div", [e.emit("neg", [low], name=f"{name}_nlo"), scale],
+                                                     name=f"{name}_zdiv")], name=f"{name}_zround")],
+                   {"lo": 0.0, "hi": 255.0}, f"{name}_zclip")
+    point = e.emit("cast", [point], {"to": "uint8"}, f"{name}_zero_point")
+    y = quantize(e, x, scale, point, 1, 0, "uint8", name)
+    outs = [e.emit("identity", [y], name=f"{name}_y", outputs=[_out(node)])]
+    for index, value in ((1, scale), (2, point)):
+        outs.append(e.emit("identity", [value], name=f"{name}_o{index}", outputs=[_out(node, index)])
+                    if _out(node, index) else "")
+    return outs
+
+
+def _integer_product(e: Emitter, a: str, a_zero: str, b: str, b_zero: str, name: str) -> str:
+    """(a - a_zero) @ (b - b_zero) in float64 (exact: integer products well below 2**53)."""
+    terms = []
+    for side, (t, z, axis) in enumerate(((a, a_zero, -2), (b, b_zero, -1))):
+        wide = e.emit("cast", [t], {"to": "float64"}, f"{name}_w{side}")
+        if z:
+            zw = e.emit("cast", [z], {"to": "float64"}, f"{name}_z{side}")
+            if e.type_of(zw).size > 1:  # per row of a (its axis -2), per column of b (its last axis)
+                view = [1] * len(e.type_of(wide).shape)
+                view[axis] = e.type_of(zw).size
+                zw = e.emit("reshape", [zw], {"shape": tuple(view)}, f"{name}_zv{side}")
+            else:
+                zw = e.emit("reshape", [zw], {"shape": ()}, f"{name}_zs{side}")
+            wide = e.emit("sub", [wide, zw], name=f"{name}_c{side}")
+        terms.append(wide)
+    return e.emit("matmul", terms, name=f"{name}_product")
+
+
+@converts("MatMulInteger")
+def _matmul_integer(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    product = _integer_product(e, ins[0], _input(ins, 2), ins[1], _input(ins, 3), node.name)
+    return [e.emit("cast", [product], {"to": "int32"}, node.name, [_out(node)])]
+
+
+@converts("QLinearMatMul")
+def _qlinear_matmul(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero = ins[:8]
+    name = node.name
+    product = _integer_product(e, a, a_zero, b, b_zero, name)
+    scales = [e.emit("cast", [s], {"to": "float64"}, f"{name}_s{i}") for i, s in enumerate((a_scale, b_scale, y_scale))]
+    scales = [e.emit("reshape", [s], {"shape": ()}, f"{name}_sv{i}") if e.type_of(s).size == 1 else s
+              for i, s in enumerate(scales)]
+    factor = e.emit("div", [e.emit("mul", scales[:2], name=f"{name}_ab"), scales[2]], name=f"{name}_factor")
+    real = e.emit("mul", [product, factor], name=f"{name}_real")
+    ones = e.constant(np.array(1.0, np.float64), f"{name}_one")
+    y = quantize(e, real, ones, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
+    return [e.emit("identity", [y], name=f"{name}_out", outputs=[_out(node)])]
