@@ -58,9 +58,11 @@ KNOWN_DIFFERENCES = dict.fromkeys(
     "operator as ONNX Runtime's CPU kernels do: 2 float16 ulps apart on 2 of 192 values (rtol 1e-3), tilegraph "
     "nearer the float64 answer (3.96e-4 vs 4.91e-4 at most); ONNX Runtime misses the first case too")
 # A refusal with this phrase: an input that decides the output's shape (Reshape's shape, Slice's
-# starts, a reduction's axes) arrives at run time; tilegraph compiles static shapes.
+# starts, a reduction's axes) or the axes computed (CumSum's axis) arrives at run time; tilegraph
+# compiles static shapes.
 RUNTIME_SHAPE = "must be a constant (computable before run time)"
-RUNTIME_SHAPE_REASON = "an input deciding the output's shape is given at run time (static shapes: the dynamic-shapes issue)"
+RUNTIME_SHAPE_REASON = ("an input deciding the output's shape (or the axes computed) is given at run time (static shapes: "
+                        "the dynamic-shapes issue)")
 # ONNX element types tilegraph does not hold (8-bit and 4-bit floats, 4-bit and 2-bit integers, strings).
 DELIBERATE_TYPES = {8: "string", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
                     21: "uint4", 22: "int4", 23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2"}

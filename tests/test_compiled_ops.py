@@ -235,6 +235,7 @@ OP_CASES: dict[str, Callable[[], tuple]] = {
     "mean_axes_keepdims": _unary(ops.mean, (3, 5, 7), axis=(0, 2), keepdims=True),
     "max_axis1": _unary(ops.max, (3, 11, 2), axis=1),
     "min_axis0": _unary(ops.min, (13, 3), axis=0),
+    "prod_axis1_keepdims": _unary(ops.prod, (3, 7, 2), axis=1, keepdims=True),
     # data movement
     "transpose_reverse": _unary(ops.transpose, (3, 5, 7)),
     "transpose_perm": _unary(ops.transpose, (2, 3, 5, 7), axes=(0, 2, 3, 1)),

@@ -52,4 +52,4 @@ def test_allreduce_prints_and_is_verified():
     with pytest.raises(VerifyError, match="must be local"):
         verify(_func(scope="shared"))
     with pytest.raises(VerifyError, match="combiner"):
-        verify(_func(combiner="prod"))
+        verify(_func(combiner="xor"))

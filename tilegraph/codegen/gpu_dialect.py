@@ -195,8 +195,8 @@ class GpuPrinter(CFamilyPrinter):
         with self.w.block(f"for (int32_t {m} = {s.width // 2}; {m} > 0; {m} >>= 1)"):
             for i in range(s.buffer.size):
                 other = self.dialect.shuffle_xor.format(mask=mask, value=f"{name}[{i}]", lane_mask=m, width=s.width)
-                combined = (f"{name}[{i}] + {other}" if s.combiner == "sum"
-                            else f"tgh_{s.combiner}_{t}({name}[{i}], {other})")
+                combined = (f"{name}[{i}] + {other}" if s.combiner == "sum" else f"{name}[{i}] * {other}"
+                            if s.combiner == "prod" else f"tgh_{s.combiner}_{t}({name}[{i}], {other})")
                 self.w.line(f"{name}[{i}] = {combined};")
 
     def vector_copy(self, s: BufferStore) -> None:

@@ -126,7 +126,7 @@ def _check_all_reduce(func: Func, s: AllReduce, scope: _Scope) -> None:
         _fail(func, f"{what}: buffer {s.buffer.name} is not allocated here")
     if s.buffer.scope != "local":
         _fail(func, f"{what}: the buffer must be local (one copy per thread), not {s.buffer.scope}")
-    if s.combiner not in ("sum", "max", "min"):
+    if s.combiner not in ("sum", "max", "min", "prod"):
         _fail(func, f"{what}: unknown combiner {s.combiner!r}")
     if s.width < 1 or s.width & (s.width - 1):
         _fail(func, f"{what}: width {s.width} is not a power of two")

@@ -61,7 +61,7 @@ from tilegraph.ops.math import (
 from tilegraph.ops.matmul import batch_matmul, dense, matmul, matmul_nd
 from tilegraph.ops.norm import batch_norm, layer_norm, norm_bmn
 from tilegraph.ops.pool import avg_pool2d, global_avg_pool2d, max_pool2d
-from tilegraph.ops.reduce import max, mean, min, sum
+from tilegraph.ops.reduce import max, mean, min, prod, sum
 from tilegraph.ops.softmax import softmax
 from tilegraph.ops.subgraphs import conv2d_bn_relu, transpose_batch_matmul
 from tilegraph.ops.transform import reshape, transpose
@@ -75,5 +75,5 @@ __all__ = [
     "broadcast_to", "concat", "gather_elements", "pad_constant", "strided_slice", "take", "abs", "cast", "clip",
     "equal", "erf", "gelu_tanh", "greater", "hard_sigmoid", "hard_swish", "isnan", "less", "log", "logical_not",
     "neg", "power", "reciprocal", "sqrt", "where", "matmul_nd",
-    "less_equal", "greater_equal", "logical_and", "logical_or", "mod", "fmod", "bitand", "bitor", "bitxor", "shl", "shr",
+    "less_equal", "greater_equal", "logical_and", "logical_or", "mod", "fmod", "prod", "bitand", "bitor", "bitxor", "shl", "shr",
 ]

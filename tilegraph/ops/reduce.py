@@ -30,7 +30,7 @@ def _reduce(x: Tensor, axis: Axes, keepdims: bool, combiner: str, name: str) -> 
     out_shape = reduced_shape(x.shape, axes, keepdims)
     kept = [d for d in range(x.ndim) if d not in axes]
     reduce_vars = {a: te.reduce_axis(x.shape[a], f"r{a}") for a in axes}
-    builder = {"sum": te.sum, "max": te.max, "min": te.min}[combiner]
+    builder = {"sum": te.sum, "max": te.max, "min": te.min, "prod": te.prod}[combiner]
 
     def body(*idx: Expr) -> Expr:
         if keepdims:
@@ -51,6 +51,11 @@ def sum(x: Tensor, axis: Axes = None, keepdims: bool = False, name: str = "sum")
 @operator("max")
 def max(x: Tensor, axis: Axes = None, keepdims: bool = False, name: str = "max") -> Tensor:
     return _reduce(x, axis, keepdims, "max", name)
+
+
+@operator("prod")
+def prod(x: Tensor, axis: Axes = None, keepdims: bool = False, name: str = "prod") -> Tensor:
+    return _reduce(x, axis, keepdims, "prod", name)
 
 
 @operator("min")

@@ -37,13 +37,24 @@ from tilegraph.te.expr import (
     sqrt,
     tanh,
 )
-from tilegraph.te.tensor import ComputeOp, PlaceholderOp, Tensor, compute, max, min, placeholder, reduce_axis, sum
+from tilegraph.te.tensor import (
+    ComputeOp,
+    PlaceholderOp,
+    Tensor,
+    compute,
+    max,
+    min,
+    placeholder,
+    prod,
+    reduce_axis,
+    sum,
+)
 from tilegraph.te.workload import Workload
 
 __all__ = [
     "BinOp", "BufferLoad", "Call", "Cast", "Cmp", "Const", "Expr", "IterVar", "Not", "Reduce", "Select",
     "TensorRead", "Var", "abs_", "all_of", "call", "cast", "ceil", "const", "erf", "exp", "floor", "log",
     "logical_and", "logical_not", "logical_or", "max_", "min_", "power", "round_", "rsqrt", "select", "sigmoid",
-    "sqrt", "tanh", "ComputeOp", "PlaceholderOp", "Tensor", "compute", "max", "min", "placeholder",
+    "sqrt", "tanh", "ComputeOp", "PlaceholderOp", "Tensor", "compute", "max", "min", "placeholder", "prod",
     "reduce_axis", "sum", "Workload",
 ]

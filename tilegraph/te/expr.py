@@ -46,7 +46,7 @@ COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "floor", "ceil",
               # trigonometric and hyperbolic functions; round: to nearest, ties to even (C rint)
               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "round")
-COMBINERS = ("sum", "max", "min")
+COMBINERS = ("sum", "max", "min", "prod")
 
 
 class Expr:
@@ -461,6 +461,8 @@ def identity_of(combiner: str, dtype: DType) -> Const:
     """The neutral element of a reduction combiner."""
     if combiner == "sum":
         return Const(0.0 if dtype.is_float else 0, dtype)
+    if combiner == "prod":
+        return Const(1.0 if dtype.is_float else 1, dtype)
     unsigned = dtype.kind in ("uint", "bool")
     if combiner == "max":
         return Const(-math.inf if dtype.is_float else 0 if unsigned else -(2 ** (dtype.bits - 1)), dtype)
@@ -476,4 +478,4 @@ def combine(combiner: str, acc: Expr, value: Expr) -> Expr:
     return BinOp(_COMBINER_OPS[combiner], acc, value)
 
 
-_COMBINER_OPS = {"sum": "add", "max": "max", "min": "min"}
+_COMBINER_OPS = {"sum": "add", "max": "max", "min": "min", "prod": "mul"}

@@ -167,6 +167,12 @@ def sum(source: ExprLike, axis: IterVar | Sequence[IterVar], init: ExprLike | No
     return _reduce("sum", source, axis, init, where)
 
 
+def prod(source: ExprLike, axis: IterVar | Sequence[IterVar], init: ExprLike | None = None,
+         where: Expr | None = None) -> Reduce:
+    """Product of `source` over reduction axes; `init` replaces 1 as the start value."""
+    return _reduce("prod", source, axis, init, where)
+
+
 def max(source: ExprLike, axis: IterVar | Sequence[IterVar], init: ExprLike | None = None,  # noqa: A001
         where: Expr | None = None) -> Reduce:
     return _reduce("max", source, axis, init, where)

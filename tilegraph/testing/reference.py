@@ -420,6 +420,7 @@ REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "add": _binary(np.add), "sub": _binary(np.subtract), "mul": _binary(np.multiply), "div": div,
     "maximum": _binary(np.maximum), "minimum": _binary(np.minimum),
     "sum": _reduction(np.sum), "mean": _reduction(np.mean), "max": _reduction(np.max), "min": _reduction(np.min),
+    "prod": _reduction(np.prod),
     "reshape": reshape, "transpose": transpose,
     "conv2d_bn_relu": conv2d_bn_relu, "transpose_batch_matmul": transpose_batch_matmul,
     **MORE_REFERENCES,

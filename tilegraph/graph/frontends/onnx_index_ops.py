@@ -1,6 +1,7 @@
 """ONNX prefix sums and index operators written with graph ops (registered into onnx_ops.CONVERTERS):
 
     CumSum(x, axis)          reduce_sum over k of where(k <= i, x[.., k], 0)    (a constant triangle)
+    CumProd(x, axis)         the same with reduce_prod and 1
     OneHot(i, depth, v)      where(position == i, on, off) along `axis`
     GatherND(d, i)           gather(d viewed (prod(indexed dims), rest), linear index of i)
     ScatterND, ScatterElements
@@ -33,13 +34,14 @@ def _wrapped(e: Emitter, index: str, extent: str | int, name: str) -> str:
     return e.emit("where", [negative, e.emit("add", [index, size], name=f"{name}_shifted"), index], name=f"{name}_wrapped")
 
 
-@converts("CumSum")
+@converts("CumSum", "CumProd")
 def _cumsum(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     x, name = ins[0], node.name
     shape = e.type_of(x).shape
-    axis = _ints(e, ins[1], f"node {name!r} (CumSum) axis")[0]
+    axis = _ints(e, ins[1], f"node {name!r} ({node.op_type}) axis")[0]
+    product = node.op_type == "CumProd"
     if not -len(shape) <= axis < len(shape):
-        raise GraphError(f"node {name!r} (CumSum): axis {axis} is out of range for {e.type_of(x)}")
+        raise GraphError(f"node {name!r} ({node.op_type}): axis {axis} is out of range for {e.type_of(x)}")
     axis %= len(shape)
     n = shape[axis]
     i, k = np.arange(n)[:, None], np.arange(n)[None, :]
@@ -51,9 +53,9 @@ def _cumsum(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset:
     moved = [d for d in range(len(shape)) if d != axis] + [axis]
     y = e.emit("transpose", [x], {"perm": tuple(moved)}, f"{name}_last") if moved != list(range(len(shape))) else x
     rows = e.emit("reshape", [y], {"shape": (*e.type_of(y).shape[:-1], 1, n)}, f"{name}_rows")
-    zero = e.constant(np.zeros((), e.type_of(x).dtype), f"{name}_zero")
-    masked = e.emit("where", [e.constant(take, f"{name}_triangle"), rows, zero], name=f"{name}_masked")
-    sums = e.emit("reduce_sum", [masked], {"axes": (-1,), "keepdims": 0}, f"{name}_sums")
+    neutral = e.constant(np.array(1 if product else 0, e.type_of(x).dtype), f"{name}_neutral")
+    masked = e.emit("where", [e.constant(take, f"{name}_triangle"), rows, neutral], name=f"{name}_masked")
+    sums = e.emit("reduce_prod" if product else "reduce_sum", [masked], {"axes": (-1,), "keepdims": 0}, f"{name}_sums")
     if moved != list(range(len(shape))):
         sums = e.emit("transpose", [sums], {"perm": tuple(int(p) for p in np.argsort(moved))}, f"{name}_back")
     return [e.emit("identity", [sums], name=f"{name}_out", outputs=[_out(node)])]

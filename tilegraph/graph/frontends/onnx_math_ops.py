@@ -190,14 +190,14 @@ def _reduce(e: Emitter, op: str, x: str, axes: list[int] | None, keepdims: int, 
     return e.emit(op, [x], {"axes": None if axes is None else tuple(axes), "keepdims": keepdims}, name)
 
 
-@converts("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin")
+@converts("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd")
 def _reduce_direct(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     x = ins[0]
     axes = reduce_axes(e, node, ins, attrs, opset)
     if axes == []:  # noop_with_empty_axes and no axes: the input as it is
         return _finish(e, node, x)
     op = {"ReduceMean": "reduce_mean", "ReduceSum": "reduce_sum", "ReduceMax": "reduce_max",
-          "ReduceMin": "reduce_min"}[node.op_type]
+          "ReduceMin": "reduce_min", "ReduceProd": "reduce_prod"}[node.op_type]
     if e.type_of(x).dtype == "bool":  # max/min of bools (any/all) through uint8
         if op not in ("reduce_max", "reduce_min"):
             raise GraphError(f"node {node.name!r} ({node.op_type}) of bools is not defined")
@@ -334,3 +334,87 @@ def _eye_like(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opse
         raise GraphError(f"node {node.name!r} (EyeLike) needs a 2-D input, got {e.type_of(ins[0])}")
     dtype = dtype_of(int(attrs["dtype"]), f"node {node.name!r} (EyeLike)") if "dtype" in attrs else e.type_of(ins[0]).dtype
     return [e.constant(np.eye(*shape, k=int(attrs.get("k", 0)), dtype=dtype), _out(node))]
+
+
+# ---------------------------------------------------------------------------------------- einsum
+def _einsum_terms(equation: str, ranks: list[int], where: str) -> tuple[list[str], str]:
+    """Each operand's subscripts and the output's, an ellipsis spelled out as upper-case letters
+    (aligned from the right), the implicit output as the letters used once, in order."""
+    equation = equation.replace(" ", "")
+    inputs_text, _, output_text = equation.partition("->")
+    terms = inputs_text.split(",")
+    if len(terms) != len(ranks):
+        raise GraphError(f"{where}: equation {equation!r} names {len(terms)} operands, the node has {len(ranks)}")
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"]
+    widest = max((rank - len(t.replace("...", "")) for t, rank in zip(terms, ranks) if "..." in t), default=0)
+    ellipsis = "".join(spare[:widest])
+    expanded = []
+    for t, rank in zip(terms, ranks):
+        if "..." in t:
+            t = t.replace("...", ellipsis[widest - (rank - len(t.replace("...", ""))):])
+        if len(t) != rank or not t.isalpha():
+            raise GraphError(f"{where}: subscripts {t!r} do not fit an operand of rank {rank}")
+        expanded.append(t)
+    if "->" in equation:
+        output = output_text.replace("...", ellipsis)
+    else:
+        counts = {c: sum(t.count(c) for t in expanded) for c in set("".join(expanded))}
+        output = ellipsis + "".join(sorted(c for c, n in counts.items() if n == 1 and c.islower()))
+    return expanded, output
+
+
+def _sum_out(e: Emitter, x: str, term: str, keep: set[str], name: str) -> tuple[str, str]:
+    """x with the letters not in `keep` summed away."""
+    drop = [i for i, c in enumerate(term) if c not in keep]
+    if not drop:
+        return x, term
+    y = e.emit("reduce_sum", [x], {"axes": tuple(drop), "keepdims": 0}, f"{name}_sum")
+    return y, "".join(c for c in term if c in keep)
+
+
+def _arrange(e: Emitter, x: str, term: str, order: str, name: str) -> str:
+    if term == order:
+        return x
+    return e.emit("transpose", [x], {"perm": tuple(term.index(c) for c in order)}, f"{name}_perm")
+
+
+def _contract(e: Emitter, a: str, ta: str, b: str, tb: str, keep: str, sizes: dict[str, int], name: str
+              ) -> tuple[str, str]:
+    """a (letters ta) times b (tb), summed over shared letters not in `keep`: one batched matmul."""
+    batch = [c for c in ta if c in tb and c in keep]
+    summed = [c for c in ta if c in tb and c not in keep]
+    left = [c for c in ta if c not in tb]
+    right = [c for c in tb if c not in ta]
+    size = lambda letters: int(np.prod([sizes[c] for c in letters], dtype=np.int64))  # noqa: E731
+    a3 = e.emit("reshape", [_arrange(e, a, ta, "".join(batch + left + summed), f"{name}_a")],
+                {"shape": (size(batch), size(left), size(summed))}, f"{name}_a3")
+    b3 = e.emit("reshape", [_arrange(e, b, tb, "".join(batch + summed + right), f"{name}_b")],
+                {"shape": (size(batch), size(summed), size(right))}, f"{name}_b3")
+    product = e.emit("matmul", [a3, b3], name=f"{name}_mm")
+    letters = batch + left + right
+    return e.emit("reshape", [product], {"shape": tuple(sizes[c] for c in letters)}, f"{name}_unflat"), "".join(letters)
+
+
+@converts("Einsum")
+def _einsum(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """Sums of products as reductions, transposes and batched matmuls, operand by operand."""
+    name, where = node.name or "einsum", f"node {node.name!r} (Einsum)"
+    terms, output = _einsum_terms(attrs["equation"], [_rank(e, i) for i in ins], where)
+    sizes: dict[str, int] = {}
+    for t, x in zip(terms, ins):
+        for c, n in zip(t, e.type_of(x).shape):
+            if len(set(t)) != len(t):
+                raise GraphError(f"{where}: repeated subscripts in {t!r} (diagonals) are not supported")
+            if sizes.setdefault(c, n) != n:
+                raise GraphError(f"{where}: subscript {c!r} is {sizes[c]} in one operand and {n} in another "
+                                 "(broadcasting is not supported)")
+    current, term = ins[0], terms[0]
+    for index in range(1, len(ins) + 1):
+        later = set(output) | set("".join(terms[index:]))
+        if index == len(ins):
+            current, term = _sum_out(e, current, term, later, f"{name}_{index}")
+            break
+        current, term = _sum_out(e, current, term, later | set(terms[index]), f"{name}_{index}a")
+        other, other_term = _sum_out(e, ins[index], terms[index], later | set(term), f"{name}_{index}b")
+        current, term = _contract(e, current, term, other, other_term, "".join(sorted(later)), sizes, f"{name}_{index}")
+    return [e.emit("identity", [_arrange(e, current, term, output, name)], name=f"{name}_out", outputs=[_out(node)])]

@@ -200,11 +200,11 @@ class Reduce(OpDef):
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         x = args[0]
-        fn = {"sum": ops.sum, "mean": ops.mean, "max": ops.max, "min": ops.min}[self.numpy_name]
+        fn = {"sum": ops.sum, "mean": ops.mean, "max": ops.max, "min": ops.min, "prod": ops.prod}[self.numpy_name]
         return [fn(x, self._axes(node, x.ndim), bool(node.attr("keepdims", 1)))]
 
 
-for _name in ("sum", "mean", "max", "min"):
+for _name in ("sum", "mean", "max", "min", "prod"):
     register(f"reduce_{_name}")(type(f"Reduce_{_name}", (Reduce,), {"numpy_name": _name}))
 
 
