@@ -169,15 +169,21 @@ def run_case(case: Any) -> Outcome:
     for inputs, expected in case.data_sets:
         feeds = dict(zip(names, inputs))
         bound: dict[str, np.ndarray] = {}
-        for _ in range(len(names)):
+        for _ in range(len(names) + 1):  # the last try runs with every input bound
             attempt = _run(case, _bound(case.model, bound), [([feeds[n] for n in names if n not in bound], expected)],
                            None, keep_message=True)
-            wanted = [n for n in names if n not in bound and f"{n!r} is not" in attempt.detail]
-            if attempt.status != "refused" or RUNTIME_SHAPE not in attempt.detail or not wanted:
+            if attempt.status != "refused" or RUNTIME_SHAPE not in attempt.detail:
+                break
+            # the input the refusal names, else (it names a tensor computed from inputs) all of them
+            wanted = [n for n in names if n not in bound and f"{n!r} is not" in attempt.detail] or \
+                [n for n in names if n not in bound]
+            if not wanted:
                 break
             bound[wanted[0]] = feeds[wanted[0]]
-        if attempt.status != "pass":
-            return outcome if attempt.status == "refused" else attempt
+        if attempt.status == "refused" and "training mode" in attempt.detail:
+            return Outcome(case.name, "deliberate", "training (tilegraph compiles inference graphs)")
+        if attempt.status != "pass":  # bound, it is refused for another reason (or fails): that one counts
+            return attempt
     return Outcome(case.name, "bound", f"bound at compile time: {', '.join(sorted(bound))}")
 
 
