@@ -47,7 +47,8 @@ def _finish(e: Emitter, node: Any, y: str) -> list[str]:
     return [e.emit("identity", [y], name=f"{node.name}_out", outputs=[_out(node)])]
 
 
-def _softplus(e: Emitter, x: str, name: str) -> str:
+def softplus(e: Emitter, x: str, name: str) -> str:
+    """relu(x) + log(1 + exp(-|x|)): log(1 + exp(x)) without its overflow."""
     magnitude = e.emit("neg", [e.emit("abs", [x], name=f"{name}_abs")], name=f"{name}_negabs")
     tail = e.emit("log", [e.emit("add", [e.emit("exp", [magnitude], name=f"{name}_exp"), _scalar(e, 1.0, x, "one")],
                                  name=f"{name}_1p")], name=f"{name}_log")
@@ -59,12 +60,12 @@ def _smooth(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset:
     x, name = ins[0], node.name
     _float_input(e, node, x)
     if node.op_type == "Softplus":
-        return _finish(e, node, _softplus(e, x, name))
+        return _finish(e, node, softplus(e, x, name))
     if node.op_type == "Softsign":
         denominator = e.emit("add", [e.emit("abs", [x], name=f"{name}_abs"), _scalar(e, 1.0, x, "one")], name=f"{name}_1p")
         return _finish(e, node, e.emit("div", [x, denominator], name=name))
     if node.op_type == "Mish":
-        return _finish(e, node, e.emit("mul", [x, e.emit("tanh", [_softplus(e, x, name)], name=f"{name}_tanh")], name=name))
+        return _finish(e, node, e.emit("mul", [x, e.emit("tanh", [softplus(e, x, name)], name=f"{name}_tanh")], name=name))
     alpha = float(attrs.get("alpha", 1.0))
     scaled = e.emit("mul", [x, _scalar(e, alpha, x, "alpha")], name=f"{name}_alpha") if alpha != 1.0 else x
     return _finish(e, node, e.emit("mul", [x, e.emit("sigmoid", [scaled], name=f"{name}_sigmoid")], name=name))

@@ -19,6 +19,7 @@ import numpy as np
 
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.frontends.onnx_math_ops import softplus
 from tilegraph.graph.frontends.onnx_ops import _out, converts
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -59,10 +60,7 @@ class _Activation:
         if kind == "Softsign":
             return e.emit("div", [x, e.emit("add", [e.emit("abs", [x], name=f"{name}_abs"), c(1.0)], name=f"{name}_d")],
                           name=name)
-        magnitude = e.emit("neg", [e.emit("abs", [x], name=f"{name}_abs")], name=f"{name}_na")  # Softplus
-        tail = e.emit("log", [e.emit("add", [e.emit("exp", [magnitude], name=f"{name}_e"), c(1.0)], name=f"{name}_1p")],
-                      name=f"{name}_log")
-        return e.emit("add", [e.emit("relu", [x], name=f"{name}_r"), tail], name=name)
+        return softplus(e, x, name)
 
 
 def _activations(node: Any, attrs: dict[str, Any], directions: int) -> list[list[_Activation]]:
