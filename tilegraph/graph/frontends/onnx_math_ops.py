@@ -55,6 +55,19 @@ def softplus(e: Emitter, x: str, name: str) -> str:
     return e.emit("add", [e.emit("relu", [x], name=f"{name}_relu"), tail], name=f"{name}_sum")
 
 
+@converts("SwiGLU")
+def _swiglu(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """Swish_alpha(A) * B."""
+    a, b, name = ins[0], ins[1], node.name
+    _float_input(e, node, a)
+    if e.type_of(a).shape != e.type_of(b).shape:
+        raise GraphError(f"node {name!r} (SwiGLU): A {e.type_of(a)} and B {e.type_of(b)} must have one shape")
+    alpha = float(attrs.get("alpha", 1.0))
+    scaled = e.emit("mul", [a, _scalar(e, alpha, a, "alpha")], name=f"{name}_alpha") if alpha != 1.0 else a
+    gate = e.emit("mul", [a, e.emit("sigmoid", [scaled], name=f"{name}_sigmoid")], name=f"{name}_swish")
+    return [e.emit("mul", [gate, b], name=name, outputs=[_out(node)])]
+
+
 @converts("Softplus", "Softsign", "Mish", "Swish")
 def _smooth(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     x, name = ins[0], node.name

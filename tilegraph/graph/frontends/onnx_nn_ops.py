@@ -131,6 +131,43 @@ def _group_norm(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], op
     return [e.emit("identity", [y], name=f"{name}_out", outputs=[_out(node)])]
 
 
+@converts("MeanVarianceNormalization")
+def _mean_variance_norm(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """(x - mean) / sqrt(mean((x - mean)^2) + 1e-9) over `axes` (default 0, 2, 3), as ONNX defines it."""
+    name, x = node.name, ins[0]
+    rank = _rank(e, x)
+    axes = [int(a) % rank for a in attrs.get("axes", [0, 2, 3])]
+    centred = e.emit("sub", [x, _reduce(e, "reduce_mean", x, axes, f"{name}_mean")], name=f"{name}_centred")
+    y = e.emit("mul", [centred, _inv_std(e, centred, axes, 1e-9, name)], name=name)
+    return [e.emit("identity", [y], name=f"{name}_out", outputs=[_out(node)])]
+
+
+@converts("LpPool")
+def _lp_pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """(sum over the window of |x|^p)^(1/p): an average pool of |x|^p counting the padding, times
+    the window's size (the average pool's padding, ceil mode and 1-D handling are reused)."""
+    from tilegraph.graph.frontends.onnx_ops import CONVERTERS
+
+    name, x = node.name or "lp_pool", ins[0]
+    p = int(attrs.get("p", 2))
+    if p < 1:
+        raise GraphError(f"node {name!r} (LpPool): p must be at least 1, got {p}")
+    term = e.emit("abs", [x], name=f"{name}_abs")
+    if p > 1:
+        term = e.emit("pow", [term, _scalar(e, float(p), x, f"{name}_p")], name=f"{name}_pow")
+    inner = type(node)()
+    inner.CopyFrom(node)
+    inner.op_type = "AveragePool"
+    del inner.output[:]
+    inner.output.append(f"{name}_mean")
+    pool_attrs = {**{k: v for k, v in attrs.items() if k != "p"}, "count_include_pad": 1}
+    mean = CONVERTERS["AveragePool"](e, inner, [term], pool_attrs, opset)[0]
+    window = float(np.prod(attrs["kernel_shape"]))
+    total = e.emit("mul", [mean, _scalar(e, window, x, f"{name}_window")], name=f"{name}_sum")
+    y = total if p == 1 else e.emit("pow", [total, _scalar(e, 1.0 / p, x, f"{name}_root")], name=f"{name}_root")
+    return [e.emit("identity", [y], name=f"{name}_out", outputs=[_out(node)])]
+
+
 @converts("LpNormalization")
 def _lp_norm(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     name, x = node.name, ins[0]
