@@ -229,8 +229,8 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
     blocked: set[str] = set()  # outputs of unsupported nodes: their readers cannot be converted
     for index, node in enumerate(proto.graph.node):
         where = f"node {node.name or index!r} ({node.op_type})"
-        if any(i in blocked for i in node.input):
-            blocked.update(node.output)
+        if any(i and i in blocked for i in node.input):
+            blocked.update(o for o in node.output if o)
             if not is_supported(node):
                 unsupported.setdefault(_node_key(node), []).append(node.name or f"#{index}")
             continue
@@ -243,7 +243,7 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
             folded = _fold_unsupported(e, node, ins, proto, where)
             if folded is None:
                 unsupported.setdefault(_node_key(node), []).append(node.name or f"#{index}")
-                blocked.update(node.output)
+                blocked.update(o for o in node.output if o)
                 continue
             outs = folded
         else:
