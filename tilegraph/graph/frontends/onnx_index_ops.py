@@ -70,8 +70,7 @@ def _one_hot(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset
     if not -rank <= axis < rank:
         raise GraphError(f"node {name!r} (OneHot): axis {axis} is out of range for rank {rank}")
     axis %= rank
-    index = _int64(e, indices, f"{name}_i64") if e.type_of(indices).dtype.startswith(("int", "uint")) else \
-        e.emit("cast", [indices], {"to": "int64"}, f"{name}_i64")
+    index = _int64(e, indices, f"{name}_i64")  # float indices truncate, as ONNX's OneHot casts them
     index = _wrapped(e, index, depth, name)
     view = list(e.type_of(index).shape)
     view.insert(axis, 1)
