@@ -31,11 +31,13 @@ import numpy as np
 PASSING_FILE = Path(__file__).resolve().parent.parent / "tests" / "graph" / "onnx_conformance_passing.txt"
 
 # What tilegraph does not set out to compile, by operator (domain-qualified outside ai.onnx).
+TRAINING = "training (tilegraph compiles inference graphs)"
+SEQUENCES = "sequences and optionals (tilegraph compiles tensor graphs)"
 DELIBERATE_OPS = {
-    "training (tilegraph compiles inference graphs)": {
+    TRAINING: {
         "ai.onnx.preview.training.Adagrad", "ai.onnx.preview.training.Adam", "ai.onnx.preview.training.Momentum",
         "ai.onnx.preview.training.Gradient"},
-    "sequences and optionals (tilegraph compiles tensor graphs)": {
+    SEQUENCES: {
         "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
         "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalGetElement",
         "OptionalHasElement"},
@@ -57,12 +59,11 @@ KNOWN_DIFFERENCES = dict.fromkeys(
     "the reference rounds every step to float16 (softmax's max, exp, sum and division); tilegraph rounds per "
     "operator as ONNX Runtime's CPU kernels do: 2 float16 ulps apart on 2 of 192 values (rtol 1e-3), tilegraph "
     "nearer the float64 answer (3.96e-4 vs 4.91e-4 at most); ONNX Runtime misses the first case too")
-# A refusal with this phrase: an input that decides the output's shape (Reshape's shape, Slice's
-# starts, a reduction's axes) or the axes computed (CumSum's axis) arrives at run time; tilegraph
-# compiles static shapes.
-RUNTIME_SHAPE = "must be a constant (computable before run time)"
-RUNTIME_SHAPE_REASON = ("an input deciding the output's shape (or the axes computed) is given at run time (static shapes: "
-                        "the dynamic-shapes issue)")
+KNOWN_DIFFERENCES.update(dict.fromkeys(
+    ("test_dft_inverse", "test_dft_inverse_opset19"),
+    "the expected imaginary parts that are 0 in float64 hold the reference's float32 rounding (1.9e-7, above "
+    "atol 1e-7); tilegraph gives 5.5e-15 there and is within 3.8e-6 of the float64 answer everywhere (the "
+    "reference 1.5e-6, ONNX Runtime 1.9e-5, which misses these cases too)"))
 # ONNX element types tilegraph does not hold (8-bit and 4-bit floats, 4-bit and 2-bit integers, strings).
 DELIBERATE_TYPES = {8: "string", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
                     21: "uint4", 22: "int4", 23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2"}
@@ -71,7 +72,7 @@ DELIBERATE_TYPES = {8: "string", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "
 @dataclass(frozen=True)
 class Outcome:
     name: str
-    status: str  # pass | bound | refused | deliberate | crash | wrong | differs (KNOWN_DIFFERENCES)
+    status: str  # pass | refused | deliberate | crash | wrong | differs (KNOWN_DIFFERENCES)
     detail: str = ""
 
 
@@ -106,10 +107,19 @@ def deliberate_reason(model: Any) -> str | None:
             return reason
     types = _element_types(model)
     if -1 in types:
-        return "sequences and optionals (tilegraph compiles tensor graphs)"
+        return SEQUENCES
     odd = sorted(DELIBERATE_TYPES[t] for t in types if t in DELIBERATE_TYPES)
     if odd:
         return f"element types tilegraph does not hold ({', '.join(odd)})"
+    return None
+
+
+def _deliberate_message(message: str) -> str | None:
+    """The deliberate reason a refusal's message shows (found while converting), or None."""
+    if "training mode" in message:  # BatchNormalization or Dropout asked to train
+        return TRAINING
+    if "sequences or optionals" in message:  # an If branch that returns one
+        return SEQUENCES
     return None
 
 
@@ -118,13 +128,18 @@ def _graph_inputs(model: Any) -> list[str]:
     return [v.name for v in model.graph.input if v.name not in initializers]
 
 
-def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
-    """'' when `got` matches `want` as ONNX's backend runner checks, else what differs."""
-    if hasattr(want, "data_type"):  # a few cases keep their expected output as a TensorProto
+def _array(value: Any) -> Any:
+    """A data set's value as numpy (a few cases keep theirs as TensorProtos, as ONNX's runner reads)."""
+    if hasattr(value, "data_type"):
         from onnx import numpy_helper
 
-        want = numpy_helper.to_array(want)
-    got, want = np.asarray(got), np.asarray(want)
+        return numpy_helper.to_array(value)
+    return value
+
+
+def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
+    """'' when `got` matches `want` as ONNX's backend runner checks, else what differs."""
+    got, want = np.asarray(got), np.asarray(_array(want))
     if want.dtype == object:  # a few cases store integers as Python objects: compare the values
         try:
             want = want.astype(got.dtype)
@@ -144,50 +159,13 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str
     return ""
 
 
-def _bound(model: Any, values: dict[str, np.ndarray]) -> Any:
-    """`model` with the graph inputs in `values` turned into initializers of those values."""
-    from onnx import numpy_helper
-
-    bound = type(model)()
-    bound.CopyFrom(model)
-    keep = [v for v in bound.graph.input if v.name not in values]
-    del bound.graph.input[:]
-    bound.graph.input.extend(keep)
-    bound.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in values.items())
-    return bound
-
-
 def run_case(case: Any) -> Outcome:
-    """Compile and run one backend case; never raises. A case refused because an input deciding
-    the output's shape arrives at run time is tried again with those inputs bound to each data
-    set's values (outcome "bound" when that passes): it checks the operator, not shape dynamism."""
-    deliberate = deliberate_reason(case.model)
-    outcome = _run(case, case.model, case.data_sets, deliberate)
-    if outcome.status != "deliberate" or outcome.detail != RUNTIME_SHAPE_REASON:
-        return outcome
-    names = _graph_inputs(case.model)
-    for inputs, expected in case.data_sets:
-        feeds = dict(zip(names, inputs))
-        bound: dict[str, np.ndarray] = {}
-        for _ in range(len(names) + 1):  # the last try runs with every input bound
-            attempt = _run(case, _bound(case.model, bound), [([feeds[n] for n in names if n not in bound], expected)],
-                           None, keep_message=True)
-            if attempt.status != "refused" or RUNTIME_SHAPE not in attempt.detail:
-                break
-            # the input the refusal names, else (it names a tensor computed from inputs) all of them
-            wanted = [n for n in names if n not in bound and f"{n!r} is not" in attempt.detail] or \
-                [n for n in names if n not in bound]
-            if not wanted:
-                break
-            bound[wanted[0]] = feeds[wanted[0]]
-        if attempt.status == "refused" and "training mode" in attempt.detail:
-            return Outcome(case.name, "deliberate", "training (tilegraph compiles inference graphs)")
-        if attempt.status != "pass":  # bound, it is refused for another reason (or fails): that one counts
-            return attempt
-    return Outcome(case.name, "bound", f"bound at compile time: {', '.join(sorted(bound))}")
+    """Compile and run one backend case as a user would (tg.compile on the model, run on each data
+    set: a model whose shapes depend on input values specialises on them); never raises."""
+    return _run(case, case.model, case.data_sets, deliberate_reason(case.model))
 
 
-def _run(case: Any, onnx_model: Any, data_sets: Any, deliberate: str | None, keep_message: bool = False) -> Outcome:
+def _run(case: Any, onnx_model: Any, data_sets: Any, deliberate: str | None) -> Outcome:
     import tilegraph as tg
     from tilegraph.errors import TilegraphError
 
@@ -195,18 +173,21 @@ def _run(case: Any, onnx_model: Any, data_sets: Any, deliberate: str | None, kee
         model = tg.compile(onnx_model, orchestration="greedy")
     except TilegraphError as e:
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
-        if not deliberate and RUNTIME_SHAPE in message and not keep_message:
-            deliberate = RUNTIME_SHAPE_REASON
+        deliberate = deliberate or _deliberate_message(message)
         return Outcome(case.name, "deliberate" if deliberate else "refused", deliberate or message)
     except Exception as e:  # noqa: BLE001 (anything else is a crash, which the suite reports)
         return Outcome(case.name, "crash", f"compile: {type(e).__name__}: {e}"[:400])
     names = _graph_inputs(onnx_model)
     outputs = [o.name for o in onnx_model.graph.output]
     for inputs, expected in data_sets:
+        inputs = [_array(i) for i in inputs]
         try:
             got = model.run(dict(zip(names, inputs)))
         except TilegraphError as e:
-            return Outcome(case.name, "refused", f"run: {str(e).splitlines()[0]}")
+            message = str(e).splitlines()[0]
+            if _deliberate_message(message):  # a specialised model compiles at its first run
+                return Outcome(case.name, "deliberate", _deliberate_message(message))
+            return Outcome(case.name, "refused", f"run: {message}")
         except Exception as e:  # noqa: BLE001
             return Outcome(case.name, "crash", f"run: {type(e).__name__}: {e}"[:400])
         for name, want in zip(outputs, expected):
@@ -227,8 +208,7 @@ def summary(outcomes: list[Outcome], opsets: dict[str, int | None]) -> str:
     counts = collections.Counter(o.status for o in outcomes)
     mid = [o for o in outcomes if opsets.get(o.name) is not None and 13 <= opsets[o.name] <= 21]
     mid_pass = sum(o.status == "pass" for o in mid)
-    return (f"ONNX backend node cases: {counts['pass']} of {len(outcomes)} pass (and {counts['bound']} more with "
-            f"shape-deciding inputs bound as constants), {counts['refused']} refused, "
+    return (f"ONNX backend node cases: {counts['pass']} of {len(outcomes)} pass, {counts['refused']} refused, "
             f"{counts['deliberate']} refused on purpose, {counts['crash']} crash, {counts['wrong']} wrong, "
             f"{counts['differs']} off the reference's own rounding (KNOWN_DIFFERENCES); "
             f"opsets 13-21: {mid_pass} of {len(mid)} pass")
@@ -264,7 +244,6 @@ def operator_table() -> str:
     for reason, members in DELIBERATE_OPS.items():
         lines.append(f"- {reason}: {', '.join(sorted(members))}")
     lines.append(f"- element types: {', '.join(sorted(set(DELIBERATE_TYPES.values())))}")
-    lines.append(f"- {RUNTIME_SHAPE_REASON}")
     lines += ["", TABLE_END]
     return "\n".join(lines) + "\n"
 
@@ -303,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only:
             print("--write-passing needs the full run (no --only)", file=sys.stderr)
             return 2
-        PASSING_FILE.write_text("".join(f"{o.name} {o.status}\n" for o in outcomes if o.status in ("pass", "bound")))
+        PASSING_FILE.write_text("".join(f"{o.name} {o.status}\n" for o in outcomes if o.status == "pass"))
         print(f"wrote {PASSING_FILE}")
     return 1 if any(o.status in ("crash", "wrong") for o in outcomes) else 0
 

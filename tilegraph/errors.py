@@ -63,6 +63,17 @@ class UnsupportedOpError(GraphError):
         super().__init__(f"{source}{where} uses {len(parts)} unsupported operator type(s): " + "; ".join(parts))
 
 
+class RunTimeValueError(GraphError):
+    """A tensor whose value decides a shape (a Reshape's shape, a reduction's axes, Resize's sizes)
+    is known only at run time. `tensor` names it; `inputs` are the model inputs it is computed from
+    (filled in by the frontend), which compile_model specialises on (graph/specialize.py)."""
+
+    def __init__(self, message: str, tensor: str, inputs: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.tensor = tensor
+        self.inputs = tuple(inputs)
+
+
 class ModelFileError(TilegraphError, ValueError):
     """A model file cannot be read: malformed or truncated ONNX, missing external data, a saved
     compiled model from another target or tilegraph version, an unwritable output path."""

@@ -190,3 +190,28 @@ def test_an_embedding_runs_on_valid_random_ids_and_refuses_bad_ones(tmp_path, ca
     assert main(["run", str(path), "--input", f"ids={tmp_path / 'ids.npy'}", "--vs", "onnxruntime"]) == 2
     err = capsys.readouterr().err
     assert "index 30 is out of range" in err and err.count("\n") == 1
+
+
+def test_inputs_that_decide_shapes_are_bound_with_value(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], "m",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5]),
+                               helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "r.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), str(path))
+    assert main(["run", str(path)]) == 2
+    assert "--value axes=" in capsys.readouterr().err
+    assert main(["run", str(path), "--value", "axes=1", "--vs", "onnxruntime", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["outputs"]["y"] == [3, 5] and report["onnxruntime_relative_error"] < 1e-6
+    assert main(["compile", str(path), "--value", "axes=-1", "-o", str(tmp_path / "r.tg"), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(tmp_path / "r.tg"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outputs"]["y"] == [3, 4]
+    assert main(["run", str(tmp_path / "r.tg"), "--value", "axes=1"]) == 2
+    assert "bound already" in capsys.readouterr().err
+    for bad in ("axes=x", "axes", "axes=1.5"):
+        assert main(["run", str(path), "--value", bad]) == 2
+        assert capsys.readouterr().err.count("\n") == 1

@@ -11,8 +11,7 @@ pytest.importorskip("onnx.backend.test.case.node")
 from benchmarks.onnx_conformance import PASSING_FILE, cases, run_case  # noqa: E402
 
 CASES = cases()
-# name -> "pass" or "bound" (passes with its shape-deciding inputs bound as constants)
-MUST_PASS = dict(line.split() for line in PASSING_FILE.read_text().splitlines()) if PASSING_FILE.exists() else {}
+MUST_PASS = {line.split()[0] for line in PASSING_FILE.read_text().splitlines()} if PASSING_FILE.exists() else set()
 OUTCOMES: dict[str, object] = {}  # name -> Outcome, for the end-of-run count
 
 
@@ -29,8 +28,7 @@ def test_backend_case(case):
     OUTCOMES[case.name] = outcome
     assert outcome.status not in ("crash", "wrong"), f"{outcome.status}: {outcome.detail}"
     if case.name in MUST_PASS:
-        allowed = ("pass",) if MUST_PASS[case.name] == "pass" else ("pass", "bound")
-        assert outcome.status in allowed, f"{MUST_PASS[case.name]} before, now {outcome.status}: {outcome.detail}"
+        assert outcome.status == "pass", f"passed before, now {outcome.status}: {outcome.detail}"
 
 
 def test_docs_list_the_operators_from_the_converter_table():

@@ -21,7 +21,8 @@ def _model(op, inputs, output_shape=None, attrs=None, inits=(), opset=18, output
     node = helper.make_node(op, [n for n, *_ in inputs] + init_names, [f"y{i}" for i in range(outputs)], **(attrs or {}))
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-        [helper.make_tensor_value_info(f"y{i}", out_type, None) for i in range(outputs)],
+        [helper.make_tensor_value_info(f"y{i}", out_type[i] if isinstance(out_type, list) else out_type, None)
+         for i in range(outputs)],
         [numpy_helper.from_array(a, n) for n, a in inits])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
@@ -133,6 +134,25 @@ CASES = {
                                       ("sz", np.array([2, 3, 3, 11], np.int64))]),
     "Tile": _model("Tile", [("x", F, [2, 3])], inits=[("r", np.array([2, 3], np.int64))]),
     "DepthToSpace": _model("DepthToSpace", [("x", F, [1, 8, 2, 3])], attrs={"blocksize": 2, "mode": "CRD"}),
+    # onnx_pooling, onnx_index_ops (TopK), onnx_signal_ops, onnx_nn_ops (LRN, ReverseSequence), onnx_grid_ops
+    "MaxPool3dDilated": _model("MaxPool", [("x", F, [1, 2, 5, 6, 7])], attrs={
+        "kernel_shape": [2, 3, 2], "strides": [1, 2, 2], "dilations": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]}),
+    "AveragePoolCeilUncounted": _model("AveragePool", [("x", F, [1, 3, 7, 6])], attrs={
+        "kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 0, 1], "ceil_mode": 1}),
+    "AveragePool3dSameUpper": _model("AveragePool", [("x", F, [2, 1, 5, 4, 3])], attrs={
+        "kernel_shape": [2, 3, 2], "auto_pad": "SAME_UPPER", "count_include_pad": 1}),
+    "TopK": _model("TopK", [("x", F, [3, 11, 2])], attrs={"axis": 1}, inits=[("k", np.array([4], np.int64))],
+                   outputs=2, out_type=[F, I64]),
+    "TopKSmallest": _model("TopK", [("x", F, [5, 7])], attrs={"largest": 0}, inits=[("k", np.array([7], np.int64))],
+                           outputs=2, out_type=[F, I64]),
+    "DFTComplexAxis1": _model("DFT", [("x", F, [2, 7, 3, 2])], opset=20, inits=[
+        ("n", np.array(9, np.int64)), ("a", np.array(1, np.int64))]),
+    "DFTOnesided": _model("DFT", [("x", F, [3, 10, 1])], opset=20, attrs={"onesided": 1}),
+    "LRN": _model("LRN", [X], attrs={"size": 5, "alpha": 0.01, "beta": 0.6, "bias": 1.5}),
+    "ReverseSequence": _model("ReverseSequence", [("x", F, [5, 3, 2])], attrs={"time_axis": 0, "batch_axis": 1},
+                              inits=[("lens", np.array([5, 1, 3], np.int64))]),
+    "AffineGrid": _model("AffineGrid", [("t", F, [2, 2, 3])], opset=20, attrs={"align_corners": 0},
+                         inits=[("size", np.array([2, 3, 4, 5], np.int64))]),
 }
 
 
@@ -171,7 +191,8 @@ def test_shape_subgraphs_fold_to_constants():
 
 def test_unsupported_ops_are_all_named_before_compiling():
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Det", ["a"], ["b"], name="e1"),
-             helper.make_node("TopK", ["b", "k"], ["y0", "i"], name="t1"), helper.make_node("Det", ["b"], ["c"], name="e2")]
+             helper.make_node("MaxRoiPool", ["b", "k"], ["y0"], name="t1",
+                                                                      pooled_shape=[1, 1]), helper.make_node("Det", ["b"], ["c"], name="e2")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
                               [helper.make_tensor_value_info("y0", F, None)],
                               [numpy_helper.from_array(np.array([1], np.int64), "k")])
@@ -179,7 +200,7 @@ def test_unsupported_ops_are_all_named_before_compiling():
     with pytest.raises(UnsupportedOpError) as info:
         tg.graph.from_onnx(model)
     message = str(info.value)
-    assert "Det (nodes: e1, e2)" in message and "TopK (nodes: t1)" in message and "opset 18" in message
+    assert "Det (nodes: e1, e2)" in message and "MaxRoiPool (nodes: t1)" in message and "opset 18" in message
     assert "\n" not in message
 
 

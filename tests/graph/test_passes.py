@@ -8,6 +8,7 @@ from tilegraph.graph.passes import (
     compute_half_in_float,
     eliminate_common_subexpressions,
     eliminate_dead_code,
+    empty_tensors_as_constants,
     fold_batch_norm,
     fold_constants,
     optimize,
@@ -228,3 +229,24 @@ def test_compute_half_in_float_wraps_computing_float16_nodes_in_casts():
     _same_outputs(g, after, x=x_value)
     float32_graph = _convnet()
     assert compute_half_in_float(float32_graph) is float32_graph
+
+
+def test_empty_tensors_become_constants_and_what_reads_only_them_folds():
+    b = GraphBuilder("empty")
+    data = b.input("data", TensorType((2, 0, 3), "float32"))
+    x = b.input("x", TensorType((5, 3), "float32"))
+    total = b.add("reduce_sum", [data], {"axes": (1,), "keepdims": 0})    # [2, 3] of zeros
+    largest = b.add("reduce_max", [data], {"axes": (1,), "keepdims": 0})  # [2, 3] of -inf
+    nothing = b.add("slice", [x], {"begin": (2, 0), "end": (2, 3), "steps": (1, 1)})  # [0, 3]
+    joined = b.add("concat", [x, nothing], {"axis": 0})
+    g = b.build([total, largest, joined, nothing])
+    fired: list[str] = []
+    out = fold_constants(empty_tensors_as_constants(g, fired))
+    assert out.inputs == ("data", "x")  # the interface keeps the empty input
+    assert not any("data" in n.inputs for n in out.nodes)
+    assert total in out.constants and largest in out.constants and nothing in out.constants
+    assert [n.op for n in out.nodes] == ["concat"] and out.nodes[0].inputs == ("x",)
+    np.testing.assert_array_equal(out.constants[total], np.zeros((2, 3)))
+    np.testing.assert_array_equal(out.constants[largest], np.full((2, 3), -np.inf))
+    assert any("computes nothing" in f for f in fired) and any("drops empty operands" in f for f in fired)
+    _same_outputs(g, out, data=np.zeros((2, 0, 3), np.float32), x=RNG.standard_normal((5, 3)).astype(np.float32))

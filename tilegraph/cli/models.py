@@ -1,9 +1,13 @@
 """`tilegraph compile` and `tilegraph run`: whole models from the command line.
 
     tilegraph compile MODEL.onnx [-o DIR] [--time S] [--trials N] [--threads N] [--db PATH] [--json]
-                      [--input-shape NAME=D0,D1,...]
+                      [--input-shape NAME=D0,D1,...] [--value NAME=V0,V1,...]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
-                  [--target cpu|opencl|cuda]
+                  [--target cpu|opencl|cuda] [--value NAME=V0,V1,...]
+
+An input that decides shapes (a reduction's axes, a Reshape's shape given as a graph input) is
+bound with `--value NAME=V0,V1,...` (a model compiles to static shapes); without it the command
+names the inputs and stops with code 2.
 
 MODEL may also name a reference model (resnet50, mobilenet_v2, bert, gpt2): it is exported to ONNX
 first (and PyTorch is then available as a peer). Inputs not given are random (seed 0); `run`
@@ -43,6 +47,9 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp.add_argument("-o", "--output", default=None, help="where to save the compiled model (default MODEL.tg)")
     comp.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="fix a symbolic input extent of an ONNX model (repeatable)")
+    comp.add_argument("--value", action="append", default=[], metavar="NAME=V0,V1,...",
+                      help="bind an input that decides shapes (a reduction's axes, a Reshape's shape) to these "
+                           "values (repeatable)")
     comp.add_argument("--time", type=_budget_seconds, default=0.0,
                       help="whole-model tuning budget, seconds (0: no tuning)")
     comp.add_argument("--trials", type=int_at_least(0), default=None,
@@ -62,6 +69,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input array")
     run.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                      help="fix a symbolic input extent of an ONNX model (repeatable)")
+    run.add_argument("--value", action="append", default=[], metavar="NAME=V0,V1,...",
+                     help="bind an input that decides shapes to these values (repeatable)")
     run.add_argument("--output", default=None, help="a folder to write each output to as NAME.npy")
     run.add_argument("--bench", action="store_true", help="time the model (warm-up, alternating rounds, medians)")
     run.add_argument("--vs", default="", help="peers to race and check against: onnxruntime,torch,torch.compile")
@@ -131,7 +140,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         model = compile_model(str(onnx_path), db=db, time_budget=args.time, fuse=not args.no_fuse,
                               orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite),
                               trials=args.trials, num_threads=args.threads, tune_progress=show,
-                              input_shapes=input_shapes(args.input_shape))
+                              input_shapes=input_shapes(args.input_shape), values=input_values(args.value))
+    _require_static(model, args.model)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
                  "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
@@ -215,6 +225,46 @@ def input_shapes(given: list[str]) -> dict[str, tuple[int, ...]] | None:
     return shapes or None
 
 
+def input_values(given: list[str]) -> dict[str, list[float]] | None:
+    """--value NAME=V0,V1,... options as compile_model's values (converted to each input's dtype)."""
+    values: dict[str, list[float]] = {}
+    for item in given:
+        name, _, text = item.partition("=")
+        try:
+            numbers = [float(v) if any(c in v for c in ".eEn") else int(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            numbers = []
+        if not name or not numbers:
+            raise ValueError(f"--value {item!r}: expected NAME=V0,V1,... with numbers")
+        if name in values:
+            raise ValueError(f"--value {name!r} is given twice")
+        values[name] = numbers
+    return values or None
+
+
+def _bound_values(onnx_path: Path | None, given: list[str]) -> dict[str, np.ndarray]:
+    """The --value inputs as the arrays compiling bound (the input's dtype and shape)."""
+    values = input_values(given)
+    if not values or onnx_path is None:
+        return {}
+    from onnx import numpy_helper
+
+    from tilegraph.graph.frontends.onnx import bind_inputs
+
+    bound = bind_inputs(str(onnx_path), values)
+    return {t.name: numpy_helper.to_array(t) for t in bound.graph.initializer if t.name in values}
+
+
+def _require_static(model: Any, spec: str) -> None:
+    """The CLI compiles one model: inputs that decide shapes must be bound with --value."""
+    from tilegraph.graph.specialize import SpecializedModel
+
+    if isinstance(model, SpecializedModel):
+        flags = " ".join(f"--value {n}=..." for n in model.value_inputs)
+        raise ValueError(f"{spec}: inputs {', '.join(model.value_inputs)} decide shapes ({model.reason}); "
+                         f"pass {flags}")
+
+
 def output_file_name(name: str) -> str:
     """A file name for output `name`, distinct for distinct names: characters other than letters,
     digits, '-', '_' and '.' are %-escaped (so 'a/b' and 'a_b' never meet), and names of dots alone
@@ -262,9 +312,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                          "pass the ONNX file or the reference model name instead")
     if kind == "saved" and args.input_shape:
         raise ValueError("--input-shape: a saved model's shapes are fixed; pass the ONNX file instead")
+    if kind == "saved" and args.value:
+        raise ValueError("--value: a saved model's values are bound already; pass the ONNX file instead")
     model = load_model(args.model) if kind == "saved" else compile_model(
         str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse, orchestration=args.orchestration,
-        input_shapes=input_shapes(args.input_shape))
+        input_shapes=input_shapes(args.input_shape), values=input_values(args.value))
+    _require_static(model, args.model)
     # peers run on the host's cores, also when the model runs on a device
     thread_count = args.threads or model.target.num_cores or threads.configured_num_threads() or Target().num_cores
     inputs = _inputs(model, args.input)
@@ -272,8 +325,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"model": args.model, "outputs": {k: list(v.shape) for k, v in outputs.items()}}
     contenders = {"tilegraph": lambda: model.run(inputs)}
     torch_module = zoo.torch_model(zoo_name)[0] if zoo_name and any(p.startswith("torch") for p in peers) else None
+    peer_inputs = {**inputs, **_bound_values(onnx_path, args.value)}  # a peer reads the bound inputs too
     for name in peers:
-        call, outs = peer(name, str(onnx_path) if onnx_path else None, torch_module, inputs, thread_count)
+        call, outs = peer(name, str(onnx_path) if onnx_path else None, torch_module, peer_inputs, thread_count)
         try:
             expected = outs()
         except Exception as e:  # the peer refused these inputs (ORT's InvalidArgument, an IndexError): one line
@@ -314,4 +368,4 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_commands", "cmd_compile", "cmd_run"]
+__all__ = ["add_commands", "cmd_compile", "cmd_run", "input_values"]

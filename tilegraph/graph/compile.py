@@ -8,12 +8,17 @@
     model = compile_model(g, extra_rewrites=("conv_to_gemm",)) # optional rewrites (passes.OPTIONAL)
     model = compile_model(g, time_budget=180, db="tune.db")    # tune the model's tasks first
     model = compile_model("bert.onnx", input_shapes={"input_ids": (1, 128)})   # fix symbolic extents
+    model = compile_model("m.onnx", values={"axes": [1]})      # inputs that decide shapes, as constants
     print(model.tuning.table())
 
 Steps: the graph passes (passes.optimize), the greedy fusion groups (fusion.partition), then
 with orchestration="blp" (the default) the kernels a binary linear program picks among measured
 candidates (fusion.choose; greedy for a target this machine cannot run), each built from the
 database's best record of its anchor, else the default schedule; the memory plan.
+
+An ONNX model whose shapes depend on input values (a Reshape's shape, a reduction's axes given as
+graph inputs) compiles to a SpecializedModel (graph/specialize.py): one CompiledModel per set of
+those values, made at the first run with them; `values=` binds them up front instead.
 
 `time_budget` (seconds) and/or `trials` (measurements, earlier runs' included) first tune the
 model's tasks into `db` (the default database when None) with the task scheduler
@@ -30,7 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tilegraph.errors import GraphError, ResourceError
+from tilegraph.errors import GraphError, ResourceError, RunTimeValueError
 from tilegraph.graph.device_model import DeviceModel
 from tilegraph.graph.fusion.choose import orchestrate_kernels
 from tilegraph.graph.fusion.compose import group_spec
@@ -41,6 +46,7 @@ from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
 from tilegraph.graph.passes import optimize
 from tilegraph.graph.plan import ALIGN, plan_memory
+from tilegraph.graph.specialize import SpecializedModel
 from tilegraph.runtime.device_memory import device_alignment
 from tilegraph.target import as_target, host_supports
 
@@ -77,8 +83,11 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   orchestration: str = DEFAULT_ORCHESTRATION, extra_rewrites: tuple[str, ...] = (),
                   trials: int | None = None, num_threads: int | None = None,
                   tune_progress: Callable[[Any, str], None] | None = None,
-                  input_shapes: Any = None) -> CompiledModel:
+                  input_shapes: Any = None, values: Any = None) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
+    onnx_model = isinstance(model, (str, os.PathLike)) or type(model).__name__ == "ModelProto"
+    if values is not None and not onnx_model:
+        raise GraphError("values= binds inputs of an ONNX model (a graph or a module has no such inputs)")
     if orchestration not in ORCHESTRATIONS:
         raise GraphError(f"unknown orchestration {orchestration!r}; choose one of {', '.join(ORCHESTRATIONS)}")
     if (not isinstance(time_budget, (int, float)) or isinstance(time_budget, bool) or not math.isfinite(time_budget)
@@ -104,7 +113,23 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         from tilegraph.tune.database import open_database
 
         db = open_database(db, readonly=not tune)
-    graph = as_graph(model, example_inputs, input_shapes)
+    if values:
+        from tilegraph.graph.frontends.onnx import bind_inputs
+
+        model = bind_inputs(model, values, str(model) if isinstance(model, (str, os.PathLike)) else "model")
+    try:
+        graph = as_graph(model, example_inputs, input_shapes)
+    except RunTimeValueError as err:
+        if not onnx_model or not err.inputs:
+            raise
+        from tilegraph.graph.frontends.onnx import load_model
+
+        proto = load_model(model)
+        options = dict(target=tgt, db=db, time_budget=time_budget, optimize_graph=optimize_graph, workers=workers,
+                       progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
+                       trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes)
+        return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
+                                str(err).split(";")[0])
     rewrites: list[str] = []
     if optimize_graph:
         graph, rewrites = optimize(graph, extra=extra_rewrites)
@@ -145,12 +170,14 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
 
 
 def _check_tensor_sizes(graph: Graph) -> None:
-    """Refuse, before building or allocating anything, zero-sized run-time tensors (no kernel
-    computes them) and a model whose inputs and outputs alone exceed this machine's memory."""
+    """Refuse, before building or allocating anything, zero-sized tensors a kernel would read or
+    write (passes.empty_tensors_as_constants leaves none where it can), and a model whose inputs
+    and outputs alone exceed this machine's memory."""
     from tilegraph.testing.data import available_memory
 
-    for name, t in graph.values.items():
-        if t.size == 0 and name not in graph.constants:
+    touched = {t for node in graph.nodes for t in (*node.inputs, *node.outputs)}
+    for name, t in graph.values.items():  # an empty input no kernel reads (a pass made it a constant) is fine
+        if t.size == 0 and name not in graph.constants and name in touched:
             raise GraphError(f"tensor {name!r} is zero-sized ({t}); tilegraph does not compile zero-sized tensors")
     have = available_memory()
     need = sum(graph.values[n].nbytes for n in {*graph.inputs, *graph.outputs} if n not in graph.constants)

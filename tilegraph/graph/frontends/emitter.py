@@ -11,12 +11,12 @@ Folding runs each op's numpy reference, exactly as `passes.fold_constants` does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from tilegraph.errors import GraphError
+from tilegraph.errors import RunTimeValueError
 from tilegraph.graph.builder import GraphBuilder
 from tilegraph.graph.ir import Node
 from tilegraph.graph.ops.registry import infer_types, reference_outputs
@@ -37,6 +37,10 @@ def fold_node(b: GraphBuilder, node: Node, inputs: list[str]) -> list[str] | Non
 
 
 class Emitter(GraphBuilder):
+    # converts a subgraph (an If branch) in the enclosing scope: (GraphProto, where) -> its outputs;
+    # set by the frontend that owns the scope
+    subgraph: Callable[[Any, str], list[str]] | None = None
+
     def emit(self, op: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, name: str = "",
              outputs: Sequence[str] | None = None, num_outputs: int = 1) -> str:
         return self.emit_multi(op, inputs, attrs, name, outputs, num_outputs)[0]
@@ -48,10 +52,10 @@ class Emitter(GraphBuilder):
         return folded if folded is not None else self.add_multi(op, inputs, attrs, name, outputs, num_outputs)
 
     def value(self, name: str, what: str) -> np.ndarray:
-        """The constant value of tensor `name`; GraphError saying `what` needed it otherwise."""
+        """The constant value of tensor `name`; RunTimeValueError saying `what` needed it otherwise."""
         if name not in self.constants:
-            raise GraphError(f"{what} must be a constant (computable before run time); {name!r} is not. "
-                             "tilegraph compiles static shapes only")
+            raise RunTimeValueError(f"{what} must be a constant (computable before run time); {name!r} is not. "
+                                    "tilegraph compiles static shapes only", name)
         return self.constants[name]
 
 

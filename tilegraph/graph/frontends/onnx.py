@@ -23,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from tilegraph.errors import GraphError, ModelFileError, UnsupportedOpError
+from tilegraph.errors import GraphError, ModelFileError, RunTimeValueError, UnsupportedOpError, shorten
 from tilegraph.graph.frontends import (  # noqa: F401 (register their converters)
     onnx_attention,
+    onnx_control_ops,
+    onnx_grid_ops,
     onnx_index_ops,
     onnx_loss_ops,
     onnx_math_ops,
@@ -34,6 +36,7 @@ from tilegraph.graph.frontends import (  # noqa: F401 (register their converters
     onnx_recurrent,
     onnx_resize,
     onnx_shape_ops,
+    onnx_signal_ops,
 )
 from tilegraph.graph.frontends.emitter import FOLD_LIMIT_BYTES, Emitter
 from tilegraph.graph.frontends.onnx_ops import CONVERTERS, dtype_of
@@ -225,9 +228,95 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
         if value_info.name not in initializers:
             env[value_info.name] = e.input(value_info.name, _input_type(value_info, input_shapes or {}))
     _check_single_definitions(proto, source)
+    e.subgraph = lambda graph, where: _convert_subgraph(e, graph, env, proto, opset, f"{source}: {where}")
+    unsupported = _convert_nodes(e, proto.graph.node, env, proto, opset, source)
+    if unsupported:
+        raise UnsupportedOpError(unsupported, opset, source)
+    outputs = []
+    for value_info in proto.graph.output:
+        if value_info.name not in env:
+            raise GraphError(f"{source}: graph output {value_info.name!r} is never computed")
+        outputs.append(_output_named(e, env[value_info.name], value_info.name))
+    return e.build(outputs).verify()
+
+
+def model_inputs(proto: Any) -> list[str]:
+    """The graph inputs a caller feeds (initializers listed as inputs are weights, not inputs)."""
+    initializers = {t.name for t in proto.graph.initializer}
+    return [v.name for v in proto.graph.input if v.name not in initializers]
+
+
+def upstream_inputs(proto: Any, tensors: Sequence[str]) -> tuple[str, ...]:
+    """The model inputs (in model order) that `tensors` are computed from."""
+    producers = {out: node for node in proto.graph.node for out in node.output if out}
+    seen: set[str] = set()
+    stack = list(tensors)
+    while stack:
+        tensor = stack.pop()
+        if tensor not in seen:
+            seen.add(tensor)
+            if tensor in producers:
+                stack.extend(i for i in producers[tensor].input if i)
+    return tuple(name for name in model_inputs(proto) if name in seen)
+
+
+def bind_inputs(model: Any, values: Mapping[str, Any], source: str = "model") -> Any:
+    """A copy of ONNX `model` whose inputs named in `values` are initializers holding those values:
+    what compiling with `values=` (or a specialisation on run-time values) reads.
+
+        before: inputs x: float32[2, 3], axes: int64[1];  ReduceSum(x, axes)
+        after:  inputs x: float32[2, 3];  initializer axes = [1];  ReduceSum(x, axes)
+
+    A value given as an array must have the input's declared dtype; a list or number is converted
+    to it (exactly, else GraphError); either must fit the declared shape (a size-1 or scalar value
+    takes the declared shape of one element)."""
+    from onnx import helper, numpy_helper
+
+    proto = load_model(model)
+    declared = {v.name: v for v in proto.graph.input}
+    names = model_inputs(proto)
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise GraphError(f"{source}: values names {unknown}, which are not model inputs ({', '.join(names)})")
+    arrays = {}
+    for name, value in values.items():
+        tensor = declared[name].type.tensor_type
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        if isinstance(value, np.ndarray):
+            if value.dtype != dtype:
+                raise GraphError(f"{source}: value of input {name!r} is {value.dtype}, the model takes {dtype}")
+            array = value
+        else:
+            array = np.asarray(value)
+            converted = array.astype(dtype)
+            if array.dtype.kind not in "biuf" or not np.array_equal(converted, array):
+                raise GraphError(f"{source}: value of input {name!r} ({shorten(value)}) is not exactly a {dtype}")
+            array = converted
+        if tensor.HasField("shape"):
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+            if len(dims) != array.ndim and array.size == 1 and None not in dims and int(np.prod(dims)) == 1:
+                array = array.reshape(dims)
+            if len(dims) != array.ndim or any(d is not None and d != a for d, a in zip(dims, array.shape)):
+                shown = [d if d is not None else "?" for d in dims]
+                raise GraphError(f"{source}: value of input {name!r} has shape {list(array.shape)}, "
+                                 f"the model takes {shown}")
+        arrays[name] = array
+    bound = type(proto)()
+    bound.CopyFrom(proto)
+    keep = [v for v in bound.graph.input if v.name not in arrays]
+    del bound.graph.input[:]
+    bound.graph.input.extend(keep)
+    bound.graph.initializer.extend(numpy_helper.from_array(a, name) for name, a in arrays.items())
+    return bound
+
+
+def _convert_nodes(e: Emitter, nodes: Any, env: dict[str, str], proto: Any, opset: int,
+                   source: str) -> dict[str, list[str]]:
+    """Convert `nodes` in order into `e`, recording each output's graph name in `env`; the
+    unsupported operators left (after folding), by op type."""
     unsupported: dict[str, list[str]] = {}
     blocked: set[str] = set()  # outputs of unsupported nodes: their readers cannot be converted
-    for index, node in enumerate(proto.graph.node):
+    for index, node in enumerate(nodes):
         where = f"node {node.name or index!r} ({node.op_type})"
         if any(i and i in blocked for i in node.input):
             blocked.update(o for o in node.output if o)
@@ -249,19 +338,42 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
         else:
             try:
                 outs = CONVERTERS[node.op_type](e, node, ins, _attributes(node), opset)
+            except RunTimeValueError as err:
+                onnx_names = [o for o, g in env.items() if g == err.tensor] or [i for i in node.input if i]
+                raise RunTimeValueError(str(err) if where in str(err) else f"{where}: {err}", err.tensor,
+                                        upstream_inputs(proto, onnx_names)) from None
+            except UnsupportedOpError:  # from a subgraph: names its operators already
+                raise
             except GraphError as err:
                 raise type(err)(str(err) if where in str(err) else f"{where}: {err}") from None
         for onnx_name, graph_name in zip(node.output, outs):
             if onnx_name:
                 env[onnx_name] = graph_name
+    return unsupported
+
+
+def _convert_subgraph(e: Emitter, graph: Any, outer: dict[str, str], proto: Any, opset: int,
+                      source: str) -> list[str]:
+    """The graph tensors of a subgraph's outputs (an If branch), its nodes converted into `e`
+    reading the enclosing scope's tensors by name."""
+    from onnx import numpy_helper
+
+    env = dict(outer)
+    for tensor in graph.initializer:
+        env[tensor.name] = e.constant(_graph_array(numpy_helper.to_array(tensor), f"{source}: {tensor.name!r}"),
+                                      tensor.name)
+    enclosing = e.subgraph  # a subgraph nested in this one reads this scope
+    e.subgraph = lambda inner, where: _convert_subgraph(e, inner, env, proto, opset, f"{source}: {where}")
+    try:
+        unsupported = _convert_nodes(e, graph.node, env, proto, opset, source)
+    finally:
+        e.subgraph = enclosing
     if unsupported:
         raise UnsupportedOpError(unsupported, opset, source)
-    outputs = []
-    for value_info in proto.graph.output:
-        if value_info.name not in env:
-            raise GraphError(f"{source}: graph output {value_info.name!r} is never computed")
-        outputs.append(_output_named(e, env[value_info.name], value_info.name))
-    return e.build(outputs).verify()
+    missing = [o.name for o in graph.output if o.name not in env]
+    if missing:
+        raise GraphError(f"{source}: subgraph outputs {missing} are never computed")
+    return [env[o.name] for o in graph.output]
 
 
 def _graph_array(array: np.ndarray, where: str) -> np.ndarray:
@@ -302,5 +414,5 @@ def _output_named(e: Emitter, tensor: str, wanted: str) -> str:
     return e.add("identity", [tensor], name=f"{wanted}_output", outputs=[wanted])
 
 
-__all__ = ["from_onnx", "load_model", "check_supported", "check_opset", "is_supported", "newest_opset",
-           "OLDEST_OPSET", "NATIVE_OPSET"]
+__all__ = ["from_onnx", "load_model", "bind_inputs", "model_inputs", "upstream_inputs", "check_supported",
+           "check_opset", "is_supported", "newest_opset", "OLDEST_OPSET", "NATIVE_OPSET"]

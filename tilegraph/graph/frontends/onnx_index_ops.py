@@ -7,6 +7,8 @@
     ScatterND, ScatterElements
                              per target position, the updates whose index hits it (an equality
                              mask), summed or reduced; where nothing hits, the data as it is
+    TopK(x, k)               each element's rank (how many precede it: larger, or equal at a lower
+                             index), then output r takes the element whose rank is r
 
 The masks cost (updates x positions) work: these ops sit at the edges of inference graphs (position
 ids, embedding updates, cache writes), not in their hot loops.
@@ -204,3 +206,51 @@ def _scatter_elements(e: Emitter, node: Any, ins: list[str], attrs: dict[str, An
     updates_rows = e.emit("reshape", [updates], {"shape": (count,)}, f"{name}_updates")
     y = scatter_rows(e, node, rows, flat, updates_rows, attrs.get("reduction", "none"), name)
     return [e.emit("reshape", [y], {"shape": d_shape}, name, [_out(node)])]
+
+
+MAX_TOPK_AXIS = 4096  # the rank compares every pair along the axis
+
+
+@converts("TopK")
+def _top_k(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, name = ins[0], node.name
+    shape = e.type_of(x).shape
+    rank_ = len(shape)
+    k = _ints(e, ins[1], f"node {name!r} (TopK) k")[0] if len(ins) > 1 and ins[1] else int(attrs.get("k", 1))
+    axis = int(attrs.get("axis", -1))
+    if not -rank_ <= axis < rank_:
+        raise GraphError(f"node {name!r} (TopK): axis {axis} is out of range for {e.type_of(x)}")
+    axis %= rank_
+    n = shape[axis]
+    if not 1 <= k <= n:
+        raise GraphError(f"node {name!r} (TopK): k {k} is outside 1..{n}")
+    if n > MAX_TOPK_AXIS:
+        raise GraphError(f"node {name!r} (TopK): an axis of {n} > {MAX_TOPK_AXIS} elements is not supported "
+                         "(the ranking compares every pair)")
+    perm = [d for d in range(rank_) if d != axis] + [axis]
+    moved = e.emit("transpose", [x], {"perm": tuple(perm)}, f"{name}_last") if perm != list(range(rank_)) else x
+    lead = e.type_of(moved).shape[:-1]
+    column = e.emit("reshape", [moved], {"shape": (*lead, n, 1)}, f"{name}_i")  # element i
+    row = e.emit("reshape", [moved], {"shape": (*lead, 1, n)}, f"{name}_j")     # against every j
+    before = e.emit("greater" if attrs.get("largest", 1) else "less", [row, column], name=f"{name}_beats")
+    earlier = e.constant(np.tril(np.ones((n, n), dtype=bool), -1), f"{name}_earlier")  # j < i
+    tie = e.emit("and", [e.emit("equal", [row, column], name=f"{name}_ties"), earlier], name=f"{name}_tie_first")
+    ahead = e.emit("or", [before, tie], name=f"{name}_ahead")
+    position = e.emit("reduce_sum", [e.emit("cast", [ahead], {"to": "int64"}, f"{name}_count")],
+                      {"axes": (-1,), "keepdims": 0}, f"{name}_rank")
+    wanted = e.constant(np.arange(k, dtype=np.int64).reshape(k, 1), f"{name}_ranks")
+    hit = e.emit("equal", [e.emit("reshape", [position], {"shape": (*lead, 1, n)}, f"{name}_rank_row"), wanted],
+                 name=f"{name}_hit")
+    zero = e.constant(np.zeros((), dtype=e.type_of(x).dtype), f"{name}_zero")
+    values = e.emit("reduce_sum", [e.emit("where", [hit, row, zero], name=f"{name}_pick")],
+                    {"axes": (-1,), "keepdims": 0}, f"{name}_values")
+    iota = e.constant(np.arange(n, dtype=np.int64), f"{name}_iota")
+    indices = e.emit("reduce_sum", [e.emit("where", [hit, iota, e.constant(np.zeros((), np.int64), f"{name}_0")],
+                                           name=f"{name}_pick_index")], {"axes": (-1,), "keepdims": 0},
+                     f"{name}_indices")
+    back = tuple(int(p) for p in np.argsort(perm))
+    outs = []
+    for i, y in enumerate((values, indices)):
+        y = e.emit("transpose", [y], {"perm": back}, f"{name}_back{i}") if perm != list(range(rank_)) else y
+        outs.append(e.emit("identity", [y], name=f"{name}_out{i}", outputs=[_out(node, i)]))
+    return outs

@@ -7,6 +7,8 @@ into onnx_ops.CONVERTERS).
     LayerNormalization           with its Mean and InvStdDev outputs when they are asked for
     Tile(x, repeats)             reshape (1, d) per axis, expand (r, d), reshape (r * d)
     DepthToSpace, SpaceToDepth   reshape, transpose, reshape
+    LRN(x)                       x / (bias + alpha / size * window sum over channels of x^2)^beta
+    ReverseSequence(x, lens)     gather_elements along time with index where(t < len, len - 1 - t, t)
 """
 
 from __future__ import annotations
@@ -316,3 +318,55 @@ def _conv_transpose_2d(e: Emitter, name: str, x: str, w: str, bias: str, attrs: 
                   "groups": groups}
     inputs = [x, kernel] + ([bias] if bias else [])
     return e.emit("conv2d", inputs, conv_attrs, name)
+
+
+@converts("LRN")
+def _lrn(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """The channel window [c - floor((size-1)/2), c + ceil((size-1)/2)] summed as `size` shifted
+    slices of the zero-padded squares."""
+    x, name = ins[0], node.name
+    shape = e.type_of(x).shape
+    size = int(attrs["size"])
+    if len(shape) < 3 or size < 1:
+        raise GraphError(f"node {name!r} (LRN): needs [N, C, ...] and size >= 1, got {e.type_of(x)}, size {size}")
+    rank, channels = len(shape), shape[1]
+    low, high = (size - 1) // 2, size - 1 - (size - 1) // 2
+    square = e.emit("mul", [x, x], name=f"{name}_square")
+    zeros = (0,) * rank
+    padded = e.emit("pad", [square], {"before": (0, low) + zeros[2:], "after": (0, high) + zeros[2:], "value": 0.0},
+                    f"{name}_pad")
+    total = None
+    for offset in range(size):
+        begin = (0, offset) + zeros[2:]
+        window = e.emit("slice", [padded], {"begin": begin, "end": (shape[0], offset + channels, *shape[2:]),
+                                            "steps": (1,) * rank}, f"{name}_shift{offset}")
+        total = window if total is None else e.emit("add", [total, window], name=f"{name}_sum{offset}")
+    alpha, beta, bias = float(attrs.get("alpha", 1e-4)), float(attrs.get("beta", 0.75)), float(attrs.get("bias", 1.0))
+    base = e.emit("add", [e.emit("mul", [total, _scalar(e, alpha / size, x, f"{name}_alpha")], name=f"{name}_scaled"),
+                          _scalar(e, bias, x, f"{name}_bias")], name=f"{name}_base")
+    divisor = e.emit("pow", [base, _scalar(e, beta, x, f"{name}_beta")], name=f"{name}_divisor")
+    return [e.emit("div", [x, divisor], name=name, outputs=[_out(node)])]
+
+
+@converts("ReverseSequence")
+def _reverse_sequence(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    x, lens, name = ins[0], ins[1], node.name
+    shape = e.type_of(x).shape
+    time_axis, batch_axis = int(attrs.get("time_axis", 0)), int(attrs.get("batch_axis", 1))
+    if len(shape) < 2 or {time_axis, batch_axis} != {0, 1} or e.type_of(lens).shape != (shape[batch_axis],):
+        raise GraphError(f"node {name!r} (ReverseSequence): needs time and batch as axes 0 and 1 and one length "
+                         f"per batch entry, got {e.type_of(x)} and lengths {e.type_of(lens)}")
+    steps = shape[time_axis]
+    pair = [1, 1]
+    pair[time_axis] = steps
+    t = e.constant(np.arange(steps, dtype=np.int64).reshape(pair), f"{name}_t")
+    pair = [1, 1]
+    pair[batch_axis] = shape[batch_axis]
+    length = e.emit("reshape", [e.emit("cast", [lens], {"to": "int64"}, f"{name}_lens")], {"shape": tuple(pair)},
+                    f"{name}_lens_2d")
+    reversed_t = e.emit("sub", [e.emit("sub", [length, e.constant(np.ones((), np.int64), f"{name}_one")],
+                                       name=f"{name}_last"), t], name=f"{name}_reversed")
+    index = e.emit("where", [e.emit("less", [t, length], name=f"{name}_inside"), reversed_t, t], name=f"{name}_index")
+    index = e.emit("reshape", [index], {"shape": (shape[0], shape[1]) + (1,) * (len(shape) - 2)}, f"{name}_index_nd")
+    index = e.emit("expand", [index], {"shape": shape}, f"{name}_index_full")
+    return [e.emit("gather_elements", [x, index], {"axis": time_axis}, name, [_out(node)])]

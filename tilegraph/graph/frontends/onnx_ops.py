@@ -15,6 +15,7 @@ import numpy as np
 
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.frontends.onnx_pooling import pool_by_axes
 
 Converter = Callable[[Emitter, Any, list[str], dict[str, Any], int], list[str]]
 CONVERTERS: dict[str, Converter] = {}
@@ -280,19 +281,26 @@ def _layer_norm(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], op
 @converts("MaxPool", "AveragePool")
 def _pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     x = ins[0]
-    if _rank(e, x) == 3 and not any(node.output[1:]):  # 1-D: a 2-D pool of height 1
+    if _rank(e, x) == 3 and not any(node.output[1:]) and tuple(attrs.get("dilations", (1,))) == (1,) \
+            and e.type_of(x).dtype.startswith("float"):  # 1-D: a 2-D pool of height 1
         (x,), two_d = _one_d_as_two_d(e, node, [x], attrs)
         inner = type(node)()
         inner.CopyFrom(node)
         del inner.output[:]
         inner.output.append(f"{node.name}_pool2d")
         return _back_to_one_d(e, node, _pool(e, inner, [x], two_d, opset)[0])
-    if _rank(e, x) != 4 or any(node.output[1:]):
-        raise GraphError(f"node {node.name!r} ({node.op_type}): only 1-D and 2-D pooling with one output is supported")
+    if any(node.output[1:]):
+        raise GraphError(f"node {node.name!r} ({node.op_type}): the Indices output is not supported")
+    if _rank(e, x) < 3:
+        raise GraphError(f"node {node.name!r} ({node.op_type}): needs [N, C, spatial...], got {e.type_of(x)}")
     kernel = tuple(attrs["kernel_shape"])
     strides = tuple(attrs.get("strides", (1, 1)))
-    if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
-        raise GraphError(f"node {node.name!r} ({node.op_type}): dilated pooling is not supported")
+    unpadded_average = node.op_type == "AveragePool" and not attrs.get("count_include_pad", 0)
+    if (_rank(e, x) != 4 or tuple(attrs.get("dilations", (1, 1))) != (1, 1)
+            or not e.type_of(x).dtype.startswith("float")
+            or (unpadded_average and (attrs.get("ceil_mode", 0) or attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "")
+                                      or len(set(attrs.get("pads", (0,)))) > 1))):
+        return [pool_by_axes(e, node, x, attrs, _out(node))]  # what the 2-D pooling kernels do not cover
     pads = _spatial_pads(node, attrs, e.type_of(x).shape[2:], kernel, strides, (1, 1))
     if attrs.get("ceil_mode", 0):  # ceil: extra bottom/right padding makes the last partial window count
         hw = e.type_of(x).shape[2:]
@@ -305,8 +313,6 @@ def _pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
         pads = (pads[0], pads[1], pads[2] + extra[0], pads[3] + extra[1])
     is_max = node.op_type == "MaxPool"
     if pads[:2] != pads[2:] or (not is_max and attrs.get("count_include_pad", 0) and any(pads)):
-        if not is_max and not attrs.get("count_include_pad", 0):
-            raise GraphError(f"node {node.name!r} (AveragePool): asymmetric padding without count_include_pad")
         x = _pad_explicitly(e, x, pads, float("-inf") if is_max else 0.0, node.name)
         pads = (0, 0, 0, 0)
     params = {"kernel": kernel, "strides": strides, "pads": pads, "layout": "NCHW"}

@@ -256,3 +256,29 @@ def _constant(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opse
     else:
         raise GraphError(f"node {node.name!r} (Constant): attribute {sorted(attrs)} is not supported")
     return [e.constant(array, _out(node))]
+
+
+@converts("CenterCropPad")
+def _center_crop_pad(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """A slice around the centre where an axis shrinks, a zero pad around it where it grows (the
+    odd element goes to the end in both)."""
+    x, name = ins[0], node.name
+    shape = e.type_of(x).shape
+    rank = len(shape)
+    wanted = _ints(e, ins[1], f"node {name!r} (CenterCropPad) shape")
+    axes = [int(a) for a in attrs.get("axes", range(rank))]
+    if len(axes) != len(wanted) or any(not -rank <= a < rank for a in axes) or min(wanted, default=1) < 1:
+        raise GraphError(f"node {name!r} (CenterCropPad): shape {wanted} does not fit axes {axes} of {e.type_of(x)}")
+    target = list(shape)
+    for a, n in zip(axes, wanted):
+        target[a % rank] = n
+    begin = [max(0, (s - t) // 2) for s, t in zip(shape, target)]
+    end = [b + min(s, t) for b, s, t in zip(begin, shape, target)]
+    y = x
+    if begin != [0] * rank or end != list(shape):
+        y = e.emit("slice", [y], {"begin": tuple(begin), "end": tuple(end), "steps": (1,) * rank}, f"{name}_crop")
+    before = [max(0, (t - s) // 2) for s, t in zip(shape, target)]
+    after = [max(0, t - s) - b for s, t, b in zip(shape, target, before)]
+    if any(before) or any(after):
+        y = e.emit("pad", [y], {"before": tuple(before), "after": tuple(after), "value": 0.0}, f"{name}_pad")
+    return [e.emit("identity", [y], name=name, outputs=[_out(node)])]

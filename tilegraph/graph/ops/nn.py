@@ -180,6 +180,16 @@ class LayerNorm(OpDef):
         return [ops.layer_norm(x, scale, bias, _norm_axes(node, x.ndim), node.attr("epsilon", 1e-5))]
 
 
+def _extreme(dtype: np.dtype, lowest: bool) -> float:
+    """The lowest (or highest) value of `dtype`: max's (min's) identity over an empty set."""
+    if dtype.kind == "f":
+        return -np.inf if lowest else np.inf
+    if dtype.kind == "b":
+        return 0.0 if lowest else 1.0
+    info = np.iinfo(dtype)
+    return float(info.min if lowest else info.max)
+
+
 class Reduce(OpDef):
     numpy_name = "sum"
 
@@ -196,7 +206,10 @@ class Reduce(OpDef):
     def reference(self, node: Node, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = f64(xs[0])
         fn = getattr(np, self.numpy_name)
-        return [fn(x, axis=self._axes(node, x.ndim), keepdims=bool(node.attr("keepdims", 1)))]
+        extra = {}
+        if x.size == 0 and self.numpy_name in ("max", "min"):  # over nothing: the identity (ONNX's empty set)
+            extra["initial"] = _extreme(np.dtype(xs[0].dtype), lowest=self.numpy_name == "max")
+        return [fn(x, axis=self._axes(node, x.ndim), keepdims=bool(node.attr("keepdims", 1)), **extra)]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         x = args[0]

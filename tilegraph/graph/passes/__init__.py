@@ -18,6 +18,7 @@ from tilegraph.graph.passes.compute_half_in_float import compute_half_in_float
 from tilegraph.graph.passes.conv_to_gemm import conv_to_gemm
 from tilegraph.graph.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from tilegraph.graph.passes.eliminate_dead_code import eliminate_dead_code
+from tilegraph.graph.passes.empty_tensors_as_constants import empty_tensors_as_constants
 from tilegraph.graph.passes.fold_batch_norm import fold_batch_norm
 from tilegraph.graph.passes.fold_constants import fold_constants
 from tilegraph.graph.passes.fold_scale_into_weights import fold_scale_into_weights
@@ -25,7 +26,8 @@ from tilegraph.graph.passes.merge_sibling_matmuls import merge_sibling_matmuls
 from tilegraph.graph.passes.sink_transposes import sink_transposes
 from tilegraph.graph.passes.to_channels_last import to_channels_last
 
-PIPELINE = (compute_half_in_float, fold_constants, eliminate_dead_code, eliminate_common_subexpressions, fold_batch_norm,
+PIPELINE = (empty_tensors_as_constants, compute_half_in_float, fold_constants, eliminate_dead_code,
+            eliminate_common_subexpressions, fold_batch_norm,
             to_channels_last, fold_constants, sink_transposes, fold_constants, eliminate_common_subexpressions,
             fold_scale_into_weights, merge_sibling_matmuls, eliminate_dead_code)
 
@@ -61,5 +63,5 @@ def _checked(graph_pass: object, graph: Graph, verify: bool) -> Graph:
 
 __all__ = ["optimize", "PIPELINE", "fold_constants", "eliminate_dead_code", "eliminate_common_subexpressions",
            "fold_batch_norm", "to_channels_last", "sink_transposes", "merge_sibling_matmuls", "conv_to_gemm",
-           "fold_scale_into_weights", "compute_half_in_float",
+           "fold_scale_into_weights", "compute_half_in_float", "empty_tensors_as_constants",
            "OPTIONAL"]
