@@ -192,7 +192,8 @@ def test_shape_subgraphs_fold_to_constants():
 def test_unsupported_ops_are_all_named_before_compiling():
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Det", ["a"], ["b"], name="e1"),
              helper.make_node("MaxRoiPool", ["b", "k"], ["y0"], name="t1",
-                                                                      pooled_shape=[1, 1]), helper.make_node("Det", ["b"], ["c"], name="e2")]
+                                                                      pooled_shape=[1, 1]),
+             helper.make_node("Det", ["b"], ["c"], name="e2")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
                               [helper.make_tensor_value_info("y0", F, None)],
                               [numpy_helper.from_array(np.array([1], np.int64), "k")])
