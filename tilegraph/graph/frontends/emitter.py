@@ -37,9 +37,9 @@ def fold_node(b: GraphBuilder, node: Node, inputs: list[str]) -> list[str] | Non
 
 
 class Emitter(GraphBuilder):
-    # converts a subgraph (an If branch) in the enclosing scope: (GraphProto, where) -> its outputs;
-    # set by the frontend that owns the scope
-    subgraph: Callable[[Any, str], list[str]] | None = None
+    # converts a subgraph (an If branch, a loop body) in the enclosing scope: (GraphProto, where,
+    # tensors bound to its inputs) -> its outputs; set by the frontend that owns the scope
+    subgraph: Callable[..., list[str]] | None = None
 
     def emit(self, op: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, name: str = "",
              outputs: Sequence[str] | None = None, num_outputs: int = 1) -> str:

@@ -4,7 +4,8 @@
     g = from_onnx(model_proto, input_shapes={"input_ids": (1, 128)})   # fixes symbolic extents
 
 Opsets 7 to the newest the installed onnx defines are read: models older than opset 13 are first
-upgraded to 13 with onnx.version_converter (refused naming the version where it cannot); newer
+upgraded to 13 with onnx.version_converter (refused naming the version where it cannot; opsets 1
+to 6, from before broadcasting, go the same way); newer
 opsets share the converters of the versions whose semantics they kept (ONNX_VERSIONS says which).
 
 Fold first, then judge: a node whose inputs are all constants is evaluated at conversion time (by
@@ -43,7 +44,7 @@ from tilegraph.graph.frontends.onnx_ops import CONVERTERS, dtype_of
 from tilegraph.graph.ir import DTYPES as GRAPH_DTYPES
 from tilegraph.graph.ir import Graph, TensorType
 
-OLDEST_OPSET = 7  # older models (opset 1..6) predate broadcasting and most of today's operators
+OLDEST_OPSET = 7  # the operator table starts here; older models (opset 1..6, before broadcasting) upgrade too
 NATIVE_OPSET = 13  # converters read opset 13's semantics and every later change; older models upgrade
 
 
@@ -117,9 +118,6 @@ def check_opset(proto: Any, source: str = "model") -> int:
     if opset > newest_opset():
         raise ModelFileError(f"{source}: opset {opset} is newer than the installed onnx knows ({newest_opset()}); "
                              "upgrade onnx (pip install -U onnx)")
-    if opset < OLDEST_OPSET:
-        raise ModelFileError(f"{source}: opset {opset} is not supported (tilegraph reads opsets {OLDEST_OPSET}.."
-                             f"{newest_opset()})")
     return opset
 
 
@@ -228,7 +226,7 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
         if value_info.name not in initializers:
             env[value_info.name] = e.input(value_info.name, _input_type(value_info, input_shapes or {}))
     _check_single_definitions(proto, source)
-    e.subgraph = lambda graph, where: _convert_subgraph(e, graph, env, proto, opset, f"{source}: {where}")
+    e.subgraph = lambda graph, where, ins=(): _convert_subgraph(e, graph, env, proto, opset, f"{source}: {where}", ins)
     unsupported = _convert_nodes(e, proto.graph.node, env, proto, opset, source)
     if unsupported:
         raise UnsupportedOpError(unsupported, opset, source)
@@ -330,6 +328,8 @@ def _convert_nodes(e: Emitter, nodes: Any, env: dict[str, str], proto: Any, opse
         ins = [env[i] if i else "" for i in node.input]
         if not is_supported(node):
             folded = _fold_unsupported(e, node, ins, proto, where)
+            if folded is None and _expanded(e, node, ins, env, proto, opset, source, index):
+                continue  # defined by its function body, converted in its place
             if folded is None:
                 unsupported.setdefault(_node_key(node), []).append(node.name or f"#{index}")
                 blocked.update(o for o in node.output if o)
@@ -352,18 +352,37 @@ def _convert_nodes(e: Emitter, nodes: Any, env: dict[str, str], proto: Any, opse
     return unsupported
 
 
-def _convert_subgraph(e: Emitter, graph: Any, outer: dict[str, str], proto: Any, opset: int,
-                      source: str) -> list[str]:
-    """The graph tensors of a subgraph's outputs (an If branch), its nodes converted into `e`
-    reading the enclosing scope's tensors by name."""
+def _expanded(e: Emitter, node: Any, ins: list[str], env: dict[str, str], proto: Any, opset: int, source: str,
+              index: int) -> bool:
+    """Whether `node` converted as its ONNX function body (every operator in the body supported)."""
+    from tilegraph.graph.frontends.onnx_functions import expand_function
+
+    found = expand_function(node, opset, [e.type_of(i) if i else None for i in ins],
+                            f"{node.name or node.op_type}_{index}_fn_")
+    if found is None:
+        return False
+    nodes, body_opset = found
+    if not all(is_supported(n) for n in nodes):
+        return False
+    return not _convert_nodes(e, nodes, env, proto, body_opset, f"{source}: {node.op_type} as its function")
+
+
+def _convert_subgraph(e: Emitter, graph: Any, outer: dict[str, str], proto: Any, opset: int, source: str,
+                      inputs: Sequence[str] = ()) -> list[str]:
+    """The graph tensors of a subgraph's outputs (an If branch, a Loop or Scan body), its nodes
+    converted into `e` reading the enclosing scope's tensors by name and its formal inputs bound to
+    `inputs` (graph tensors, in order)."""
     from onnx import numpy_helper
 
     env = dict(outer)
+    if len(inputs) != len(graph.input):
+        raise GraphError(f"{source}: the subgraph takes {len(graph.input)} inputs, {len(inputs)} given")
+    env.update((formal.name, actual) for formal, actual in zip(graph.input, inputs))
     for tensor in graph.initializer:
         env[tensor.name] = e.constant(_graph_array(numpy_helper.to_array(tensor), f"{source}: {tensor.name!r}"),
                                       tensor.name)
     enclosing = e.subgraph  # a subgraph nested in this one reads this scope
-    e.subgraph = lambda inner, where: _convert_subgraph(e, inner, env, proto, opset, f"{source}: {where}")
+    e.subgraph = lambda inner, where, ins=(): _convert_subgraph(e, inner, env, proto, opset, f"{source}: {where}", ins)
     try:
         unsupported = _convert_nodes(e, graph.node, env, proto, opset, source)
     finally:

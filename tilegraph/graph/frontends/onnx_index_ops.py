@@ -140,7 +140,7 @@ def _extreme(dtype: str, largest: bool) -> np.ndarray:
 def scatter_rows(e: Emitter, node: Any, data_rows: str, linear: str, updates_rows: str, reduction: str,
                  name: str) -> str:
     """data_rows (N, rest...) with updates_rows (U, rest...) written at rows linear (U,): replaced
-    (reduction none), added, or combined by max/min; rows no update hits stay as they are."""
+    (reduction none), added, multiplied, or combined by max/min; rows no update hits stay as they are."""
     n, rest = e.type_of(data_rows).shape[0], e.type_of(data_rows).shape[1:]
     u = e.type_of(linear).shape[0]
     dtype = e.type_of(data_rows).dtype
@@ -157,9 +157,14 @@ def scatter_rows(e: Emitter, node: Any, data_rows: str, linear: str, updates_row
         if reduction == "add":
             return e.emit("add", [data_rows, summed], name=f"{name}_added")
         return e.emit("where", [touched, summed, data_rows], name=f"{name}_replaced")
+    if reduction == "mul":  # the product of the updates that hit a row (1 where none does), times the row
+        one = e.constant(np.ones((), dtype), f"{name}_one")
+        product = e.emit("reduce_prod", [e.emit("where", [hit_view, updates_view, one], name=f"{name}_factors")],
+                         {"axes": (0,), "keepdims": 0}, f"{name}_product")
+        return e.emit("mul", [data_rows, product], name=f"{name}_multiplied")
     if reduction not in ("max", "min"):
         raise GraphError(f"node {node.name!r} ({node.op_type}): reduction {reduction!r} is not supported "
-                         "(none, add, max, min)")
+                         "(none, add, mul, max, min)")
     largest = reduction == "max"
     fill = e.constant(_extreme(dtype, not largest), f"{name}_fill")
     best = e.emit("reduce_max" if largest else "reduce_min",
