@@ -59,6 +59,13 @@ KNOWN_DIFFERENCES = dict.fromkeys(
     "the reference rounds every step to float16 (softmax's max, exp, sum and division); tilegraph rounds per "
     "operator as ONNX Runtime's CPU kernels do: 2 float16 ulps apart on 2 of 192 values (rtol 1e-3), tilegraph "
     "nearer the float64 answer (3.96e-4 vs 4.91e-4 at most); ONNX Runtime misses the first case too")
+_BF16_ATTENTION = ("3d_causal", "4d_attn_mask_causal", "4d_causal", "4d_causal_padded_kv", "4d_padded_kv")
+KNOWN_DIFFERENCES.update(dict.fromkeys(
+    [f"test_attention_{c}_bf16{x}" for c in _BF16_ATTENTION for x in ("", "_expanded")],
+    "the reference rounds every numpy step to bfloat16; tilegraph computes each operator in float32 and rounds "
+    "once (correctly rounded for the fused operator: at most 1.95e-3 from the float64 answer, the reference "
+    "4.98e-3; mean 3.9e-4..8.1e-4 vs 7.7e-4..1.2e-3): the case's rtol 1e-3 is below bfloat16's half-ulp "
+    "(2e-3 at 0.5), so no correctly rounded answer passes it"))
 KNOWN_DIFFERENCES.update(dict.fromkeys(
     ("test_dft_inverse", "test_dft_inverse_opset19"),
     "the expected imaginary parts that are 0 in float64 hold the reference's float32 rounding (1.9e-7, above "
@@ -149,6 +156,8 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str
         return f"dtype {got.dtype}, expected {want.dtype}"
     if got.shape != want.shape:
         return f"shape {got.shape}, expected {want.shape}"
+    if want.dtype.name == "bfloat16":  # ml_dtypes' type: numpy's comparisons see no float in it
+        got, want = got.astype(np.float32), want.astype(np.float32)
     try:
         if want.dtype.kind in "fc":
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)

@@ -134,13 +134,16 @@ def cmd_compile(args: argparse.Namespace) -> int:
         from tilegraph.runtime import threads
 
         threads.set_num_threads(args.threads)
+    from tilegraph.graph.compile_progress import CompileProgress
     from tilegraph.graph.tuning.progress import TuningProgress
 
-    with TuningProgress(onnx_path.stem, args.time or None, enabled=tuning) as show:
+    with TuningProgress(onnx_path.stem, args.time or None, enabled=tuning) as show, \
+            CompileProgress(onnx_path.stem, enabled=not args.json) as steps:
         model = compile_model(str(onnx_path), db=db, time_budget=args.time, fuse=not args.no_fuse,
                               orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite),
                               trials=args.trials, num_threads=args.threads, tune_progress=show,
-                              input_shapes=input_shapes(args.input_shape), values=input_values(args.value))
+                              input_shapes=input_shapes(args.input_shape), values=input_values(args.value),
+                              progress=steps)
     _require_static(model, args.model)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
@@ -314,9 +317,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError("--input-shape: a saved model's shapes are fixed; pass the ONNX file instead")
     if kind == "saved" and args.value:
         raise ValueError("--value: a saved model's values are bound already; pass the ONNX file instead")
-    model = load_model(args.model) if kind == "saved" else compile_model(
-        str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse, orchestration=args.orchestration,
-        input_shapes=input_shapes(args.input_shape), values=input_values(args.value))
+    from tilegraph.graph.compile_progress import CompileProgress
+
+    if kind == "saved":
+        model = load_model(args.model)
+    else:
+        with CompileProgress(onnx_path.stem, enabled=not args.json) as steps:
+            model = compile_model(str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse,
+                                  orchestration=args.orchestration, input_shapes=input_shapes(args.input_shape),
+                                  values=input_values(args.value), progress=steps)
     _require_static(model, args.model)
     # peers run on the host's cores, also when the model runs on a device
     thread_count = args.threads or model.target.num_cores or threads.configured_num_threads() or Target().num_cores

@@ -20,6 +20,9 @@ An ONNX model whose shapes depend on input values (a Reshape's shape, a reductio
 graph inputs) compiles to a SpecializedModel (graph/specialize.py): one CompiledModel per set of
 those values, made at the first run with them; `values=` binds them up front instead.
 
+`progress` is told the stage and the kernels built so far (a CompileProgress shows them once a
+compile has run a few seconds; the CLI uses one).
+
 `time_budget` (seconds) and/or `trials` (measurements, earlier runs' included) first tune the
 model's tasks into `db` (the default database when None) with the task scheduler
 (graph/tuning/); `model.tuning` is then the per-task report. 0 and None build without tuning,
@@ -36,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tilegraph.errors import GraphError, ResourceError, RunTimeValueError
+from tilegraph.graph.compile_progress import stage
 from tilegraph.graph.device_model import DeviceModel
 from tilegraph.graph.fusion.choose import orchestrate_kernels
 from tilegraph.graph.fusion.compose import group_spec
@@ -117,6 +121,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         from tilegraph.graph.frontends.onnx import bind_inputs
 
         model = bind_inputs(model, values, str(model) if isinstance(model, (str, os.PathLike)) else "model")
+    stage(progress, "reading the model")
     try:
         graph = as_graph(model, example_inputs, input_shapes)
     except RunTimeValueError as err:
@@ -131,10 +136,12 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     rewrites: list[str] = []
+    stage(progress, "graph passes")
     if optimize_graph:
         graph, rewrites = optimize(graph, extra=extra_rewrites)
     graph.verify()
     _check_tensor_sizes(graph)
+    stage(progress, "fusion groups")
     groups = partition(graph, fuse=fuse)
     report = None
     tuning_s = 0.0
@@ -148,9 +155,11 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     fallbacks: list[str] = []
     chosen = None
     if fuse and orchestration == "blp" and host_supports(tgt) and not gpu:  # BLP times candidates here
+        stage(progress, "building and timing fusion candidates")
         specs, built, chosen = orchestrate_kernels(graph, groups, tgt, db, workers, progress)
         fallbacks += chosen.failures
     else:
+        stage(progress, "building kernels")
         specs, built = _greedy_kernels(graph, groups, tgt, db, workers, progress, fallbacks)
     produced = {o for spec in specs for o in spec.outputs}
     views = {node.outputs[0]: node.inputs[0] for node in graph.nodes
@@ -158,6 +167,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     keys = list(dict.fromkeys(spec.key for spec in specs))
     index = {key: i for i, key in enumerate(keys)}
     steps = [Step(index[spec.key], spec.label, spec.arguments, spec.outputs, spec.nodes) for spec in specs]
+    stage(progress, "memory plan")
     align = device_alignment(tgt) if gpu else ALIGN
     plan = plan_memory([(s.inputs, s.outputs) for s in steps], graph, views, align)
     model_class = DeviceModel if gpu else CompiledModel

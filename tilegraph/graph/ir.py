@@ -14,6 +14,7 @@ Attribute values are hashable: ints, floats, strings, tuples of them.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -23,8 +24,20 @@ import numpy as np
 
 from tilegraph.errors import GraphError
 
-DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
-          "bool")
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16",
+          "uint8", "bool")
+try:  # numpy knows 'bfloat16' once ml_dtypes is loaded (onnx depends on it); kernels never see it
+    import ml_dtypes  # noqa: F401 (passes.bfloat16_through_float computes in float32 over uint16 bits)
+except ImportError:  # without it no graph holds bfloat16: no frontend can make one
+    pass
+
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def is_float(dtype: str) -> bool:
+    """Whether graph dtype `dtype` is a floating-point type (bfloat16 included)."""
+    return dtype in FLOAT_DTYPES
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,8 @@ class TensorType:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise GraphError(f"dtype {self.dtype!r} is not supported (supported: {', '.join(DTYPES)})")
+        if self.dtype == "bfloat16" and "ml_dtypes" not in sys.modules:
+            raise GraphError("bfloat16 tensors need the ml_dtypes package (pip install ml_dtypes)")
         if any(not isinstance(s, (int, np.integer)) or s < 0 for s in self.shape):
             raise GraphError(f"shape {self.shape} must be non-negative ints (dynamic extents are not supported)")
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))

@@ -149,8 +149,8 @@ class CompiledModel:
         if int(np.prod(shape, dtype=np.int64)) != t.size:
             raise GraphError(f"tensor {name!r} ({t}) viewed as {list(shape)}: the sizes differ")
         root = self._root(name)
-        if root in self.graph.constants:
-            return self.graph.constants[root].reshape(shape)
+        if root in self.graph.constants:  # (a view of a constant may read its bytes as another dtype)
+            return self.graph.constants[root].view(np.dtype(t.dtype)).reshape(shape)
         offset = self.plan.offsets[name]
         return np.ndarray(shape, dtype=t.dtype, buffer=self._base, offset=offset)
 

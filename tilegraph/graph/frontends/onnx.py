@@ -337,7 +337,7 @@ def _convert_nodes(e: Emitter, nodes: Any, env: dict[str, str], proto: Any, opse
             outs = folded
         else:
             try:
-                outs = CONVERTERS[node.op_type](e, node, ins, _attributes(node), opset)
+                outs = _convert_node(e, node, ins, opset)
             except RunTimeValueError as err:
                 onnx_names = [o for o, g in env.items() if g == err.tensor] or [i for i in node.input if i]
                 raise RunTimeValueError(str(err) if where in str(err) else f"{where}: {err}", err.tensor,
@@ -350,6 +350,31 @@ def _convert_nodes(e: Emitter, nodes: Any, env: dict[str, str], proto: Any, opse
             if onnx_name:
                 env[onnx_name] = graph_name
     return unsupported
+
+
+# operators that only move, pick or reinterpret values (or read shapes): bfloat16 goes through them as it is
+_EXACT_ON_BFLOAT16 = frozenset({
+    "Cast", "CastLike", "BitCast", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Slice", "Gather",
+    "GatherElements", "GatherND", "Expand", "Identity", "Split", "Tile", "Shape", "Size", "Where", "If", "Loop", "Scan",
+    "Constant", "ConstantOfShape", "Dropout"})
+
+
+def _convert_node(e: Emitter, node: Any, ins: list[str], opset: int) -> list[str]:
+    """CONVERTERS[node.op_type] applied to `node`. An operator computing on bfloat16 computes in
+    float32 and rounds its results to bfloat16 once (as ONNX's reference rounds per operator), not
+    after every graph op its converter writes."""
+    narrow = node.op_type not in _EXACT_ON_BFLOAT16 and any(i and e.type_of(i).dtype == "bfloat16" for i in ins)
+    if not narrow:
+        return CONVERTERS[node.op_type](e, node, ins, _attributes(node), opset)
+    ins = [e.emit("cast", [i], {"to": "float32"}, f"{node.name}_in{k}_float")
+           if i and e.type_of(i).dtype == "bfloat16" else i for k, i in enumerate(ins)]
+    wide = type(node)()
+    wide.CopyFrom(node)
+    wide.output[:] = [f"{o}_float" if o else "" for o in node.output]  # the bfloat16 results keep the names
+    outs = CONVERTERS[node.op_type](e, wide, ins, _attributes(node), opset)
+    return [e.emit("cast", [o], {"to": "bfloat16"}, f"{node.name}_out{k}_bf16", [name] if name else None)
+            if o and e.type_of(o).dtype == "float32" else o
+            for k, (o, name) in enumerate(zip(outs, [*node.output, *[""] * len(outs)]))]
 
 
 def _expanded(e: Emitter, node: Any, ins: list[str], env: dict[str, str], proto: Any, opset: int, source: str,

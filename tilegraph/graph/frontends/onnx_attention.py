@@ -19,6 +19,7 @@ import numpy as np
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_ops import _out, converts, dtype_of
+from tilegraph.graph.ir import is_float
 
 
 def _input(ins: list[str], index: int) -> str:
@@ -68,7 +69,7 @@ def _attention(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], ops
     q, k, v = ins[:3]
     mask, past_key, past_value, nonpad = (_input(ins, i) for i in (3, 4, 5, 6))
     dtype = e.type_of(q).dtype
-    if not dtype.startswith("float"):
+    if not is_float(dtype):
         raise GraphError(f"node {name!r} (Attention) needs float inputs, got {e.type_of(q)}")
     three_d = len(e.type_of(q).shape) == 3
     q = _to_heads(e, q, attrs.get("q_num_heads"), f"{name}_q")

@@ -3,12 +3,16 @@
     AffineGrid(theta [N, 2, 3], size [N, C, H, W])   matmul(base grid [H*W, 3] of (x, y, 1), theta^T)
                                                      -> [N, H, W, 2]; 3-D alike with (x, y, z, 1)
 
+    GridSample(x, grid)                              per output point: taps gathered from x, weighted
+                                                     (nearest, linear, cubic; zeros/border/reflection)
+
 The base grid is a constant once `size` is known: normalised coordinates in [-1, 1], pixel
 corners (align_corners=1) or pixel centres (0).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -43,3 +47,158 @@ def _affine_grid(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], o
     theta_t = e.emit("transpose", [theta], {"perm": (0, 2, 1)}, f"{name}_theta_t")
     grid = e.emit("matmul", [e.constant(base, f"{name}_base"), theta_t], name=f"{name}_points")
     return [e.emit("reshape", [grid], {"shape": (size[0], *spatial, len(spatial))}, name, [_out(node)])]
+
+
+_CUBIC_ALPHA = -0.75  # Keys' cubic convolution, as GridSample and Resize's cubic mode define it
+
+
+def _reflect(e: Emitter, x: str, low: float, high: float, name: str) -> str:
+    """x folded back into [low, high] by reflecting at the borders as often as it takes."""
+    span = high - low
+
+    def c(value: float, label: str) -> str:
+        return e.constant(np.array(value, dtype=e.type_of(x).dtype), f"{name}_{label}")
+
+    def fold(distance: str, near: str, far: str, side: str) -> str:
+        turns = e.emit("floor", [e.emit("div", [distance, c(span, "span")], name=f"{name}_{side}_ratio")],
+                       name=f"{name}_{side}_turns")
+        rest = e.emit("sub", [distance, e.emit("mul", [turns, c(span, "span2")], name=f"{name}_{side}_whole")],
+                      name=f"{name}_{side}_rest")
+        even = e.emit("equal", [e.emit("mod", [turns, c(2.0, "two")], name=f"{name}_{side}_parity"), c(0.0, "zero")],
+                      name=f"{name}_{side}_even")
+        sign = 1.0 if side == "low" else -1.0
+        return e.emit("where", [even, e.emit("add", [near, e.emit("mul", [rest, c(sign, f"{side}_s")],
+                                                                     name=f"{name}_{side}_r1")], name=f"{name}_{side}_a"),
+                                e.emit("sub", [far, e.emit("mul", [rest, c(sign, f"{side}_t")],
+                                                           name=f"{name}_{side}_r2")], name=f"{name}_{side}_b")],
+                      name=f"{name}_{side}_folded")
+
+    lo, hi = c(low, "low"), c(high, "high")
+    below = fold(e.emit("sub", [lo, x], name=f"{name}_below_by"), lo, hi, "low")
+    above = fold(e.emit("sub", [x, hi], name=f"{name}_above_by"), hi, lo, "high")
+    y = e.emit("where", [e.emit("less", [x, lo], name=f"{name}_is_below"), below, x], name=f"{name}_lowfix")
+    return e.emit("where", [e.emit("greater", [x, hi], name=f"{name}_is_above"), above, y], name=f"{name}_reflected")
+
+
+def _tap_weights(e: Emitter, t: str, mode: str, name: str) -> list[tuple[int, str | None]]:
+    """(offset from floor(x), weight) per tap: linear 0, 1; cubic -1..2 (Keys, alpha -0.75)."""
+    def c(value: float, label: str) -> str:
+        return e.constant(np.array(value, dtype=e.type_of(t).dtype), f"{name}_{label}")
+
+    if mode == "linear":
+        return [(0, e.emit("sub", [c(1.0, "one"), t], name=f"{name}_w0")), (1, t)]
+    a = _CUBIC_ALPHA
+    weights = []
+    for offset in (-1, 0, 1, 2):
+        d = e.emit("abs", [e.emit("sub", [t, c(float(offset), f"o{offset + 1}")], name=f"{name}_d{offset + 1}")],
+                   name=f"{name}_ad{offset + 1}")
+        if offset in (0, 1):  # |d| <= 1: (a + 2)|d|^3 - (a + 3)|d|^2 + 1
+            poly = [a + 2, -(a + 3), 0.0, 1.0]
+        else:  # 1 < |d| < 2: a|d|^3 - 5a|d|^2 + 8a|d| - 4a
+            poly = [a, -5 * a, 8 * a, -4 * a]
+        w = c(poly[0], f"p{offset + 1}_0")
+        for k, coefficient in enumerate(poly[1:], 1):
+            w = e.emit("add", [e.emit("mul", [w, d], name=f"{name}_h{offset + 1}_{k}"), c(coefficient, f"p{offset + 1}_{k}")],
+                       name=f"{name}_horner{offset + 1}_{k}")
+        weights.append((offset, w))
+    return weights
+
+
+@converts("GridSample")
+def _grid_sample(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """Per output point and spatial axis: the grid's coordinate denormalised, rounded (nearest),
+    moved inside by the padding mode; then the sum over interpolation taps (2 per axis linear,
+    4 cubic, 1 nearest) of the product of their weights times the input gathered at the tap (taps
+    outside read 0 with zeros padding, the border with border, the reflection with reflection)."""
+    x, grid, name = ins[0], ins[1], node.name or "grid_sample"
+    xt, gt = e.type_of(x), e.type_of(grid)
+    spatial = xt.shape[2:]
+    dims = len(spatial)
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(attrs.get("mode", "linear"), attrs.get("mode", "linear"))
+    padding = attrs.get("padding_mode", "zeros")
+    align = bool(attrs.get("align_corners", 0))
+    if (dims not in (1, 2, 3) or len(gt.shape) != dims + 2 or gt.shape[0] != xt.shape[0] or gt.shape[-1] != dims
+            or mode not in ("linear", "cubic", "nearest") or padding not in ("zeros", "border", "reflection")
+            or (mode == "cubic" and dims != 2)):
+        raise GraphError(f"node {name!r} (GridSample): input {xt}, grid {gt}, mode {mode!r}, padding {padding!r} "
+                         "is not supported (grid [N, *out, D] for D spatial axes; cubic on 2-D)")
+    n, channels = xt.shape[:2]
+    out = gt.shape[1:-1]
+    points = int(np.prod(out))
+    dtype = gt.dtype
+
+    def c(value: float, label: str) -> str:
+        return e.constant(np.array(value, dtype=dtype), f"{name}_{label}")
+
+    coords = []  # per spatial axis (D, H, W order), the sample position [N, points]
+    for axis, length in enumerate(spatial):
+        k = dims - 1 - axis  # the grid lists x (the last axis) first
+        g = e.emit("slice", [grid], {"begin": (0,) * (dims + 1) + (k,), "end": (*gt.shape[:-1], k + 1),
+                                     "steps": (1,) * (dims + 2)}, f"{name}_g{axis}")
+        g = e.emit("reshape", [g], {"shape": (n, points)}, f"{name}_g{axis}_flat")
+        one = c(1.0, f"one{axis}")
+        if align:
+            pos = e.emit("mul", [e.emit("add", [g, one], name=f"{name}_p{axis}_a"), c((length - 1) / 2, f"s{axis}")],
+                         name=f"{name}_pos{axis}")
+        else:
+            pos = e.emit("div", [e.emit("sub", [e.emit("mul", [e.emit("add", [g, one], name=f"{name}_p{axis}_a"),
+                                                                  c(float(length), f"len{axis}")], name=f"{name}_p{axis}_m"),
+                                                 one], name=f"{name}_p{axis}_s"), c(2.0, f"two{axis}")],
+                         name=f"{name}_pos{axis}")
+        if mode == "nearest":
+            pos = e.emit("round", [pos], name=f"{name}_pos{axis}_round")
+        low, high = (0.0, length - 1.0) if align else (-0.5, length - 0.5)
+        outside = e.emit("or", [e.emit("less", [pos, c(low, f"lo{axis}")], name=f"{name}_under{axis}"),
+                                e.emit("greater", [pos, c(high, f"hi{axis}")], name=f"{name}_over{axis}")],
+                         name=f"{name}_outside{axis}")
+        if padding == "border":
+            clamped = e.emit("min", [e.emit("max", [pos, c(0.0, f"z{axis}")], name=f"{name}_cl{axis}"),
+                                     c(length - 1.0, f"last{axis}")], name=f"{name}_clamped{axis}")
+            pos = e.emit("where", [outside, clamped, pos], name=f"{name}_pos{axis}_border")
+        elif padding == "reflection":
+            pos = e.emit("where", [outside, _reflect(e, pos, low, high, f"{name}_refl{axis}"), pos],
+                         name=f"{name}_pos{axis}_reflected")
+        coords.append((pos, length, low, high))
+    per_axis = []  # per spatial axis: [(index tensor int64 [N, points], weight or None)]
+    for axis, (pos, length, low, high) in enumerate(coords):
+        base = e.emit("floor", [pos], name=f"{name}_floor{axis}") if mode != "nearest" else pos
+        taps = [(0, None)] if mode == "nearest" else _tap_weights(
+            e, e.emit("sub", [pos, base], name=f"{name}_frac{axis}"), mode, f"{name}_w{axis}")
+        entries = []
+        for offset, weight in taps:
+            at = e.emit("add", [base, c(float(offset), f"off{axis}_{offset + 1}")], name=f"{name}_tap{axis}_{offset + 1}")
+            if padding == "reflection":
+                at = _reflect(e, at, low, high, f"{name}_tref{axis}_{offset + 1}")
+            if padding == "zeros":
+                inside = e.emit("and", [e.emit("greater_equal", [at, c(0.0, f"z{axis}_{offset + 1}")],
+                                               name=f"{name}_ge{axis}_{offset + 1}"),
+                                        e.emit("less", [at, c(float(length), f"n{axis}_{offset + 1}")],
+                                               name=f"{name}_lt{axis}_{offset + 1}")], name=f"{name}_in{axis}_{offset + 1}")
+                mask = e.emit("cast", [inside], {"to": dtype}, f"{name}_mask{axis}_{offset + 1}")
+                weight = mask if weight is None else e.emit("mul", [weight, mask], name=f"{name}_mw{axis}_{offset + 1}")
+            index = e.emit("cast", [at], {"to": "int64"}, f"{name}_idx{axis}_{offset + 1}")  # truncates, as int() does
+            index = e.emit("min", [e.emit("max", [index, e.constant(np.array(0, np.int64), f"{name}_i0{axis}")],
+                                          name=f"{name}_imax{axis}_{offset + 1}"),
+                                   e.constant(np.array(length - 1, np.int64), f"{name}_in{axis}")],
+                           name=f"{name}_iclip{axis}_{offset + 1}")
+            entries.append((index, weight))
+        per_axis.append(entries)
+    flat_input = e.emit("reshape", [x], {"shape": (n, channels, int(np.prod(spatial)))}, f"{name}_flat")
+    strides = [int(np.prod(spatial[axis + 1:])) for axis in range(dims)]
+    total = None
+    for number, combo in enumerate(itertools.product(*per_axis)):
+        tag = str(number)
+        linear, weight = None, None
+        for axis, (index, w) in enumerate(combo):
+            term = index if strides[axis] == 1 else e.emit(
+                "mul", [index, e.constant(np.array(strides[axis], np.int64), f"{name}_stride{axis}")], name=f"{name}_t{tag}")
+            linear = term if linear is None else e.emit("add", [linear, term], name=f"{name}_lin{tag}")
+            weight = w if weight is None else (weight if w is None else e.emit("mul", [weight, w], name=f"{name}_wp{tag}"))
+        where = e.emit("expand", [e.emit("reshape", [linear], {"shape": (n, 1, points)}, f"{name}_li{tag}")],
+                       {"shape": (n, channels, points)}, f"{name}_lx{tag}")
+        value = e.emit("gather_elements", [flat_input, where], {"axis": 2}, f"{name}_pick{tag}")
+        if weight is not None:
+            value = e.emit("mul", [value, e.emit("reshape", [weight], {"shape": (n, 1, points)}, f"{name}_wr{tag}")],
+                           name=f"{name}_weighted{tag}")
+        total = value if total is None else e.emit("add", [total, value], name=f"{name}_sum{tag}")
+    return [e.emit("reshape", [total], {"shape": (n, channels, *out)}, name, [_out(node)])]

@@ -23,6 +23,7 @@ import numpy as np
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_ops import _ints, _out, _rank, converts
+from tilegraph.graph.ir import is_float
 
 
 def _int64(e: Emitter, x: str, name: str) -> str:
@@ -131,7 +132,7 @@ def _any(e: Emitter, mask: str, axis: int, name: str) -> str:
 
 
 def _extreme(dtype: str, largest: bool) -> np.ndarray:
-    if dtype.startswith("float"):
+    if is_float(dtype):
         return np.array(np.inf if largest else -np.inf, dtype)
     info = np.iinfo(dtype)
     return np.array(info.max if largest else info.min, dtype)

@@ -17,6 +17,7 @@ from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_math_ops import log_softmax
 from tilegraph.graph.frontends.onnx_ops import _out, converts
+from tilegraph.graph.ir import is_float
 
 
 def _class_view(e: Emitter, shape: tuple[int, ...], name: str) -> str:
@@ -80,7 +81,7 @@ def _nll(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: in
 
 @converts("SoftmaxCrossEntropyLoss")
 def _softmax_cross_entropy(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    if not e.type_of(ins[0]).dtype.startswith("float"):
+    if not is_float(e.type_of(ins[0]).dtype):
         raise GraphError(f"node {node.name!r} (SoftmaxCrossEntropyLoss) needs float scores, got {e.type_of(ins[0])}")
     log_prob = log_softmax(e, ins[0], 1, f"{node.name}_log_prob")
     loss = negative_log_likelihood(e, node, log_prob, ins[1], ins[2] if len(ins) > 2 else "", attrs)

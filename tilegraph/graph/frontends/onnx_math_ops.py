@@ -17,6 +17,7 @@ import numpy as np
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_ops import _ints, _out, _rank, converts, dtype_of
+from tilegraph.graph.ir import is_float
 
 _INTRINSIC_UNARY = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan",
                     "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh",
@@ -29,7 +30,7 @@ def _scalar(e: Emitter, value: float, like: str, name: str = "c") -> str:
 
 
 def _float_input(e: Emitter, node: Any, x: str) -> None:
-    if not e.type_of(x).dtype.startswith("float"):
+    if not is_float(e.type_of(x).dtype):
         raise GraphError(f"node {node.name!r} ({node.op_type}) needs a float input, got {e.type_of(x)}")
 
 
@@ -130,7 +131,7 @@ def _sign(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
     zero, one, minus_one = (_scalar(e, v, x, n) for v, n in ((0, "zero"), (1, "one"), (-1, "minus_one")))
     negative = e.emit("where", [e.emit("less", [x, zero], name=f"{name}_lt"), minus_one, zero], name=f"{name}_neg")
     y = e.emit("where", [e.emit("greater", [x, zero], name=f"{name}_gt"), one, negative], name=name)
-    if e.type_of(x).dtype.startswith("float"):  # sign(NaN) is NaN
+    if is_float(e.type_of(x).dtype):  # sign(NaN) is NaN
         y = e.emit("where", [e.emit("isnan", [x], name=f"{name}_nan"), x, y], name=f"{name}_keep_nan")
     return _finish(e, node, y)
 
@@ -287,7 +288,7 @@ def first_extreme_index(e: Emitter, x: str, axis: int, largest: bool, last: bool
     axis %= len(shape)
     extreme = _reduce(e, "reduce_max" if largest else "reduce_min", x, [axis], 1, f"{name}_extreme")
     hit = e.emit("equal", [x, extreme], name=f"{name}_hit")
-    if e.type_of(x).dtype.startswith("float"):  # a NaN is the extreme wherever one is (numpy's argmax)
+    if is_float(e.type_of(x).dtype):  # a NaN is the extreme wherever one is (numpy's argmax)
         hit = e.emit("or", [hit, e.emit("isnan", [x], name=f"{name}_nan")], name=f"{name}_hit_nan")
     positions = _positions(e, shape, axis, "int64", f"{name}_positions")
     miss = e.constant(np.array(-1 if last else shape[axis], np.int64), f"{name}_miss")

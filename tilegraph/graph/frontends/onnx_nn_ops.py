@@ -20,6 +20,7 @@ import numpy as np
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_ops import _ints, _out, _rank, converts
+from tilegraph.graph.ir import is_float
 
 
 def _scalar(e: Emitter, value: float, like: str, name: str) -> str:
@@ -41,7 +42,7 @@ def _stash(e: Emitter, x: str, attrs: dict[str, Any], name: str) -> tuple[str, s
     """x in the stash type (float32 unless stash_type says otherwise, as ONNX computes norms), and
     the dtype to cast the result back to."""
     dtype = e.type_of(x).dtype
-    if not dtype.startswith("float"):
+    if not is_float(dtype):
         raise GraphError(f"node {name!r}: normalization needs a float input, got {e.type_of(x)}")
     if int(attrs.get("stash_type", 1)) == 1 and dtype != "float32":
         return e.emit("cast", [x], {"to": "float32"}, f"{name}_stash"), dtype

@@ -16,13 +16,14 @@ import numpy as np
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_pooling import pool_by_axes
+from tilegraph.graph.ir import is_float
 
 Converter = Callable[[Emitter, Any, list[str], dict[str, Any], int], list[str]]
 CONVERTERS: dict[str, Converter] = {}
 
 # ONNX TensorProto data types tilegraph runs, by their enum value.
 ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
-               10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
+               10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
 
 
 def converts(*op_types: str) -> Callable[[Converter], Converter]:
@@ -70,7 +71,7 @@ def _unary(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: 
 @converts(*_BINARY)
 def _binary(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     a, b = ins
-    if node.op_type == "Pow" and not e.type_of(a).dtype.startswith("float"):  # integer powers through float64
+    if node.op_type == "Pow" and not is_float(e.type_of(a).dtype):  # integer powers through float64
         wide = [e.emit("cast", [t], {"to": "float64"}, f"{node.name}_f64_{i}") for i, t in enumerate((a, b))]
         power = e.emit("pow", wide, name=f"{node.name}_pow")
         return [e.emit("cast", [e.emit("round", [power], name=f"{node.name}_round")], {"to": e.type_of(a).dtype},
@@ -282,7 +283,7 @@ def _layer_norm(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], op
 def _pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     x = ins[0]
     if _rank(e, x) == 3 and not any(node.output[1:]) and tuple(attrs.get("dilations", (1,))) == (1,) \
-            and e.type_of(x).dtype.startswith("float"):  # 1-D: a 2-D pool of height 1
+            and is_float(e.type_of(x).dtype):  # 1-D: a 2-D pool of height 1
         (x,), two_d = _one_d_as_two_d(e, node, [x], attrs)
         inner = type(node)()
         inner.CopyFrom(node)
@@ -297,7 +298,7 @@ def _pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
     strides = tuple(attrs.get("strides", (1, 1)))
     unpadded_average = node.op_type == "AveragePool" and not attrs.get("count_include_pad", 0)
     if (_rank(e, x) != 4 or tuple(attrs.get("dilations", (1, 1))) != (1, 1)
-            or not e.type_of(x).dtype.startswith("float")
+            or not is_float(e.type_of(x).dtype)
             or (unpadded_average and (attrs.get("ceil_mode", 0) or attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "")
                                       or len(set(attrs.get("pads", (0,)))) > 1))):
         return [pool_by_axes(e, node, x, attrs, _out(node))]  # what the 2-D pooling kernels do not cover

@@ -19,6 +19,7 @@ import numpy as np
 
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.ir import is_float
 
 
 def pool_pads(node: Any, attrs: dict[str, Any], sizes: Sequence[int], kernel: Sequence[int],
@@ -50,7 +51,7 @@ def output_extent(size: int, kernel: int, stride: int, dilation: int, begin: int
 
 
 def _lowest(dtype: str) -> float:
-    return float("-inf") if dtype.startswith("float") else float(
+    return float("-inf") if is_float(dtype) else float(
         0 if dtype == "bool" else np.iinfo(np.dtype(dtype)).min)
 
 

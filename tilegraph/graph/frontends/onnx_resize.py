@@ -16,6 +16,7 @@ from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.interpolation import COORDINATE_MODES, MODES, apply_axis, axis_table
 from tilegraph.graph.frontends.onnx_ops import _out, converts
+from tilegraph.graph.ir import is_float
 
 
 def _floats(e: Emitter, name: str, what: str) -> list[float]:
@@ -57,7 +58,7 @@ def _resize(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset:
     if mode not in MODES or coordinate_mode not in COORDINATE_MODES:
         raise GraphError(f"node {name!r} (Resize): mode {mode!r} / coordinate_transformation_mode "
                          f"{coordinate_mode!r} is not one of {MODES} / {COORDINATE_MODES}")
-    if mode != "nearest" and not e.type_of(x).dtype.startswith("float"):
+    if mode != "nearest" and not is_float(e.type_of(x).dtype):
         raise GraphError(f"node {name!r} (Resize): {mode} interpolation of {e.type_of(x).dtype} is not supported")
     axes = [int(a) % rank for a in attrs.get("axes", range(rank))]
     roi_values = _floats(e, ins[1], f"node {name!r} (Resize) roi") if len(ins) > 1 and ins[1] else []

@@ -282,3 +282,12 @@ def _center_crop_pad(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any
     if any(before) or any(after):
         y = e.emit("pad", [y], {"before": tuple(before), "after": tuple(after), "value": 0.0}, f"{name}_pad")
     return [e.emit("identity", [y], name=name, outputs=[_out(node)])]
+
+
+@converts("BitCast")
+def _bit_cast(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """The input's bytes as another type of the same width: an alias, no kernel (graph op bitcast)."""
+    from tilegraph.graph.frontends.onnx_ops import dtype_of
+
+    to = dtype_of(int(attrs["to"]), f"node {node.name!r} (BitCast) to")
+    return [e.emit("bitcast", [ins[0]], {"to": to}, node.name, [_out(node)])]

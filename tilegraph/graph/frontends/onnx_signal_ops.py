@@ -21,6 +21,7 @@ import numpy as np
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_ops import _out, converts, dtype_of
+from tilegraph.graph.ir import is_float
 
 MAX_DFT_POINTS = 1 << 14  # the dense DFT matrix is (2n)^2 values: 16k points is 4 GiB in float32
 
@@ -112,7 +113,7 @@ def dft(e: Emitter, x: str, axis: int, length: int | None, inverse: bool, onesid
     shape = e.type_of(x).shape
     dtype = e.type_of(x).dtype
     rank = len(shape)
-    if not dtype.startswith("float") or shape[-1] not in (1, 2) or not 0 <= axis < rank - 1:
+    if not is_float(dtype) or shape[-1] not in (1, 2) or not 0 <= axis < rank - 1:
         raise GraphError(f"node {name!r} (DFT): needs a float signal [..., n, ..., 1 or 2] and an axis before the "
                          f"last, got {e.type_of(x)} and axis {axis}")
     n_in = shape[axis]

@@ -14,6 +14,7 @@ import numpy as np
 
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
+from tilegraph.graph.ir import is_float
 
 ATEN: dict[str, Callable[..., Any]] = {}
 
@@ -92,7 +93,7 @@ FLOAT = "float32"  # torch's default dtype: what true division of integers gives
 def _binary(op: str) -> Callable[..., Any]:
     def convert(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
         dtype = promoted(e, args)
-        if op == "div" and kwargs.get("rounding_mode") is None and not dtype.startswith("float"):
+        if op == "div" and kwargs.get("rounding_mode") is None and not is_float(dtype):
             dtype = FLOAT  # true division
         if op in ("and", "or"):
             if dtype != "bool" and "logical" not in str(node.target):
@@ -115,7 +116,7 @@ def rounded_division(e: Emitter, a: str, b: str, mode: str, name: str) -> str:
     dtype = e.type_of(a).dtype
     zero = tensor(e, 0, dtype=dtype)
     q = e.emit("div", [a, b])  # floats: the quotient; integers: truncated toward zero
-    if dtype.startswith("float"):
+    if is_float(dtype):
         if mode == "floor":
             return e.emit("floor", [q], name=name)
         return e.emit("where", [e.emit("less", [q, zero]), e.emit("ceil", [q]), e.emit("floor", [q])], name=name)
@@ -158,9 +159,9 @@ FLOAT_UNARY = {"sigmoid", "tanh", "exp", "log", "erf", "sqrt", "reciprocal", "ha
 def _unary(op: str) -> Callable[..., Any]:
     def convert(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
         x = args[0]
-        if op in ("floor", "ceil") and not e.type_of(x).dtype.startswith("float"):
+        if op in ("floor", "ceil") and not is_float(e.type_of(x).dtype):
             return e.emit("identity", [x], name=node.name)  # integers are their own floor
-        if op in FLOAT_UNARY and not e.type_of(x).dtype.startswith("float"):
+        if op in FLOAT_UNARY and not is_float(e.type_of(x).dtype):
             x = e.emit("cast", [x], {"to": FLOAT})  # torch computes these of integers in its default float
         return e.emit(op, [x], name=node.name)
 
@@ -179,7 +180,7 @@ for _aten, _op in {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": 
 def _log1p_expm1(e: Emitter, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
     """log(1 + x) and exp(x) - 1, written out (the graph has no fused intrinsic for them)."""
     x = args[0]
-    if not e.type_of(x).dtype.startswith("float"):
+    if not is_float(e.type_of(x).dtype):
         x = e.emit("cast", [x], {"to": FLOAT})
     one = e.constant(np.array(1.0, e.type_of(x).dtype), "one")
     if "log1p" in str(node.target):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tilegraph.errors import GraphError, TilegraphError
+from tilegraph.graph.compile_progress import stage
 from tilegraph.graph.fusion.candidates import candidates
 from tilegraph.graph.fusion.compose import group_spec
 from tilegraph.graph.fusion.costs import KernelCosts, roofline_seconds
@@ -98,7 +99,9 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
                 pruned += 1
                 continue
         rest.append(i)
+    stage(progress, f"building and timing the other {len(rest)} fusion candidates (kernels)")
     build_and_time(rest)
+    stage(progress, "choosing kernels (binary linear program)")
     costs.save()
     _require_cover(graph, cands, cost, specs, errors)
     cost = perturbed_costs(cost, cands, os.environ.get(COSTS_ENV, ""))

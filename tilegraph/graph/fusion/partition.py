@@ -72,7 +72,7 @@ class Group:
 
 def is_injective(node: Node) -> bool:
     op = op_def(node.op)
-    return op.elementwise or op.view or node.op in INJECTIVE_LAYOUT
+    return op.fusable and (op.elementwise or op.view or node.op in INJECTIVE_LAYOUT)
 
 
 def partition(graph: Graph, fuse: bool = True) -> list[Group]:
@@ -91,7 +91,7 @@ def partition(graph: Graph, fuse: bool = True) -> list[Group]:
 
     if fuse:
         for node in graph.nodes:
-            if is_injective(node) or node.name in taken or len(node.outputs) != 1:
+            if is_injective(node) or node.name in taken or len(node.outputs) != 1 or op_def(node.op).view:
                 continue
             members, path = _epilogue(graph, node, order[node.name], nodes, consumers, taken, outputs)
             add_group(members, node.name, path)

@@ -16,7 +16,7 @@ import numpy as np
 
 from tilegraph import ops, te
 from tilegraph.errors import GraphError
-from tilegraph.graph.ir import Node, TensorType
+from tilegraph.graph.ir import Node, TensorType, is_float
 from tilegraph.graph.ops.registry import OpDef, f64, register, same
 from tilegraph.testing import reference as ref
 
@@ -29,7 +29,7 @@ class Unary(OpDef):
 
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
         (x,) = types
-        if self.float_only and not x.dtype.startswith("float"):
+        if self.float_only and not is_float(x.dtype):
             raise GraphError(f"node {node.name!r} ({node.op}) needs a float input, got {x}")
         return [same(x, dtype=self.out_dtype)]
 

@@ -32,6 +32,7 @@ class OpDef:
     name = ""
     elementwise = False  # out[i] depends on inputs at i (broadcast): layout-agnostic, transposes pass through
     view = False  # output is the input's bytes under another shape
+    fusable = True  # False: never computed inside a kernel (a view that stays an alias of its input's bytes)
     scalar_args = False  # size-1 constant inputs may be lowered as Python scalars
     arity: tuple[int, int] = (1, 1)  # (min, max) number of inputs
 

@@ -42,6 +42,24 @@ class Reshape(OpDef):
         return [ops.reshape(args[0], tuple(node.attr("shape")) or (1,))]
 
 
+@register("bitcast", view=True, fusable=False)
+class Bitcast(OpDef):
+    """The input's bytes read as dtype `to` of the same width (ONNX's BitCast; bfloat16's bits).
+    Always an alias of its input (never computed in a kernel: no printer needs a reinterpretation)."""
+
+    def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
+        x, to = types[0], str(node.attr("to"))
+        if TensorType((), to).nbytes != TensorType((), x.dtype).nbytes:
+            raise GraphError(f"node {node.name!r} (bitcast): {x.dtype} and {to} differ in width")
+        return [TensorType(x.shape, to)]
+
+    def reference(self, node: Node, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.ascontiguousarray(xs[0]).view(np.dtype(str(node.attr("to"))))]
+
+    def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
+        raise GraphError(f"node {node.name!r} (bitcast) is an alias of its input; no kernel computes it")
+
+
 @register("identity", view=True, elementwise=True)
 class Identity(OpDef):
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:

@@ -14,6 +14,7 @@ import os
 
 from tilegraph.errors import GraphError
 from tilegraph.graph.ir import Graph
+from tilegraph.graph.passes.bfloat16_through_float import bfloat16_through_float
 from tilegraph.graph.passes.compute_half_in_float import compute_half_in_float
 from tilegraph.graph.passes.conv_to_gemm import conv_to_gemm
 from tilegraph.graph.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
@@ -26,7 +27,7 @@ from tilegraph.graph.passes.merge_sibling_matmuls import merge_sibling_matmuls
 from tilegraph.graph.passes.sink_transposes import sink_transposes
 from tilegraph.graph.passes.to_channels_last import to_channels_last
 
-PIPELINE = (empty_tensors_as_constants, compute_half_in_float, fold_constants, eliminate_dead_code,
+PIPELINE = (empty_tensors_as_constants, bfloat16_through_float, compute_half_in_float, fold_constants, eliminate_dead_code,
             eliminate_common_subexpressions, fold_batch_norm,
             to_channels_last, fold_constants, sink_transposes, fold_constants, eliminate_common_subexpressions,
             fold_scale_into_weights, merge_sibling_matmuls, eliminate_dead_code)
@@ -63,5 +64,5 @@ def _checked(graph_pass: object, graph: Graph, verify: bool) -> Graph:
 
 __all__ = ["optimize", "PIPELINE", "fold_constants", "eliminate_dead_code", "eliminate_common_subexpressions",
            "fold_batch_norm", "to_channels_last", "sink_transposes", "merge_sibling_matmuls", "conv_to_gemm",
-           "fold_scale_into_weights", "compute_half_in_float", "empty_tensors_as_constants",
+           "fold_scale_into_weights", "compute_half_in_float", "empty_tensors_as_constants", "bfloat16_through_float",
            "OPTIONAL"]
