@@ -249,6 +249,14 @@ def operator_table() -> str:
         at_oldest = [v for v in known if v <= OLDEST_OPSET][-1:]  # the definition in force at the oldest opset
         changed = at_oldest + [v for v in known if v > OLDEST_OPSET]
         lines.append(f"| {name} | {', '.join(map(str, changed))} |")
+    deliberate = set().union(*DELIBERATE_OPS.values())
+    functions = sorted({f"{sc.domain}.{sc.name}" if sc.domain not in ("", "ai.onnx") else sc.name
+                        for sc in onnx.defs.get_all_schemas_with_history()
+                        if not sc.deprecated and (sc.has_function or sc.has_context_dependent_function)
+                        and sc.domain in ("", "ai.onnx", "ai.onnx.preview")} - set(CONVERTERS) - deliberate)
+    lines += ["", f"{len(functions)} more operator types have ONNX function bodies and no converter: they are "
+              "expanded into their bodies (graph/frontends/onnx_functions.py) and compile when the operators "
+              "those use do: " + ", ".join(functions) + "."]
     lines += ["", "Refused on purpose (the conformance runner's list, `benchmarks/onnx_conformance.py`):", ""]
     for reason, members in DELIBERATE_OPS.items():
         lines.append(f"- {reason}: {', '.join(sorted(members))}")
