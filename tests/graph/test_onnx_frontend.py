@@ -32,6 +32,10 @@ def _feeds(model):
     for vi in model.graph.input:
         shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
         kind = vi.type.tensor_type.elem_type
+        if kind in (TensorProto.UINT8, TensorProto.INT8):
+            low, high = (0, 256) if kind == TensorProto.UINT8 else (-128, 128)
+            feeds[vi.name] = RNG.integers(low, high, shape).astype(np.uint8 if low == 0 else np.int8)
+            continue
         feeds[vi.name] = (RNG.standard_normal(shape).astype(np.float32) if kind == F else
                           RNG.integers(0, 3, shape).astype(np.int64) if kind == I64 else RNG.random(shape) < 0.5)
     return feeds
@@ -156,6 +160,27 @@ CASES = {
     "GridSampleNearestBorder": _model("GridSample", [("x", F, [1, 2, 4, 3]), ("g", F, [1, 5, 3, 2])], opset=20,
                                       attrs={"mode": "nearest", "padding_mode": "border", "align_corners": 1}),
     "GridSampleVolumeZeros": _model("GridSample", [("x", F, [1, 2, 3, 4, 5]), ("g", F, [1, 2, 3, 2, 3])], opset=20),
+    "MaxPoolIndices": _model("MaxPool", [("x", F, [2, 3, 7, 6])], outputs=2, out_type=[F, I64], attrs={
+        "kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}),
+    "MaxPoolIndicesColumnMajor": _model("MaxPool", [("x", F, [1, 2, 5, 5])], outputs=2, out_type=[F, I64], attrs={
+        "kernel_shape": [2, 2], "storage_order": 1}),
+    "EinsumDiagonal": _model("Einsum", [("x", F, [3, 4, 4])], attrs={"equation": "bii->bi"}),
+    "ConvInteger": _model("ConvInteger", [("x", TensorProto.UINT8, [1, 2, 5, 6])], attrs={"pads": [1, 0, 0, 1]},
+                          inits=[("w", RNG.integers(0, 256, (3, 2, 2, 3)).astype(np.uint8)),
+                                 ("xz", np.array(131, np.uint8)), ("wz", np.array(7, np.uint8))],
+                          out_type=TensorProto.INT32),
+    "QLinearConv": _model("QLinearConv", [("x", TensorProto.UINT8, [1, 2, 6, 5])], attrs={"strides": [2, 1]},
+                          inits=[("xs", np.array(0.02, np.float32)), ("xz", np.array(128, np.uint8)),
+                                 ("w", RNG.integers(-128, 128, (4, 2, 3, 3)).astype(np.int8)),
+                                 ("ws", np.array([0.01, 0.02, 0.005, 0.03], np.float32)),
+                                 ("wz", np.zeros(4, np.int8)), ("ys", np.array(0.05, np.float32)),
+                                 ("yz", np.array(120, np.uint8)), ("b", np.array([5, -7, 100, 0], np.int32))],
+                          out_type=TensorProto.UINT8),
+    "Det": _model("Det", [("x", F, [2, 3, 4, 4])], opset=22),
+    "Col2Im": _model("Col2Im", [("x", F, [2, 12, 10])], opset=18, attrs={"strides": [2, 1], "pads": [1, 0, 0, 1]},
+                     inits=[("image", np.array([4, 5], np.int64)), ("block", np.array([2, 2], np.int64))]),
+    "TensorScatterCircular": _model("TensorScatter", [("past", F, [2, 3, 5, 4]), ("update", F, [2, 3, 2, 4])],
+                                    opset=24, attrs={"mode": "circular"}, inits=[("w", np.array([4, 1], np.int64))]),
     "AffineGrid": _model("AffineGrid", [("t", F, [2, 2, 3])], opset=20, attrs={"align_corners": 0},
                          inits=[("size", np.array([2, 3, 4, 5], np.int64))]),
 }
@@ -287,3 +312,38 @@ def test_external_data_loads_and_its_absence_is_named(tmp_path):
     (tmp_path / "weights.data").unlink()
     with pytest.raises(ModelFileError, match="external data is missing"):
         tg.graph.from_onnx(path)
+
+
+@pytest.mark.needs_cc
+def test_max_unpool_puts_the_pooled_values_back_where_max_pool_found_them():
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3, 6, 4])],
+                              [helper.make_tensor_value_info("y", F, None)])
+    check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
+
+
+@pytest.mark.needs_cc
+def test_deform_conv_with_groups_offset_groups_mask_and_bias():
+    # out [2, 6, 3, 5]: height (6 + 1 + 0 - 2) // 2 + 1 = 3, width (5 + 1 + 1 - 3) + 1 = 5
+    node = helper.make_node("DeformConv", ["x", "w", "off", "b", "m"], ["y"], group=2, offset_group=2, strides=[2, 1],
+                            pads=[1, 1, 0, 1], kernel_shape=[2, 3])
+    inputs = [helper.make_tensor_value_info(n, F, s) for n, s in
+              (("x", [2, 4, 6, 5]), ("off", [2, 2 * 2 * 6, 3, 5]), ("m", [2, 2 * 6, 3, 5]))]
+    inits = [numpy_helper.from_array(RNG.standard_normal((6, 2, 2, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(RNG.standard_normal(6).astype(np.float32), "b")]
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", F, None)], inits)
+    check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("mode, transform", [("avg", "half_pixel"), ("avg", "output_half_pixel"), ("max", "half_pixel")])
+def test_roi_align_samples_each_bin_like_onnxruntime(mode, transform):
+    rois = np.array([[0.5, 1.0, 6.3, 4.9], [-2.0, -1.5, 3.0, 2.0], [4.0, 3.0, 9.5, 8.0], [1.0, 1.0, 1.2, 1.1]], np.float32)
+    node = helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], output_height=3, output_width=2,
+                            sampling_ratio=2, spatial_scale=0.9, mode=mode, coordinate_transformation_mode=transform)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [2, 3, 8, 7])],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              [numpy_helper.from_array(rois, "rois"),
+                               numpy_helper.from_array(np.array([0, 1, 1, 0], np.int64), "batch")])
+    check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]))  # ORT runs RoiAlign-16

@@ -202,3 +202,182 @@ def _grid_sample(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], o
                            name=f"{name}_weighted{tag}")
         total = value if total is None else e.emit("add", [total, value], name=f"{name}_sum{tag}")
     return [e.emit("reshape", [total], {"shape": (n, channels, *out)}, name, [_out(node)])]
+
+
+@converts("DeformConv")
+def _deform_conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """Each kernel tap samples the input bilinearly at its offset position (zero outside, as
+    torchvision's deform_conv2d), times the mask; then the convolution is a grouped matmul of the
+    weights with those samples."""
+    x, w, offset, name = ins[0], ins[1], ins[2], node.name or "deform_conv"
+    bias = ins[3] if len(ins) > 3 and ins[3] else ""
+    mask = ins[4] if len(ins) > 4 and ins[4] else ""
+    xt, wt = e.type_of(x), e.type_of(w)
+    if len(xt.shape) != 4 or len(wt.shape) != 4:
+        raise GraphError(f"node {name!r} (DeformConv): only 2-D deformable convolutions, got {xt} and {wt}")
+    n, channels, height, width = xt.shape
+    out_channels, _, kh, kw = wt.shape
+    groups, offset_groups = int(attrs.get("group", 1)), int(attrs.get("offset_group", 1))
+    sh, sw = (int(s) for s in attrs.get("strides", (1, 1)))
+    dh, dw = (int(d) for d in attrs.get("dilations", (1, 1)))
+    pt, pl, pb, pr = (int(p) for p in attrs.get("pads", (0, 0, 0, 0)))
+    oh, ow = e.type_of(offset).shape[2:]
+    taps, points = kh * kw, oh * ow
+    if (e.type_of(offset).shape != (n, offset_groups * 2 * taps, oh, ow) or channels % offset_groups
+            or channels % groups or out_channels % groups or wt.shape[1] * groups != channels
+            or oh != (height + pt + pb - dh * (kh - 1) - 1) // sh + 1 or ow != (width + pl + pr - dw * (kw - 1) - 1) // sw + 1):
+        raise GraphError(f"node {name!r} (DeformConv): offset {e.type_of(offset)} does not fit input {xt}, "
+                         f"weights {wt} and the attributes")
+    dtype = xt.dtype
+
+    def c(value: Any, label: str, kind: str = "") -> str:
+        return e.constant(np.asarray(value, dtype=kind or dtype), f"{name}_{label}")
+
+    pairs = e.emit("reshape", [offset], {"shape": (n, offset_groups, taps, 2, oh, ow)}, f"{name}_pairs")
+    along = []
+    for k, (extent, base) in enumerate(((height, np.arange(oh)[:, None] * sh - pt), (width, np.arange(ow)[None, :] * sw - pl))):
+        part = e.emit("slice", [pairs], {"begin": (0, 0, 0, k, 0, 0), "end": (n, offset_groups, taps, k + 1, oh, ow),
+                                         "steps": (1,) * 6}, f"{name}_d{k}")
+        part = e.emit("reshape", [part], {"shape": (n, offset_groups, taps, oh, ow)}, f"{name}_d{k}_flat")
+        tap_offset = (np.arange(kh)[:, None] * dh if k == 0 else np.arange(kw)[None, :] * dw)
+        tap_offset = np.broadcast_to(tap_offset, (kh, kw)).reshape(taps, 1, 1)
+        grid = (tap_offset + base[None]).reshape(1, 1, taps, *base.shape)
+        along.append((e.emit("add", [part, c(grid, f"grid{k}")], name=f"{name}_pos{k}"), extent))
+    (y, h_extent), (xx, w_extent) = along
+    valid = e.emit("and", [
+        e.emit("and", [e.emit("greater", [y, c(-1.0, "m1y")], name=f"{name}_y_lo"),
+                       e.emit("less", [y, c(float(height), "hy")], name=f"{name}_y_hi")], name=f"{name}_y_ok"),
+        e.emit("and", [e.emit("greater", [xx, c(-1.0, "m1x")], name=f"{name}_x_lo"),
+                       e.emit("less", [xx, c(float(width), "wx")], name=f"{name}_x_hi")], name=f"{name}_x_ok")],
+        name=f"{name}_valid")
+    floors = [e.emit("floor", [v], name=f"{name}_floor{k}") for k, v in enumerate((y, xx))]
+    fracs = [e.emit("sub", [v, f], name=f"{name}_frac{k}") for k, (v, f) in enumerate(zip((y, xx), floors))]
+    per_group = channels // offset_groups
+    flat_input = e.emit("reshape", [x], {"shape": (n, offset_groups, per_group, height * width)}, f"{name}_flat")
+    sampled = None
+    for corner, (cy, cx) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+        at = [e.emit("add", [f, c(float(d), f"c{corner}_{k}")], name=f"{name}_at{corner}_{k}")
+              for k, (f, d) in enumerate(zip(floors, (cy, cx)))]
+        weights = [fracs[k] if d else e.emit("sub", [c(1.0, f"one{corner}_{k}"), fracs[k]], name=f"{name}_w{corner}_{k}")
+                   for k, d in enumerate((cy, cx))]
+        inside = valid
+        for k, (a, extent) in enumerate(zip(at, (height, width))):
+            inside = e.emit("and", [inside, e.emit("and", [
+                e.emit("greater_equal", [a, c(0.0, f"z{corner}_{k}")], name=f"{name}_ge{corner}_{k}"),
+                e.emit("less", [a, c(float(extent), f"n{corner}_{k}")], name=f"{name}_lt{corner}_{k}")],
+                name=f"{name}_in{corner}_{k}")], name=f"{name}_inside{corner}_{k}")
+        weight = e.emit("where", [inside, e.emit("mul", weights, name=f"{name}_wprod{corner}"), c(0.0, f"zw{corner}")],
+                        name=f"{name}_weight{corner}")
+        index = None
+        for k, (a, extent, stride) in enumerate(zip(at, (height, width), (width, 1))):
+            i = e.emit("cast", [a], {"to": "int64"}, f"{name}_i{corner}_{k}")
+            i = e.emit("min", [e.emit("max", [i, c(0, f"i0{corner}_{k}", "int64")], name=f"{name}_imax{corner}_{k}"),
+                               c(extent - 1, f"ihi{corner}_{k}", "int64")], name=f"{name}_iclip{corner}_{k}")
+            if stride != 1:
+                i = e.emit("mul", [i, c(stride, f"stride{corner}", "int64")], name=f"{name}_row{corner}")
+            index = i if index is None else e.emit("add", [index, i], name=f"{name}_index{corner}")
+        index = e.emit("reshape", [index], {"shape": (n, offset_groups, 1, taps * points)}, f"{name}_ix{corner}")
+        index = e.emit("expand", [index], {"shape": (n, offset_groups, per_group, taps * points)}, f"{name}_ixx{corner}")
+        value = e.emit("gather_elements", [flat_input, index], {"axis": 3}, f"{name}_pick{corner}")
+        value = e.emit("mul", [value, e.emit("reshape", [weight], {"shape": (n, offset_groups, 1, taps * points)},
+                                             f"{name}_wr{corner}")], name=f"{name}_weighted{corner}")
+        sampled = value if sampled is None else e.emit("add", [sampled, value], name=f"{name}_sum{corner}")
+    if mask:
+        m = e.emit("reshape", [mask], {"shape": (n, offset_groups, 1, taps * points)}, f"{name}_mask")
+        sampled = e.emit("mul", [sampled, m], name=f"{name}_masked")
+    per_conv_group = channels // groups
+    columns = e.emit("reshape", [sampled], {"shape": (n, groups, per_conv_group * taps, points)}, f"{name}_columns")
+    kernels = e.emit("reshape", [w], {"shape": (1, groups, out_channels // groups, per_conv_group * taps)},
+                     f"{name}_kernels")
+    y_out = e.emit("matmul", [kernels, columns], name=f"{name}_matmul")
+    y_out = e.emit("reshape", [y_out], {"shape": (n, out_channels, oh, ow)}, f"{name}_image")
+    if bias:
+        y_out = e.emit("add", [y_out, e.emit("reshape", [bias], {"shape": (1, out_channels, 1, 1)}, f"{name}_b")],
+                       name=f"{name}_biased")
+    return [e.emit("identity", [y_out], name=name, outputs=[_out(node)])]
+
+
+@converts("RoiAlign")
+def _roi_align(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """Per region and output bin, `sampling_ratio`^2 bilinear samples (the reference's rules: a
+    sample beyond a border by more than one pixel reads 0, one past the last row or column reads
+    it), averaged or maxed; the regions' coordinates are data, the sample grid per bin is not."""
+    x, rois, batch, name = ins[0], ins[1], ins[2], node.name or "roi_align"
+    xt = e.type_of(x)
+    n, channels, height, width = xt.shape
+    regions = e.type_of(rois).shape[0]
+    out_h, out_w = int(attrs.get("output_height", 1)), int(attrs.get("output_width", 1))
+    ratio = int(attrs.get("sampling_ratio", 0))
+    mode = attrs.get("mode", "avg")
+    half = attrs.get("coordinate_transformation_mode", "half_pixel") == "half_pixel"
+    scale = float(attrs.get("spatial_scale", 1.0))
+    if ratio < 1:
+        raise GraphError(f"node {name!r} (RoiAlign): sampling_ratio 0 (samples per bin from each region's size) "
+                         "makes the sample count depend on the data; give sampling_ratio > 0")
+    if len(xt.shape) != 4 or e.type_of(rois).shape != (regions, 4) or mode not in ("avg", "max"):
+        raise GraphError(f"node {name!r} (RoiAlign): needs X [N, C, H, W], rois [R, 4] and mode avg or max")
+    dtype = xt.dtype
+
+    def c(value: Any, label: str, kind: str = "") -> str:
+        return e.constant(np.asarray(value, dtype=kind or dtype), f"{name}_{label}")
+
+    def corner(k: int) -> str:
+        part = e.emit("slice", [rois], {"begin": (0, k), "end": (regions, k + 1), "steps": (1, 1)}, f"{name}_r{k}")
+        shifted = e.emit("mul", [part, c(scale, f"scale{k}")], name=f"{name}_scaled{k}")
+        return e.emit("sub", [shifted, c(0.5, f"half{k}")], name=f"{name}_start{k}") if half else shifted
+
+    samples = []  # per axis: positions [R, bins * ratio], extent
+    for axis, (bins, extent) in enumerate(((out_h, height), (out_w, width))):
+        start, end = corner(1 - axis), corner(3 - axis)  # rois are (x1, y1, x2, y2)
+        size = e.emit("sub", [end, start], name=f"{name}_size{axis}")
+        if not half:
+            size = e.emit("max", [size, c(1.0, f"min_size{axis}")], name=f"{name}_size{axis}_1")
+        step = e.emit("div", [size, c(float(bins), f"bins{axis}")], name=f"{name}_bin{axis}")
+        where_in_bin = (np.arange(bins)[:, None] + (np.arange(ratio)[None, :] + 0.5) / ratio).reshape(1, -1)
+        samples.append((e.emit("add", [start, e.emit("mul", [step, c(where_in_bin, f"grid{axis}")],
+                                                     name=f"{name}_offset{axis}")], name=f"{name}_pos{axis}"), extent))
+    (ys, h), (xs, w) = samples
+    y = e.emit("reshape", [ys], {"shape": (regions, out_h * ratio, 1)}, f"{name}_y")
+    xx = e.emit("reshape", [xs], {"shape": (regions, 1, out_w * ratio)}, f"{name}_x")
+    outside = e.emit("or", [
+        e.emit("or", [e.emit("less", [y, c(-1.0, "ylo")], name=f"{name}_y_lo"),
+                      e.emit("greater", [y, c(float(h), "yhi")], name=f"{name}_y_hi")], name=f"{name}_y_out"),
+        e.emit("or", [e.emit("less", [xx, c(-1.0, "xlo")], name=f"{name}_x_lo"),
+                      e.emit("greater", [xx, c(float(w), "xhi")], name=f"{name}_x_hi")], name=f"{name}_x_out")],
+        name=f"{name}_outside")
+    per_axis = []
+    for axis, (v, extent) in enumerate(((y, h), (xx, w))):
+        v = e.emit("max", [v, c(0.0, f"zero{axis}")], name=f"{name}_clamp{axis}")
+        low = e.emit("floor", [v], name=f"{name}_low{axis}")
+        last = e.emit("greater_equal", [low, c(float(extent - 1), f"last{axis}")], name=f"{name}_at_last{axis}")
+        low = e.emit("where", [last, c(float(extent - 1), f"lastv{axis}"), low], name=f"{name}_low{axis}_fix")
+        v = e.emit("where", [last, low, v], name=f"{name}_v{axis}_fix")
+        high = e.emit("where", [last, low, e.emit("add", [low, c(1.0, f"one{axis}")], name=f"{name}_up{axis}")],
+                      name=f"{name}_high{axis}")
+        frac = e.emit("sub", [v, low], name=f"{name}_frac{axis}")
+        per_axis.append(((low, e.emit("sub", [c(1.0, f"onew{axis}"), frac], name=f"{name}_wlow{axis}")), (high, frac)))
+    flat = e.emit("gather", [e.emit("reshape", [x], {"shape": (n, channels, height * width)}, f"{name}_flat"),
+                             e.emit("cast", [batch], {"to": "int64"}, f"{name}_batch")], {"axis": 0}, f"{name}_images")
+    count = out_h * ratio * out_w * ratio
+    combined = None
+    for k, ((yi, wy), (xi, wx)) in enumerate(itertools.product(*per_axis)):
+        weight = e.emit("where", [outside, c(0.0, f"zw{k}"), e.emit("mul", [wy, wx], name=f"{name}_w{k}")],
+                        name=f"{name}_weight{k}")
+        position = e.emit("add", [e.emit("mul", [yi, c(float(w), f"row{k}")], name=f"{name}_rowpos{k}"), xi],
+                          name=f"{name}_pos{k}")
+        position = e.emit("where", [outside, c(0.0, f"zp{k}"), position], name=f"{name}_posfix{k}")
+        index = e.emit("cast", [e.emit("reshape", [position], {"shape": (regions, 1, count)}, f"{name}_pr{k}")],
+                       {"to": "int64"}, f"{name}_index{k}")
+        index = e.emit("expand", [index], {"shape": (regions, channels, count)}, f"{name}_indexx{k}")
+        value = e.emit("mul", [e.emit("gather_elements", [flat, index], {"axis": 2}, f"{name}_pick{k}"),
+                               e.emit("reshape", [weight], {"shape": (regions, 1, count)}, f"{name}_wr{k}")],
+                       name=f"{name}_term{k}")
+        combined = value if combined is None else e.emit("add" if mode == "avg" else "max", [combined, value],
+                                                         name=f"{name}_acc{k}")
+    bins = e.emit("reshape", [combined], {"shape": (regions, channels, out_h, ratio, out_w, ratio)}, f"{name}_bins")
+    if mode == "avg":
+        y_out = e.emit("div", [e.emit("reduce_sum", [bins], {"axes": (3, 5), "keepdims": 0}, f"{name}_sum"),
+                               c(float(ratio * ratio), "count")], name=f"{name}_mean")
+    else:
+        y_out = e.emit("reduce_max", [bins], {"axes": (3, 5), "keepdims": 0}, f"{name}_max")
+    return [e.emit("identity", [y_out], name=name, outputs=[_out(node)])]

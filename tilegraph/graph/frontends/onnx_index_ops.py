@@ -7,6 +7,9 @@
     ScatterND, ScatterElements
                              per target position, the updates whose index hits it (an equality
                              mask), summed or reduced; where nothing hits, the data as it is
+    TensorScatter            a KV-cache write: where(p - start inside the update, update[p - start], past)
+    Det(x)                   Leibniz's sum over permutations (orders up to 5)
+    MaxUnpool, Col2Im        a scatter into zeros; a matmul with a constant placement matrix
     TopK(x, k)               each element's rank (how many precede it: larger, or equal at a lower
                              index), then output r takes the element whose rank is r
 
@@ -16,6 +19,7 @@ ids, embedding updates, cache writes), not in their hot loops.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -260,3 +264,125 @@ def _top_k(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: 
         y = e.emit("transpose", [y], {"perm": back}, f"{name}_back{i}") if perm != list(range(rank_)) else y
         outs.append(e.emit("identity", [y], name=f"{name}_out{i}", outputs=[_out(node, i)]))
     return outs
+
+
+@converts("TensorScatter")
+def _tensor_scatter(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """A KV-cache write: cache position p of batch entry b takes update[p - w_b] (mod the cache's
+    length in circular mode) where that index is inside the update, else keeps the past value."""
+    past, update, name = ins[0], ins[1], node.name or "tensor_scatter"
+    shape, u_shape = e.type_of(past).shape, e.type_of(update).shape
+    rank = len(shape)
+    axis = int(attrs.get("axis", -2))
+    if not -rank < axis < rank or axis % rank == 0:
+        raise GraphError(f"node {name!r} (TensorScatter): axis {axis} must be a non-batch axis of {e.type_of(past)}")
+    axis %= rank
+    mode = attrs.get("mode", "linear")
+    if (len(u_shape) != rank or any(a != b for d, (a, b) in enumerate(zip(shape, u_shape)) if d != axis)
+            or u_shape[axis] > shape[axis] or mode not in ("linear", "circular")):
+        raise GraphError(f"node {name!r} (TensorScatter): update {e.type_of(update)} does not fit cache "
+                         f"{e.type_of(past)} along axis {axis} (mode {mode!r})")
+    length, count = shape[axis], u_shape[axis]
+    position = np.arange(length, dtype=np.int64).reshape([length if d == axis else 1 for d in range(rank)])
+    offset = e.constant(position, f"{name}_positions")
+    if len(ins) > 2 and ins[2]:
+        starts = e.emit("reshape", [_int64(e, ins[2], f"{name}_starts64")], {"shape": (shape[0],) + (1,) * (rank - 1)},
+                        f"{name}_starts")
+        offset = e.emit("sub", [offset, starts], name=f"{name}_offset")
+    if mode == "circular":
+        offset = e.emit("mod", [offset, e.constant(np.array(length, np.int64), f"{name}_length")], name=f"{name}_wrap")
+    inside = e.emit("and", [e.emit("greater_equal", [offset, e.constant(np.array(0, np.int64), f"{name}_zero")],
+                                   name=f"{name}_from"),
+                            e.emit("less", [offset, e.constant(np.array(count, np.int64), f"{name}_count")],
+                                   name=f"{name}_to")], name=f"{name}_inside")
+    index = e.emit("min", [e.emit("max", [offset, e.constant(np.array(0, np.int64), f"{name}_lo")], name=f"{name}_floor"),
+                e.constant(np.array(count - 1, np.int64), f"{name}_hi")], name=f"{name}_index")
+    index = e.emit("expand", [index], {"shape": shape}, f"{name}_index_full")
+    picked = e.emit("gather_elements", [update, index], {"axis": axis}, f"{name}_picked")
+    return [e.emit("where", [inside, picked, past], name=name, outputs=[_out(node)])]
+
+
+MAX_DET_ORDER = 5  # Leibniz's sum has order! terms
+
+
+@converts("Det")
+def _det(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """Leibniz's formula: the sum over permutations p of sign(p) * prod_i a[i, p(i)], each product
+    a gather of constant flat indices (small matrices only: order! terms)."""
+    x, name = ins[0], node.name or "det"
+    shape = e.type_of(x).shape
+    if len(shape) < 2 or shape[-1] != shape[-2] or not 1 <= shape[-1] <= MAX_DET_ORDER:
+        raise GraphError(f"node {name!r} (Det): needs [..., M, M] with M <= {MAX_DET_ORDER}, got {e.type_of(x)}")
+    order = shape[-1]
+    perms = list(itertools.permutations(range(order)))
+    signs = np.array([np.linalg.det(np.eye(order)[list(p)]) for p in perms]).round().astype(e.type_of(x).dtype)
+    flat_index = np.array([[i * order + p[i] for i in range(order)] for p in perms], dtype=np.int64)
+    lead = shape[:-2]
+    flat = e.emit("reshape", [x], {"shape": (*lead, order * order)}, f"{name}_flat")
+    picked = e.emit("gather", [flat, e.constant(flat_index, f"{name}_perms")], {"axis": len(lead)}, f"{name}_terms")
+    products = e.emit("reduce_prod", [picked], {"axes": (-1,), "keepdims": 0}, f"{name}_products")
+    signed = e.emit("mul", [products, e.constant(signs, f"{name}_signs")], name=f"{name}_signed")
+    return [e.emit("reduce_sum", [signed], {"axes": (-1,), "keepdims": 0}, name, [_out(node)])]
+
+
+@converts("MaxUnpool")
+def _max_unpool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """Zeros of the output shape with X written at its (flat) indices."""
+    x, indices, name = ins[0], ins[1], node.name or "max_unpool"
+    shape = e.type_of(x).shape
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    strides = [int(s) for s in attrs.get("strides", [1] * len(kernel))]
+    pads = [int(p) for p in attrs.get("pads", [0] * 2 * len(kernel))]
+    inferred = (*shape[:2], *((n - 1) * s - pads[i] - pads[i + len(kernel)] + k
+                              for i, (n, s, k) in enumerate(zip(shape[2:], strides, kernel))))
+    out_shape = tuple(_ints(e, ins[2], f"node {name!r} (MaxUnpool) output_shape")) if len(ins) > 2 and ins[2] \
+        else inferred
+    if len(out_shape) != len(shape) or any(o < i for o, i in zip(out_shape, inferred)):
+        raise GraphError(f"node {name!r} (MaxUnpool): output shape {list(out_shape)} is smaller than the unpooled "
+                         f"{list(inferred)}")
+    total = int(np.prod(inferred))  # indices address the unpooled shape; a larger output pads it (the reference)
+    zeros = e.constant(np.zeros((total, 1), dtype=e.type_of(x).dtype), f"{name}_zeros")
+    count = e.type_of(x).size
+    linear = e.emit("reshape", [_int64(e, indices, f"{name}_i64")], {"shape": (count,)}, f"{name}_linear")
+    updates = e.emit("reshape", [x], {"shape": (count, 1)}, f"{name}_updates")
+    rows = scatter_rows(e, node, zeros, linear, updates, "none", name)
+    y = e.emit("reshape", [rows], {"shape": inferred}, f"{name}_unpooled")
+    if tuple(out_shape) != tuple(inferred):
+        y = e.emit("pad", [y], {"before": (0,) * len(shape), "after": tuple(o - i for o, i in zip(out_shape, inferred)),
+                                "value": 0.0}, f"{name}_grown")
+    return [e.emit("identity", [y], name=name, outputs=[_out(node)])]
+
+
+MAX_COL2IM_MATRIX = 1 << 24  # Col2Im is a matmul with a constant 0/1 placement matrix
+
+
+@converts("Col2Im")
+def _col2im(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """The columns [N, C * prod(block), L] summed into the image: a matmul of [N, C, prod(block) * L]
+    with a constant matrix placing each (block offset, sliding position) at its pixel (padding dropped)."""
+    x, name = ins[0], node.name or "col2im"
+    image = _ints(e, ins[1], f"node {name!r} (Col2Im) image_shape")
+    block = _ints(e, ins[2], f"node {name!r} (Col2Im) block_shape")
+    dims = len(image)
+    strides = [int(s) for s in attrs.get("strides", [1] * dims)]
+    dilations = [int(d) for d in attrs.get("dilations", [1] * dims)]
+    pads = [int(p) for p in attrs.get("pads", [0] * 2 * dims)]
+    n, rows, length = e.type_of(x).shape
+    kernel = int(np.prod(block))
+    slides = [(image[i] + pads[i] + pads[i + dims] - dilations[i] * (block[i] - 1) - 1) // strides[i] + 1
+              for i in range(dims)]
+    if rows % kernel or int(np.prod(slides)) != length or min(slides) < 1:
+        raise GraphError(f"node {name!r} (Col2Im): input {e.type_of(x)} does not fit image {image}, block {block}")
+    pixels = int(np.prod(image))
+    if kernel * length * pixels > MAX_COL2IM_MATRIX:
+        raise GraphError(f"node {name!r} (Col2Im): a {kernel * length} x {pixels} placement matrix is too large")
+    channels = rows // kernel
+    placement = np.zeros((kernel * length, pixels), dtype=e.type_of(x).dtype)
+    for b, offset in enumerate(itertools.product(*[range(k) for k in block])):
+        for s, start in enumerate(itertools.product(*[range(k) for k in slides])):
+            at = [start[i] * strides[i] + offset[i] * dilations[i] - pads[i] for i in range(dims)]
+            if all(0 <= a < image[i] for i, a in enumerate(at)):
+                placement[b * length + s, int(np.ravel_multi_index(at, image))] += 1
+    columns = e.emit("reshape", [x], {"shape": (n, channels, kernel * length)}, f"{name}_columns")
+    y = e.emit("matmul", [columns, e.constant(placement, f"{name}_placement")], name=f"{name}_placed")
+    return [e.emit("reshape", [y], {"shape": (n, channels, *image)}, name, [_out(node)])]

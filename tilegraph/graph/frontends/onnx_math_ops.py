@@ -367,7 +367,7 @@ def _einsum_terms(equation: str, ranks: list[int], where: str) -> tuple[list[str
     for t, rank in zip(terms, ranks):
         if "..." in t:
             t = t.replace("...", ellipsis[widest - (rank - len(t.replace("...", ""))):])
-        if len(t) != rank or not t.isalpha():
+        if len(t) != rank or (t and not t.isalpha()):
             raise GraphError(f"{where}: subscripts {t!r} do not fit an operand of rank {rank}")
         expanded.append(t)
     if "->" in equation:
@@ -376,6 +376,25 @@ def _einsum_terms(equation: str, ranks: list[int], where: str) -> tuple[list[str
         counts = {c: sum(t.count(c) for t in expanded) for c in set("".join(expanded))}
         output = ellipsis + "".join(sorted(c for c, n in counts.items() if n == 1 and c.islower()))
     return expanded, output
+
+
+def _diagonals(e: Emitter, x: str, term: str, where: str, name: str) -> tuple[str, str]:
+    """x with each repeated subscript reduced to its diagonal ('ii' -> 'i'): x where an identity
+    mask is set, else 0, summed over the second occurrence's axis."""
+    while len(set(term)) != len(term):
+        first = next(i for i, c in enumerate(term) if term.index(c) != i)
+        letter = term[first]
+        keep = term.index(letter)
+        shape = e.type_of(x).shape
+        if shape[keep] != shape[first]:
+            raise GraphError(f"{where}: subscript {letter!r} is {shape[keep]} and {shape[first]} in one operand")
+        mask_shape = [shape[d] if d in (keep, first) else 1 for d in range(len(shape))]
+        eye = np.eye(shape[keep], dtype=bool).reshape(mask_shape)  # where, not a product: inf * 0 is NaN
+        zero = e.constant(np.zeros((), e.type_of(x).dtype), f"{name}_zero")
+        masked = e.emit("where", [e.constant(eye, f"{name}_eye"), x, zero], name=f"{name}_masked")
+        x = e.emit("reduce_sum", [masked], {"axes": (first,), "keepdims": 0}, f"{name}_{letter}")
+        term = term[:first] + term[first + 1:]
+    return x, term
 
 
 def _sum_out(e: Emitter, x: str, term: str, keep: set[str], name: str) -> tuple[str, str]:
@@ -415,11 +434,12 @@ def _einsum(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset:
     """Sums of products as reductions, transposes and batched matmuls, operand by operand."""
     name, where = node.name or "einsum", f"node {node.name!r} (Einsum)"
     terms, output = _einsum_terms(attrs["equation"], [_rank(e, i) for i in ins], where)
+    ins = list(ins)
+    for k, (t, x) in enumerate(zip(terms, ins)):
+        ins[k], terms[k] = _diagonals(e, x, t, where, f"{name}_diag{k}")
     sizes: dict[str, int] = {}
     for t, x in zip(terms, ins):
         for c, n in zip(t, e.type_of(x).shape):
-            if len(set(t)) != len(t):
-                raise GraphError(f"{where}: repeated subscripts in {t!r} (diagonals) are not supported")
             if sizes.setdefault(c, n) != n:
                 raise GraphError(f"{where}: subscript {c!r} is {sizes[c]} in one operand and {n} in another "
                                  "(broadcasting is not supported)")

@@ -15,7 +15,7 @@ import numpy as np
 
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
-from tilegraph.graph.frontends.onnx_pooling import pool_by_axes
+from tilegraph.graph.frontends.onnx_pooling import max_pool_with_indices, pool_by_axes
 from tilegraph.graph.ir import is_float
 
 Converter = Callable[[Emitter, Any, list[str], dict[str, Any], int], list[str]]
@@ -291,7 +291,11 @@ def _pool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
         inner.output.append(f"{node.name}_pool2d")
         return _back_to_one_d(e, node, _pool(e, inner, [x], two_d, opset)[0])
     if any(node.output[1:]):
-        raise GraphError(f"node {node.name!r} ({node.op_type}): the Indices output is not supported")
+        if node.op_type != "MaxPool" or _rank(e, x) < 3:
+            raise GraphError(f"node {node.name!r} ({node.op_type}): only MaxPool of [N, C, spatial...] has Indices")
+        values, indices = max_pool_with_indices(e, node, x, attrs)
+        return [e.emit("identity", [values], name=f"{node.name}_values", outputs=[_out(node)]),
+                e.emit("identity", [indices], name=f"{node.name}_indices", outputs=[_out(node, 1)])]
     if _rank(e, x) < 3:
         raise GraphError(f"node {node.name!r} ({node.op_type}): needs [N, C, spatial...], got {e.type_of(x)}")
     kernel = tuple(attrs["kernel_shape"])

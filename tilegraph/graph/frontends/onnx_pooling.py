@@ -8,10 +8,14 @@ asymmetric and not counted, integer inputs).
 Per axis: pad explicitly (-inf, the dtype's lowest, or 0), then combine the k strided slices
 x[j * dilation :: stride] (j < k) with max or add; an average divides by a constant of counts
 (the window's positions inside the input, or inside the padded input when padding counts).
+
+MaxPool's Indices output: a running maximum over the window's taps (the first maximum wins)
+carrying each tap's flat input index from a constant table.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -105,3 +109,50 @@ def pool_by_axes(e: Emitter, node: Any, x: str, attrs: dict[str, Any], out: str)
         divisor = e.constant(np.asarray(divisor, dtype=t.dtype).reshape((1, 1, *divisor.shape)), f"{name}_counts")
         y = e.emit("div", [y, divisor], name=f"{name}_mean")
     return e.emit("identity", [y], name=name, outputs=[out])
+
+
+def max_pool_with_indices(e: Emitter, node: Any, x: str, attrs: dict[str, Any]) -> tuple[str, str]:
+    """(MaxPool's values, its Indices): a running maximum over the window's taps, the first tap
+    holding the maximum winning, with each tap's flat input index (row-major, or column-major
+    within a channel when storage_order is 1) as a constant table."""
+    name = node.name or "max_pool"
+    t = e.type_of(x)
+    shape, rank = t.shape, len(t.shape)
+    spatial = shape[2:]
+    dims = rank - 2
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    strides = [int(s) for s in attrs.get("strides", [1] * dims)]
+    dilations = [int(d) for d in attrs.get("dilations", [1] * dims)]
+    begin, end = pool_pads(node, attrs, spatial, kernel, strides, dilations)
+    ceil = bool(attrs.get("ceil_mode", 0))
+    extents = [output_extent(n, k, s, d, b, f, ceil) for n, k, s, d, b, f in
+               zip(spatial, kernel, strides, dilations, begin, end)]
+    if min(extents) < 1:
+        raise GraphError(f"node {name!r} (MaxPool): the window does not fit {t}")
+    after = [max((o - 1) * s + (k - 1) * d + 1 - (n + b), 0)
+             for o, s, k, d, n, b in zip(extents, strides, kernel, dilations, spatial, begin)]
+    padded = x
+    if any(begin) or any(after):
+        padded = e.emit("pad", [x], {"before": (0, 0, *begin), "after": (0, 0, *after), "value": _lowest(t.dtype)},
+                        f"{name}_pad")
+    order = list(range(dims)) if not attrs.get("storage_order", 0) else list(range(dims))[::-1]
+    weights = {axis: int(np.prod([spatial[a] for a in order[order.index(axis) + 1:]])) for axis in range(dims)}
+    per_channel = int(np.prod(spatial))
+    base = (np.arange(shape[0] * shape[1], dtype=np.int64) * per_channel).reshape(shape[0], shape[1], *([1] * dims))
+    best = index = None
+    for number, taps in enumerate(itertools.product(*[range(k) for k in kernel])):
+        start = [0, 0] + [j * d for j, d in zip(taps, dilations)]
+        stop = [shape[0], shape[1]] + [j * d + (o - 1) * s + 1 for j, d, o, s in zip(taps, dilations, extents, strides)]
+        value = e.emit("slice", [padded], {"begin": tuple(start), "end": tuple(stop), "steps": (1, 1, *strides)},
+                       f"{name}_tap{number}")
+        grids = np.meshgrid(*[np.arange(o) * s + j * d - b for o, s, j, d, b in
+                              zip(extents, strides, taps, dilations, begin)], indexing="ij")
+        flat = sum(g * weights[axis] for axis, g in enumerate(grids))
+        where_from = e.constant((base + flat[None, None]).astype(np.int64), f"{name}_index{number}")
+        if best is None:
+            best, index = value, where_from
+            continue
+        better = e.emit("greater", [value, best], name=f"{name}_better{number}")
+        best = e.emit("where", [better, value, best], name=f"{name}_best{number}")
+        index = e.emit("where", [better, where_from, index], name=f"{name}_argmax{number}")
+    return best, index

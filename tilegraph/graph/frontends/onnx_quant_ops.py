@@ -149,3 +149,58 @@ def _qlinear_matmul(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any]
     ones = e.constant(np.array(1.0, np.float64), f"{name}_one")
     y = quantize(e, real, ones, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
     return [e.emit("identity", [y], name=f"{name}_out", outputs=[_out(node)])]
+
+
+def _integer_conv(e: Emitter, node: Any, x: str, x_zero: str, w: str, w_zero: str, attrs: dict[str, Any],
+                  opset: int, name: str) -> str:
+    """conv(x - x_zero, w - w_zero) in float64 (exact, as _integer_product), through the Conv
+    converter (its padding, strides, groups and 1-D handling); w_zero per output channel or one."""
+    from tilegraph.graph.frontends.onnx_ops import CONVERTERS
+
+    terms = []
+    for side, (t, z) in enumerate(((x, x_zero), (w, w_zero))):
+        wide = e.emit("cast", [t], {"to": "float64"}, f"{name}_w{side}")
+        if z:
+            zw = e.emit("cast", [z], {"to": "float64"}, f"{name}_z{side}")
+            rank = len(e.type_of(wide).shape)
+            view = (e.type_of(zw).size,) + (1,) * (rank - 1) if e.type_of(zw).size > 1 else ()
+            zw = e.emit("reshape", [zw], {"shape": view}, f"{name}_zv{side}")
+            wide = e.emit("sub", [wide, zw], name=f"{name}_c{side}")
+        terms.append(wide)
+    inner = type(node)()
+    inner.CopyFrom(node)
+    inner.op_type = "Conv"
+    del inner.output[:]
+    inner.output.append(f"{name}_conv")
+    conv_attrs = {k: v for k, v in attrs.items() if k in ("auto_pad", "dilations", "group", "kernel_shape", "pads",
+                                                          "strides")}
+    return CONVERTERS["Conv"](e, inner, terms, conv_attrs, opset)[0]
+
+
+@converts("ConvInteger")
+def _conv_integer(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    y = _integer_conv(e, node, ins[0], _input(ins, 2), ins[1], _input(ins, 3), attrs, opset, node.name or "conv_int")
+    return [e.emit("cast", [y], {"to": "int32"}, node.name, [_out(node)])]
+
+
+@converts("QLinearConv")
+def _qlinear_conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    """saturate(round((conv of the centred integers + bias) * x_scale * w_scale / y_scale) + y_zero)."""
+    x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero = ins[:8]
+    name = node.name or "qlinear_conv"
+    y = _integer_conv(e, node, x, x_zero, w, w_zero, attrs, opset, name)
+    rank = len(e.type_of(y).shape)
+    if len(ins) > 8 and ins[8]:
+        bias = e.emit("reshape", [e.emit("cast", [ins[8]], {"to": "float64"}, f"{name}_bias64")],
+                      {"shape": (1, e.type_of(ins[8]).size) + (1,) * (rank - 2)}, f"{name}_bias")
+        y = e.emit("add", [y, bias], name=f"{name}_biased")
+    scales = []
+    for i, s in enumerate((x_scale, w_scale, y_scale)):
+        s = e.emit("cast", [s], {"to": "float64"}, f"{name}_s{i}")
+        view = (1, e.type_of(s).size) + (1,) * (rank - 2) if e.type_of(s).size > 1 else ()
+        scales.append(e.emit("reshape", [s], {"shape": view}, f"{name}_sv{i}"))
+    factor = e.emit("div", [e.emit("mul", scales[:2], name=f"{name}_xw"), scales[2]], name=f"{name}_factor")
+    real = e.emit("mul", [y, factor], name=f"{name}_real")
+    ones = e.constant(np.array(1.0, np.float64), f"{name}_one")
+    out = quantize(e, real, ones, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
+    return [e.emit("identity", [out], name=f"{name}_out", outputs=[_out(node)])]

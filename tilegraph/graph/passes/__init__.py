@@ -30,7 +30,8 @@ from tilegraph.graph.passes.to_channels_last import to_channels_last
 PIPELINE = (empty_tensors_as_constants, bfloat16_through_float, compute_half_in_float, fold_constants, eliminate_dead_code,
             eliminate_common_subexpressions, fold_batch_norm,
             to_channels_last, fold_constants, sink_transposes, fold_constants, eliminate_common_subexpressions,
-            fold_scale_into_weights, merge_sibling_matmuls, eliminate_dead_code)
+            fold_scale_into_weights, merge_sibling_matmuls, eliminate_dead_code,
+            empty_tensors_as_constants)  # again: merged empty constants come back as identities of graph outputs
 
 
 OPTIONAL = {"conv_to_gemm": conv_to_gemm}  # run after the layout pass and its constant folding
