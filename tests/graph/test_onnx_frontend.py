@@ -181,6 +181,13 @@ CASES = {
                      inits=[("image", np.array([4, 5], np.int64)), ("block", np.array([2, 2], np.int64))]),
     "TensorScatterCircular": _model("TensorScatter", [("past", F, [2, 3, 5, 4]), ("update", F, [2, 3, 2, 4])],
                                     opset=24, attrs={"mode": "circular"}, inits=[("w", np.array([4, 1], np.int64))]),
+    "Conv3d": _model("Conv", [("x", F, [2, 4, 5, 6, 7])], attrs={"strides": [2, 1, 2], "dilations": [1, 2, 1],
+                                                              "pads": [1, 0, 1, 0, 2, 1], "group": 2},
+                     inits=[("w", RNG.standard_normal((6, 2, 3, 2, 3)).astype(np.float32)),
+                            ("b", RNG.standard_normal(6).astype(np.float32))]),
+    "ConvTranspose3d": _model("ConvTranspose", [("x", F, [1, 2, 3, 4, 3])],
+                              attrs={"strides": [2, 1, 2], "pads": [1, 0, 0, 0, 1, 1], "output_padding": [1, 0, 0]},
+                              inits=[("w", RNG.standard_normal((2, 3, 3, 2, 2)).astype(np.float32))]),
     "AffineGrid": _model("AffineGrid", [("t", F, [2, 2, 3])], opset=20, attrs={"align_corners": 0},
                          inits=[("size", np.array([2, 3, 4, 5], np.int64))]),
 }

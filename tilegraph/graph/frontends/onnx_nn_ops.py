@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError
+from tilegraph.graph.frontends.conv3d import conv3d
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_ops import _ints, _out, _rank, converts
 from tilegraph.graph.ir import is_float
@@ -263,7 +264,7 @@ def _transpose_pads(attrs: dict[str, Any], in_hw: tuple[int, ...], kernel: tuple
 def _conv_transpose(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     """A convolution of the input with zeros inserted between its pixels (stride - 1 of them),
     padded by (k - 1) * dilation less the op's pads, with the kernel flipped and its channel axes
-    swapped per group. 1-D runs as 2-D of height 1."""
+    swapped per group. 1-D runs as 2-D of height 1; 3-D through conv3d (a conv2d per depth tap)."""
     x, w, name = ins[0], ins[1], node.name
     rank = _rank(e, x)
     if rank == 3:
@@ -277,47 +278,56 @@ def _conv_transpose(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any]
             two_d["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
         if "output_shape" in attrs:
             two_d["output_shape"] = [1, list(attrs["output_shape"])[-1]]
-        y = _conv_transpose_2d(e, name, x, w, ins[2] if len(ins) > 2 else "", two_d)
+        y = _conv_transpose_nd(e, name, x, w, ins[2] if len(ins) > 2 else "", two_d)
         n, c, _, length = e.type_of(y).shape
         return [e.emit("reshape", [y], {"shape": (n, c, length)}, f"{name}_1d", [_out(node)])]
-    if rank != 4:
-        raise GraphError(f"node {name!r} (ConvTranspose): only 1-D and 2-D transposed convolutions are supported, "
-                         f"got {e.type_of(x)}")
-    y = _conv_transpose_2d(e, name, x, w, ins[2] if len(ins) > 2 else "", attrs)
+    if rank not in (4, 5):
+        raise GraphError(f"node {name!r} (ConvTranspose): only 1-D, 2-D and 3-D transposed convolutions are "
+                         f"supported, got {e.type_of(x)}")
+    y = _conv_transpose_nd(e, name, x, w, ins[2] if len(ins) > 2 else "", attrs)
     return [e.emit("identity", [y], name=f"{name}_out", outputs=[_out(node)])]
 
 
-def _conv_transpose_2d(e: Emitter, name: str, x: str, w: str, bias: str, attrs: dict[str, Any]) -> str:
-    n, c_in, h, width = e.type_of(x).shape
-    _, c_out_per_group, kh, kw = e.type_of(w).shape
+def _conv_transpose_nd(e: Emitter, name: str, x: str, w: str, bias: str, attrs: dict[str, Any]) -> str:
+    """2 or 3 spatial axes: zeros interleaved, padded, then a convolution with the flipped kernel."""
+    shape = e.type_of(x).shape
+    n, c_in, spatial = shape[0], shape[1], list(shape[2:])
+    dims = len(spatial)
+    c_out_per_group, kernel = e.type_of(w).shape[1], list(e.type_of(w).shape[2:])
     groups = int(attrs.get("group", 1))
-    strides = list(attrs.get("strides", [1, 1]))
-    dilations = list(attrs.get("dilations", [1, 1]))
-    output_padding = list(attrs.get("output_padding", [0, 0]))
-    begin, end = _transpose_pads(attrs, (h, width), (kh, kw), strides, dilations, output_padding)
-    sh, sw = strides
-    if sh > 1 or sw > 1:  # zeros between the input's pixels
-        y = e.emit("reshape", [x], {"shape": (n, c_in, h, 1, width, 1)}, f"{name}_spread")
-        y = e.emit("pad", [y], {"before": (0,) * 6, "after": (0, 0, 0, sh - 1, 0, sw - 1), "value": 0.0},
+    strides = list(attrs.get("strides", [1] * dims))
+    dilations = list(attrs.get("dilations", [1] * dims))
+    output_padding = list(attrs.get("output_padding", [0] * dims))
+    begin, end = _transpose_pads(attrs, tuple(spatial), tuple(kernel), strides, dilations, output_padding)
+    if any(s > 1 for s in strides):  # zeros between the input's pixels
+        spread = [n, c_in] + [v for d in spatial for v in (d, 1)]
+        y = e.emit("reshape", [x], {"shape": tuple(spread)}, f"{name}_spread")
+        y = e.emit("pad", [y], {"before": (0,) * len(spread),
+                                "after": (0, 0, *[v for s in strides for v in (0, s - 1)]), "value": 0.0},
                    f"{name}_zeros")
-        y = e.emit("reshape", [y], {"shape": (n, c_in, h * sh, width * sw)}, f"{name}_interleaved")
-        x = e.emit("slice", [y], {"begin": (0, 0, 0, 0), "end": (n, c_in, (h - 1) * sh + 1, (width - 1) * sw + 1),
-                                  "steps": (1, 1, 1, 1)}, f"{name}_dilated")
-    reach = [(kh - 1) * dilations[0], (kw - 1) * dilations[1]]
-    before = (0, 0, reach[0] - begin[0], reach[1] - begin[1])
-    after = (0, 0, reach[0] - end[0] + output_padding[0], reach[1] - end[1] + output_padding[1])
+        y = e.emit("reshape", [y], {"shape": (n, c_in, *[d * s for d, s in zip(spatial, strides)])},
+                   f"{name}_interleaved")
+        x = e.emit("slice", [y], {"begin": (0,) * (dims + 2),
+                                  "end": (n, c_in, *[(d - 1) * s + 1 for d, s in zip(spatial, strides)]),
+                                  "steps": (1,) * (dims + 2)}, f"{name}_dilated")
+    reach = [(k - 1) * d for k, d in zip(kernel, dilations)]
+    before = [r - b for r, b in zip(reach, begin)]
+    after = [r - f + p for r, f, p in zip(reach, end, output_padding)]
+    # (C_in, C_out/g, k...) -> (C_out, C_in/g, k...), spatially flipped
+    kernel_t = e.emit("reshape", [w], {"shape": (groups, c_in // groups, c_out_per_group, *kernel)}, f"{name}_wg")
+    kernel_t = e.emit("transpose", [kernel_t], {"perm": (0, 2, 1, *range(3, dims + 3))}, f"{name}_wt")
+    kernel_t = e.emit("reshape", [kernel_t], {"shape": (groups * c_out_per_group, c_in // groups, *kernel)},
+                      f"{name}_wr")
+    kernel_t = e.emit("slice", [kernel_t], {"begin": (0, 0, *[k - 1 for k in kernel]),
+                                            "end": (groups * c_out_per_group, c_in // groups, *[-k - 1 for k in kernel]),
+                                            "steps": (1, 1, *[-1] * dims)}, f"{name}_flip")
+    if dims == 3:
+        return conv3d(e, x, kernel_t, bias, (1, 1, 1), dilations, before, after, groups, name)
     if any(before) or any(after):
-        x = e.emit("pad", [x], {"before": before, "after": after, "value": 0.0}, f"{name}_pad")
-    # (C_in, C_out/g, kh, kw) -> (C_out, C_in/g, kh, kw), spatially flipped
-    kernel = e.emit("reshape", [w], {"shape": (groups, c_in // groups, c_out_per_group, kh, kw)}, f"{name}_wg")
-    kernel = e.emit("transpose", [kernel], {"perm": (0, 2, 1, 3, 4)}, f"{name}_wt")
-    kernel = e.emit("reshape", [kernel], {"shape": (groups * c_out_per_group, c_in // groups, kh, kw)}, f"{name}_wr")
-    kernel = e.emit("slice", [kernel], {"begin": (0, 0, kh - 1, kw - 1), "end": (groups * c_out_per_group,
-                                                                                 c_in // groups, -kh - 1, -kw - 1),
-                                        "steps": (1, 1, -1, -1)}, f"{name}_flip")
+        x = e.emit("pad", [x], {"before": (0, 0, *before), "after": (0, 0, *after), "value": 0.0}, f"{name}_pad")
     conv_attrs = {"layout": "NCHW", "strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": tuple(dilations),
                   "groups": groups}
-    inputs = [x, kernel] + ([bias] if bias else [])
+    inputs = [x, kernel_t] + ([bias] if bias else [])
     return e.emit("conv2d", inputs, conv_attrs, name)
 
 

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError
+from tilegraph.graph.frontends.conv3d import conv3d
 from tilegraph.graph.frontends.emitter import Emitter
-from tilegraph.graph.frontends.onnx_pooling import max_pool_with_indices, pool_by_axes
+from tilegraph.graph.frontends.onnx_pooling import max_pool_with_indices, pool_by_axes, pool_pads
 from tilegraph.graph.ir import is_float
 
 Converter = Callable[[Emitter, Any, list[str], dict[str, Any], int], list[str]]
@@ -203,9 +204,17 @@ def _conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
         inner.output.append(f"{node.name}_conv2d")
         y = _conv(e, inner, [x, w, *ins[2:]], two_d, opset)[0]
         return _back_to_one_d(e, node, y)
+    if _rank(e, x) == 5:  # 3-D: one 2-D convolution per depth tap
+        spatial = e.type_of(x).shape[2:]
+        kernel3 = tuple(e.type_of(w).shape[2:])
+        strides3 = tuple(attrs.get("strides", (1, 1, 1)))
+        dilations3 = tuple(attrs.get("dilations", (1, 1, 1)))
+        begin, end = pool_pads(node, attrs, spatial, kernel3, strides3, dilations3)
+        return [conv3d(e, x, w, ins[2] if len(ins) > 2 else "", strides3, dilations3, begin, end,
+                       int(attrs.get("group", 1)), node.name or "conv3d", _out(node))]
     if _rank(e, x) != 4:
-        raise GraphError(f"node {node.name!r} (Conv): only 1-D and 2-D convolutions (3-D and 4-D inputs) are supported, got "
-                         f"{e.type_of(x)}")
+        raise GraphError(f"node {node.name!r} (Conv): only 1-D, 2-D and 3-D convolutions (3-D to 5-D inputs) are "
+                         f"supported, got {e.type_of(x)}")
     kernel = tuple(e.type_of(w).shape[2:])
     strides = tuple(attrs.get("strides", (1, 1)))
     dilations = tuple(attrs.get("dilations", (1, 1)))
