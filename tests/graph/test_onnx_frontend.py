@@ -227,10 +227,10 @@ def test_shape_subgraphs_fold_to_constants():
 
 
 def test_unsupported_ops_are_all_named_before_compiling():
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Det", ["a"], ["b"], name="e1"),
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("NonZero", ["a"], ["b"], name="e1"),
              helper.make_node("MaxRoiPool", ["b", "k"], ["y0"], name="t1",
                                                                       pooled_shape=[1, 1]),
-             helper.make_node("Det", ["b"], ["c"], name="e2")]
+             helper.make_node("NonZero", ["b"], ["c"], name="e2")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
                               [helper.make_tensor_value_info("y0", F, None)],
                               [numpy_helper.from_array(np.array([1], np.int64), "k")])
@@ -238,27 +238,31 @@ def test_unsupported_ops_are_all_named_before_compiling():
     with pytest.raises(UnsupportedOpError) as info:
         tg.graph.from_onnx(model)
     message = str(info.value)
-    assert "Det (nodes: e1, e2)" in message and "MaxRoiPool (nodes: t1)" in message and "opset 18" in message
+    assert "NonZero (nodes: e1, e2)" in message and "MaxRoiPool (nodes: t1)" in message and "opset 18" in message
     assert "\n" not in message
 
 
 @pytest.mark.needs_cc
 def test_unsupported_ops_on_constants_fold_away_and_only_the_rest_is_refused():
-    """Fold first, then judge: an operator tilegraph does not compile (Det) on constants is
-    evaluated by ONNX's reference evaluator; on a run-time input it is refused, naming that node."""
+    """Fold first, then judge: an operator tilegraph does not compile (NonZero: its output shape
+    depends on the data) on constants is evaluated by ONNX's reference evaluator; on a run-time
+    input it is refused, naming that node."""
     m = RNG.standard_normal((3, 3)).astype(np.float32)
-    nodes = [helper.make_node("Det", ["m"], ["d"], name="det_of_weights"),
+    nodes = [helper.make_node("NonZero", ["m"], ["nz"], name="nonzero_of_weights"),
+             helper.make_node("Cast", ["nz"], ["nzf"], to=F),
+             helper.make_node("ReduceSum", ["nzf"], ["d"], keepdims=0),
              helper.make_node("Mul", ["x", "d"], ["y0"], name="scale")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
                               [helper.make_tensor_value_info("y0", F, None)], [numpy_helper.from_array(m, "m")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     compiled = check(model)
     assert sorted(compiled.graph.op_counts()) == ["mul"]
-    nodes[0] = helper.make_node("Det", ["x2"], ["d"], name="det_of_input")
+    nodes[0] = helper.make_node("NonZero", ["x2"], ["nz"], name="nonzero_of_input")
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3]),
                                            helper.make_tensor_value_info("x2", F, [3, 3])],
                               [helper.make_tensor_value_info("y0", F, None)])
-    with pytest.raises(UnsupportedOpError, match=r"uses 1 unsupported operator type\(s\): Det \(nodes: det_of_input\)"):
+    with pytest.raises(UnsupportedOpError,
+                       match=r"uses 1 unsupported operator type\(s\): NonZero \(nodes: nonzero_of_input\)"):
         tg.graph.from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
 
 
