@@ -13,6 +13,8 @@ them, compiled on the first call with those values (as torch.compile specialises
 Only the deciding inputs are keys, the others are ordinary inputs of every variant. At most
 MAX_VARIANTS value sets are kept; one more is a GraphError naming the inputs, never a silent
 recompilation storm. Compiling with `values=` binds them up front (one CompiledModel, savable).
+Every option given to compile_model applies to each variant as it compiles (a tuning budget too:
+the first run with new values tunes then).
 """
 
 from __future__ import annotations
