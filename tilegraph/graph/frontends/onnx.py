@@ -328,8 +328,12 @@ def _convert_nodes(e: Emitter, nodes: Any, env: dict[str, str], proto: Any, opse
         ins = [env[i] if i else "" for i in node.input]
         if not is_supported(node):
             folded = _fold_unsupported(e, node, ins, proto, where)
-            if folded is None and _expanded(e, node, ins, env, proto, opset, source, index):
-                continue  # defined by its function body, converted in its place
+            try:
+                if folded is None and _expanded(e, node, ins, env, proto, opset, source, index):
+                    continue  # defined by its function body, converted in its place
+            except RunTimeValueError as err:  # inside the body: the node's own inputs decide
+                raise RunTimeValueError(f"{where}: {err}", err.tensor, err.inputs or upstream_inputs(
+                    proto, [i for i in node.input if i])) from None
             if folded is None:
                 unsupported.setdefault(_node_key(node), []).append(node.name or f"#{index}")
                 blocked.update(o for o in node.output if o)
