@@ -358,3 +358,20 @@ def test_roi_align_samples_each_bin_like_onnxruntime(mode, transform):
                               [numpy_helper.from_array(rois, "rois"),
                                numpy_helper.from_array(np.array([0, 1, 1, 0], np.int64), "batch")])
     check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]))  # ORT runs RoiAlign-16
+
+
+@pytest.mark.needs_cc
+def test_an_opset_8_scan_keeps_its_batch_axis_through_the_upgrade():
+    """onnx.version_converter's Scan 8 -> 9 adapter drops the batch axis from the model's inputs
+    and outputs; Reshapes at the boundary keep the interface the model declares."""
+    body = helper.make_graph([helper.make_node("Add", ["s", "row"], ["s_out"]),
+                              helper.make_node("Identity", ["s_out"], ["y"])], "body",
+                             [helper.make_tensor_value_info("s", F, [2]), helper.make_tensor_value_info("row", F, [2])],
+                             [helper.make_tensor_value_info("s_out", F, [2]), helper.make_tensor_value_info("y", F, [2])])
+    scan = helper.make_node("Scan", ["", "s0", "xs"], ["total", "partial"], body=body, num_scan_inputs=1)
+    graph = helper.make_graph([scan], "g", [helper.make_tensor_value_info("s0", F, [1, 2]),
+                                            helper.make_tensor_value_info("xs", F, [1, 4, 2])],
+                              [helper.make_tensor_value_info("total", F, [1, 2]),
+                               helper.make_tensor_value_info("partial", F, [1, 4, 2])])
+    compiled = check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=8))
+    assert compiled.graph.type_of("s0").shape == (1, 2) and compiled.graph.type_of("partial").shape == (1, 4, 2)

@@ -104,12 +104,59 @@ def _upgraded(proto: Any, opset: int, source: str) -> Any:
     try:
         from onnx import version_converter
 
-        return version_converter.convert_version(proto, NATIVE_OPSET)
+        upgraded = version_converter.convert_version(proto, NATIVE_OPSET)
     except Exception as e:  # the converter's adapters raise RuntimeError/ValueError for ops they cannot move
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ModelFileError(f"{source}: opset {opset} could not be upgraded to opset {NATIVE_OPSET} by "
                              f"onnx.version_converter ({reason}); tilegraph reads opsets {NATIVE_OPSET}.."
                              f"{newest_opset()} natively") from None
+    return _same_interface(proto, upgraded, source)
+
+
+def _static_shape(value_info: Any) -> tuple[int, ...] | None:
+    tensor = value_info.type.tensor_type
+    if not tensor.HasField("shape") or not all(d.HasField("dim_value") for d in tensor.shape.dim):
+        return None
+    return tuple(d.dim_value for d in tensor.shape.dim)
+
+
+def _same_interface(original: Any, upgraded: Any, source: str) -> Any:
+    """`upgraded` taking and giving the arrays `original` does. Some of onnx.version_converter's
+    adapters reshape graph inputs and outputs (Scan 8 -> 9 drops the batch axis): a Reshape at the
+    boundary restores each declared shape; a change of size is refused."""
+    from onnx import helper
+
+    before = {v.name: v for v in [*original.graph.input, *original.graph.output]}
+    changed = []
+    for v in [*upgraded.graph.input, *upgraded.graph.output]:
+        old = before.get(v.name)
+        old_shape, new_shape = (_static_shape(old) if old is not None else None), _static_shape(v)
+        if old_shape is not None and new_shape is not None and old_shape != new_shape:
+            if int(np.prod(old_shape)) != int(np.prod(new_shape)):
+                raise ModelFileError(f"{source}: onnx.version_converter changed {v.name!r} from {list(old_shape)} to "
+                                     f"{list(new_shape)}; tilegraph cannot read this model's opset")
+            changed.append((v, old))
+    if not changed:
+        return upgraded
+    inputs = {v.name for v in upgraded.graph.input}
+    prefix, suffix = [], []
+    for v, old in changed:
+        inner = f"{v.name}__upgraded"
+        for node in upgraded.graph.node:  # the converted graph reads and writes the inner name
+            node.input[:] = [inner if i == v.name else i for i in node.input]
+            node.output[:] = [inner if o == v.name else o for o in node.output]
+        target = _static_shape(v) if v.name in inputs else _static_shape(old)  # the shape the Reshape makes
+        shape = helper.make_tensor(f"{inner}_shape", 7, [len(target)], list(target))  # 7: int64
+        upgraded.graph.initializer.append(shape)
+        if v.name in inputs:
+            prefix.append(helper.make_node("Reshape", [v.name, shape.name], [inner], name=f"{inner}_in"))
+        else:
+            suffix.append(helper.make_node("Reshape", [inner, shape.name], [v.name], name=f"{inner}_out"))
+        v.CopyFrom(old)
+    nodes = [*prefix, *upgraded.graph.node, *suffix]
+    del upgraded.graph.node[:]
+    upgraded.graph.node.extend(nodes)
+    return upgraded
 
 
 def check_opset(proto: Any, source: str = "model") -> int:
