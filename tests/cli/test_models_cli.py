@@ -215,3 +215,20 @@ def test_inputs_that_decide_shapes_are_bound_with_value(tmp_path, capsys):
     for bad in ("axes=x", "axes", "axes=1.5"):
         assert main(["run", str(path), "--value", bad]) == 2
         assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_model_onnxruntime_cannot_run_is_one_line_and_tilegraph_still_runs_it(tmp_path, capsys):
+    """bfloat16 MatMul: tilegraph computes it (float32 inside, rounded once); ONNX Runtime's CPU
+    provider has no kernel for it, which --vs reports in one line with exit code 2."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "x"], ["y"])], "m",
+                              [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)])
+    path = tmp_path / "bf16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), str(path))
+    assert main(["run", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outputs"]["y"] == [3, 3]
+    assert main(["run", str(path), "--vs", "onnxruntime"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "onnxruntime cannot run this model" in err

@@ -60,7 +60,11 @@ def peer(name: str, onnx_path: str | None, torch_module: Any, inputs: Mapping[st
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        try:
+            session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        except Exception as e:  # ORT refuses the model (an operator or type its CPU provider lacks): one line
+            reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            raise PeerUnavailable(f"onnxruntime cannot run this model: {reason[:200]}") from None
         feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
         return (lambda: session.run(None, feeds)), (lambda: session.run(None, feeds))
     if name in ("torch", "torch.compile"):
