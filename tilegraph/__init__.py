@@ -53,8 +53,10 @@ def compile(model: _Any, target: str | Target = "cpu", db: _Any = None, time_bud
     example_inputs) into a CompiledModel: graph passes, fused kernels from `db`'s best records
     (a database or its path) or default schedules, a static memory plan. `time_budget=S` seconds
     (or `trials=N`) first tunes the model's tasks into `db` (the default database when None) with
-    the task scheduler; `model.tuning.table()` then reports per task. Other options:
-    graph.compile.compile_model."""
+    the task scheduler; `model.tuning.table()` then reports per task. An ONNX model whose shapes
+    depend on input values (a reduction's axes given as an input) compiles to a SpecializedModel,
+    one CompiledModel per value set it runs with; `values={...}` binds them up front. Other
+    options: graph.compile.compile_model."""
     from tilegraph.graph.compile import compile_model
 
     return compile_model(model, target, db, time_budget, example_inputs, **options)
