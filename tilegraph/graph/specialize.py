@@ -8,7 +8,7 @@
 tilegraph compiles static shapes, so a tensor that decides a shape (Reshape's shape, a reduction's
 axes, Resize's sizes, Slice's starts) must be known when kernels are made. When such a tensor is
 computed from model inputs, compile_model returns this wrapper instead of refusing: each call binds
-those inputs' values as constants (frontends.onnx.bind_inputs) and runs the CompiledModel made for
+those inputs' values as constants (frontends.onnx_inputs.bind_inputs) and runs the CompiledModel made for
 them, compiled on the first call with those values (as torch.compile specialises on an integer).
 Only the deciding inputs are keys, the others are ordinary inputs of every variant. At most
 MAX_VARIANTS value sets are kept; one more is a GraphError naming the inputs, never a silent
