@@ -375,3 +375,16 @@ def test_an_opset_8_scan_keeps_its_batch_axis_through_the_upgrade():
                                helper.make_tensor_value_info("partial", F, [1, 4, 2])])
     compiled = check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=8))
     assert compiled.graph.type_of("s0").shape == (1, 2) and compiled.graph.type_of("partial").shape == (1, 4, 2)
+
+
+@pytest.mark.needs_cc
+def test_max_unpool_with_an_output_shape_reads_indices_into_that_shape_like_onnxruntime():
+    """MaxPool over a 5 x 7 input gives 2 x 3 outputs (and indices into the 5 x 7 plane); unpooling
+    them into output_shape 5 x 7 puts each value back where it came from."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["p", "i", "shape"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3, 5, 7])],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              [numpy_helper.from_array(np.array([2, 3, 5, 7], np.int64), "shape")])
+    compiled = check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
+    assert compiled.graph.type_of("y").shape == (2, 3, 5, 7)

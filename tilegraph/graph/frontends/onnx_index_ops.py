@@ -327,7 +327,10 @@ def _det(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: in
 
 @converts("MaxUnpool")
 def _max_unpool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
-    """Zeros of the output shape with X written at its (flat) indices."""
+    """Zeros of the output shape with X written at its flat indices, which MaxPool computed over an
+    input of that shape (as ONNX Runtime and PyTorch's max_unpool read them; ONNX's reference
+    scatters into the shape the attributes infer and pads that instead, which places values
+    elsewhere whenever output_shape differs from it)."""
     x, indices, name = ins[0], ins[1], node.name or "max_unpool"
     shape = e.type_of(x).shape
     kernel = [int(k) for k in attrs["kernel_shape"]]
@@ -337,19 +340,16 @@ def _max_unpool(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], op
                               for i, (n, s, k) in enumerate(zip(shape[2:], strides, kernel))))
     out_shape = tuple(_ints(e, ins[2], f"node {name!r} (MaxUnpool) output_shape")) if len(ins) > 2 and ins[2] \
         else inferred
-    if len(out_shape) != len(shape) or any(o < i for o, i in zip(out_shape, inferred)):
-        raise GraphError(f"node {name!r} (MaxUnpool): output shape {list(out_shape)} is smaller than the unpooled "
-                         f"{list(inferred)}")
-    total = int(np.prod(inferred))  # indices address the unpooled shape; a larger output pads it (the reference)
+    if len(out_shape) != len(shape) or tuple(out_shape[:2]) != tuple(shape[:2]) or min(out_shape) < 1:
+        raise GraphError(f"node {name!r} (MaxUnpool): output shape {list(out_shape)} does not fit {e.type_of(x)} "
+                         "(same batch and channels, positive extents)")
+    total = int(np.prod(out_shape))
     zeros = e.constant(np.zeros((total, 1), dtype=e.type_of(x).dtype), f"{name}_zeros")
     count = e.type_of(x).size
     linear = e.emit("reshape", [_int64(e, indices, f"{name}_i64")], {"shape": (count,)}, f"{name}_linear")
     updates = e.emit("reshape", [x], {"shape": (count, 1)}, f"{name}_updates")
     rows = scatter_rows(e, node, zeros, linear, updates, "none", name)
-    y = e.emit("reshape", [rows], {"shape": inferred}, f"{name}_unpooled")
-    if tuple(out_shape) != tuple(inferred):
-        y = e.emit("pad", [y], {"before": (0,) * len(shape), "after": tuple(o - i for o, i in zip(out_shape, inferred)),
-                                "value": 0.0}, f"{name}_grown")
+    y = e.emit("reshape", [rows], {"shape": out_shape}, f"{name}_unpooled")
     return [e.emit("identity", [y], name=name, outputs=[_out(node)])]
 
 
