@@ -234,16 +234,16 @@ def _deform_conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], o
         return e.constant(np.asarray(value, dtype=kind or dtype), f"{name}_{label}")
 
     pairs = e.emit("reshape", [offset], {"shape": (n, offset_groups, taps, 2, oh, ow)}, f"{name}_pairs")
-    along = []
-    for k, (extent, base) in enumerate(((height, np.arange(oh)[:, None] * sh - pt), (width, np.arange(ow)[None, :] * sw - pl))):
+    along = []  # the sample positions: rows, then columns [N, offset groups, taps, oH, oW]
+    for k, base in enumerate((np.arange(oh)[:, None] * sh - pt, np.arange(ow)[None, :] * sw - pl)):
         part = e.emit("slice", [pairs], {"begin": (0, 0, 0, k, 0, 0), "end": (n, offset_groups, taps, k + 1, oh, ow),
                                          "steps": (1,) * 6}, f"{name}_d{k}")
         part = e.emit("reshape", [part], {"shape": (n, offset_groups, taps, oh, ow)}, f"{name}_d{k}_flat")
         tap_offset = (np.arange(kh)[:, None] * dh if k == 0 else np.arange(kw)[None, :] * dw)
         tap_offset = np.broadcast_to(tap_offset, (kh, kw)).reshape(taps, 1, 1)
         grid = (tap_offset + base[None]).reshape(1, 1, taps, *base.shape)
-        along.append((e.emit("add", [part, c(grid, f"grid{k}")], name=f"{name}_pos{k}"), extent))
-    (y, h_extent), (xx, w_extent) = along
+        along.append(e.emit("add", [part, c(grid, f"grid{k}")], name=f"{name}_pos{k}"))
+    y, xx = along
     valid = e.emit("and", [
         e.emit("and", [e.emit("greater", [y, c(-1.0, "m1y")], name=f"{name}_y_lo"),
                        e.emit("less", [y, c(float(height), "hy")], name=f"{name}_y_hi")], name=f"{name}_y_ok"),
