@@ -44,3 +44,21 @@ def test_bad_arguments_are_refused_alike(softmax):
         kernel(np.zeros((5, 32), np.float32))
     with pytest.raises(TypeError, match="outputs, out= gave 2"):
         kernel(np.zeros((5, 33), np.float32), out=(np.zeros((5, 33), np.float32),) * 2)
+
+
+def test_a_launch_keeps_its_input_arrays_alive(softmax, rng):
+    """bind() holds the inputs' addresses: the launch keeps the arrays alive, so inputs passed as
+    temporaries (the runner's aligned copies) are never freed and reused under a running kernel."""
+    import gc
+
+    wl, kernel = softmax
+    x = rng.standard_normal((5, 33)).astype("float32")
+    want = np.exp(x - x.max(1, keepdims=True))
+    want /= want.sum(1, keepdims=True)
+    out = np.full((5, 33), np.nan, np.float32)
+    launch = kernel.bind([x.copy()], [out])  # the copy's only reference is the launch's
+    gc.collect()
+    junk = [np.full((5, 33), 1e30, np.float32) for _ in range(64)]  # reuses freed memory, if any
+    launch.run()
+    np.testing.assert_allclose(launch.outputs()[0].reshape(5, 33), want, rtol=1e-5, atol=1e-6)
+    del junk

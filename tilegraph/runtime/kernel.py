@@ -96,8 +96,10 @@ def library_signature(library: ctypes.CDLL, entry: str) -> str | None:
 class _CpuLaunch:
     """The arguments of one call, checked once: each run is one ctypes call into the library."""
 
-    def __init__(self, kernel: Kernel, function: Any, arguments: list[int], outputs: tuple[np.ndarray, ...]):
+    def __init__(self, kernel: Kernel, function: Any, arguments: list[int], inputs: tuple[np.ndarray, ...],
+                 outputs: tuple[np.ndarray, ...]):
         self.kernel, self.function, self.arguments, self.outs = kernel, function, arguments, outputs
+        self.ins = inputs  # `arguments` holds their addresses: the launch keeps the arrays alive
 
     def run(self) -> None:
         self.function(*self.arguments)
@@ -165,7 +167,7 @@ class Kernel(KernelBase):
     def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
              num_threads: int | None = None) -> _CpuLaunch:
         arguments, outs, _ = self._prepare(tuple(inputs), tuple(outputs), num_threads)
-        return _CpuLaunch(self, self._function, arguments, outs)
+        return _CpuLaunch(self, self._function, arguments, tuple(inputs), outs)
 
     # ---- argument checking ---------------------------------------------------------------
     def _prepare(self, inputs: Sequence[Any], out: Any, num_threads: int | None
