@@ -7,6 +7,14 @@ import pytest
 # Every graph pass's result is verified in the suite (graph/passes: a pass that breaks an invariant
 # is named where it does, not by a later failure).
 os.environ.setdefault("TILEGRAPH_VERIFY", "1")
+# The suite never writes into the user's tuning database: compiles record their orchestration
+# costs in the default database, here one per test session.
+if "TILEGRAPH_DATA_DIR" not in os.environ:
+    import atexit
+    import tempfile
+
+    os.environ["TILEGRAPH_DATA_DIR"] = tempfile.mkdtemp(prefix="tilegraph-test-data-")
+    atexit.register(shutil.rmtree, os.environ["TILEGRAPH_DATA_DIR"], True)
 
 
 def pytest_terminal_summary(terminalreporter):

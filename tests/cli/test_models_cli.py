@@ -142,7 +142,7 @@ def test_outputs_with_clashing_names_get_distinct_files(tmp_path, capsys):
 def test_vs_onnxruntime_with_a_bool_output_and_nonfinite_values(tmp_path, capsys):
     from onnx import TensorProto, helper
 
-    from tilegraph.cli.models import compare_outputs
+    from tilegraph.cli.models import output_difference
 
     zero = helper.make_node("Constant", [], ["zero"], value=helper.make_tensor("z", TensorProto.FLOAT, [], [0.0]))
     path = _model(tmp_path, [zero, helper.make_node("Greater", ["x", "zero"], ["positive"])],
@@ -151,9 +151,9 @@ def test_vs_onnxruntime_with_a_bool_output_and_nonfinite_values(tmp_path, capsys
     report = json.loads(capsys.readouterr().out)
     assert report["onnxruntime_relative_error"] == 0 and report["onnxruntime_nonfinite_mismatches"] == 0
     nan, inf = float("nan"), float("inf")
-    assert compare_outputs(np.array([1.0, nan, inf]), np.array([1.0, nan, inf])) == (0.0, 0)
-    assert compare_outputs(np.array([1.0, nan, 2.0]), np.array([1.0, 0.3, 2.0])) == (0.0, 1)
-    assert compare_outputs(np.array([1.0, 2.0]), np.array([1.0, 4.0])) == (0.5, 0)
+    assert output_difference(np.array([1.0, nan, inf]), np.array([1.0, nan, inf])) == (0.0, 0)
+    assert output_difference(np.array([1.0, nan, 2.0]), np.array([1.0, 0.3, 2.0])) == (0.0, 1)
+    assert output_difference(np.array([1.0, 2.0]), np.array([1.0, 4.0])) == (0.5, 0)
 
 
 def test_symbolic_extents_from_the_command_line(tmp_path, capsys):

@@ -11,6 +11,7 @@ from tilegraph.testing import random_inputs, reference_outputs
 from tilegraph.tune.checked_only import tune_checked_only
 from tilegraph.tune.database import MemoryDatabase
 from tilegraph.tune.options import TuneOptions
+from tilegraph.tune.session import TuneSession
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy
 
 ARM = tg.Target("cpu", arch="aarch64", num_cores=2)
@@ -62,7 +63,8 @@ def test_candidates_are_checked_in_the_models_order_and_failures_are_data():
     wl = workloads.from_spec("matmul:5,7,3")
     good = _default_trace(wl)
     strategy = _Fixed([Candidate(good, predicted=2e-6), Candidate('{"not": "a trace"}', predicted=1e-6)])
-    result = tune_checked_only(wl, tg.Target("cpu"), strategy, TuneOptions(trials=2, progress=False))
+    with _session(TuneOptions(trials=2, progress=False)) as session:
+        result = tune_checked_only(wl, session, strategy)
     assert strategy.notified == [(1e-6, "build_error"), (2e-6, "ok")]
     assert result.latency_s == 2e-6 and result.failures == {"build_error": 1} and not result.timed
 
@@ -76,7 +78,8 @@ def test_no_correct_candidate_is_an_error_naming_the_verdicts():
 
     strategy = _Fixed([Candidate(_default_trace(wl), predicted=1e-6)])
     with pytest.raises(tg.TilegraphError, match="passed its check under the emulator .*wrong_answer: 1"):
-        tune_checked_only(wl, tg.Target("cpu"), strategy, TuneOptions(trials=3, reference=wrong, progress=False))
+        with _session(TuneOptions(trials=3, reference=wrong, progress=False)) as session:
+            tune_checked_only(wl, session, strategy)
 
 
 @pytest.mark.parametrize("error, kind", [("timeout", "timeout"), ("crash", "crash")])
@@ -86,7 +89,6 @@ def test_a_candidate_that_hangs_or_dies_under_the_emulator_is_a_verdict(monkeypa
     import tilegraph.driver
     from tilegraph.runtime.emulated import EmulatorTimeout
     from tilegraph.tune.checked_only import check_candidate
-    from tilegraph.tune.runner import Runner
 
     wl = workloads.from_spec("matmul:5,7,3")
 
@@ -99,5 +101,11 @@ def test_a_candidate_that_hangs_or_dies_under_the_emulator_is_a_verdict(monkeypa
             raise tg.TilegraphError("tg_matmul failed under qemu-aarch64 (signal 11)")
 
     monkeypatch.setattr(tilegraph.driver, "build", lambda sch, target=None: Failing())
-    kernel, verdict = check_candidate(wl, tg.Target("cpu"), Candidate(_default_trace(wl)), Runner(), seed=1)
+    with _session(TuneOptions(progress=False)) as session:
+        kernel, verdict = check_candidate(wl, session, Candidate(_default_trace(wl)), seed=1)
     assert kernel is None and verdict.kind == kind and "qemu-aarch64" in verdict.message
+
+
+def _session(options: TuneOptions) -> TuneSession:
+    """A session for this host's CPU (checked the same way as an emulated one) and a memory database."""
+    return TuneSession(tg.Target("cpu"), MemoryDatabase(), options)

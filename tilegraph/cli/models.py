@@ -280,7 +280,7 @@ def output_file_name(name: str) -> str:
     return f"{encoded}.npy"
 
 
-def compare_outputs(got: np.ndarray, expected: np.ndarray) -> tuple[float, int]:
+def output_difference(got: np.ndarray, expected: np.ndarray) -> tuple[float, int]:
     """(max |got - expected| / max |expected| over elements finite in both, elements that disagree
     in NaN or infinity): a NaN where the peer has a number is a disagreement, not a NaN error."""
     g = np.asarray(got).astype(np.float64)
@@ -342,7 +342,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except Exception as e:  # the peer refused these inputs (ORT's InvalidArgument, an IndexError): one line
             raise ValueError(f"{name} refused the inputs: {type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
                              ) from None
-        compared = [compare_outputs(outputs[o], e) for o, e in zip(model.output_names, expected)]
+        compared = [output_difference(outputs[o], e) for o, e in zip(model.output_names, expected)]
         report[f"{name}_relative_error"] = max(c[0] for c in compared)
         report[f"{name}_nonfinite_mismatches"] = sum(c[1] for c in compared)
         contenders[name] = call

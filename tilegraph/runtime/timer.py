@@ -56,10 +56,16 @@ class CacheFlusher:
         np.add(self.buffer, 1.0, out=self.buffer)
 
 
+WARMUP_RUNS_MAX = 100
+
+
 def measure(run: Callable[[], object], warmup: int = 2, min_time: float = 0.2, repeat: int = 5,
             number: int | None = None, flush: Callable[[], None] | None = None,
-            max_samples: int | None = None) -> TimingResult:
-    """Time `run()` (see the module docstring); at most `max_samples` samples (MAX_SAMPLES by default)."""
+            max_samples: int | None = None, warmup_time: float = 0.0) -> TimingResult:
+    """Time `run()` (see the module docstring); at most `max_samples` samples (MAX_SAMPLES by default).
+    With `warmup_time`, the warm-up goes on after `warmup` runs until that many seconds have passed
+    (at most WARMUP_RUNS_MAX runs): a kernel's first tens of milliseconds in a process that was
+    idle run slower than the rest (threads not yet spread over the cores, caches cold)."""
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
     if repeat < 1:
@@ -73,10 +79,12 @@ def measure(run: Callable[[], object], warmup: int = 2, min_time: float = 0.2, r
         raise ValueError(f"max_samples ({cap}) must be >= repeat ({repeat})")
     clock = time.perf_counter
     first = clock()
-    for _ in range(warmup):
+    runs = 0
+    while runs < warmup or (clock() - first < warmup_time and runs < WARMUP_RUNS_MAX):
         run()
+        runs += 1
     if number is None:
-        per_call = (clock() - first) / warmup if warmup else 0.0
+        per_call = (clock() - first) / runs if runs else 0.0
         number = 1 if flush is not None or per_call <= 0 else max(1, math.ceil(SAMPLE_TARGET_S / per_call))
 
     samples: list[float] = []

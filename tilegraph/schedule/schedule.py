@@ -25,7 +25,7 @@ from tilegraph.loop.rename import name_slots, rename
 from tilegraph.loop.visit import blocks, loops_above
 from tilegraph.schedule import sampling
 from tilegraph.schedule.primitives import PRIMITIVES
-from tilegraph.schedule.trace import Instruction, Trace
+from tilegraph.schedule.trace import BUILT_KERNEL, Instruction, Trace
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.workload import Workload
 
@@ -248,6 +248,9 @@ class Schedule:
         elif inst.kind == "sample_categorical":
             rv = self.sample_categorical(inst.inputs["candidates"], inst.inputs.get("probs"), decision=inst.decision)
             values[rv.rv_name] = int(rv)
+        elif inst.kind == BUILT_KERNEL:
+            raise ScheduleError("this trace names a kernel the model compiler built by fusion (a measurement "
+                                "record of its orchestration), not a schedule: it does not replay")
         else:
             inputs = {k: _decode(v, values) for k, v in inst.inputs.items()}
             outputs = self._apply(inst.kind, **inputs)

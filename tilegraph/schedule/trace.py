@@ -24,6 +24,10 @@ from typing import Any
 from tilegraph.errors import ScheduleError
 
 TRACE_VERSION = 1
+# The one instruction of a trace that names a kernel built outside a schedule (a fused kernel of
+# the model compiler, tune/session.py: built_kernel_trace): it identifies a measurement record
+# and never replays.
+BUILT_KERNEL = "built_kernel"
 
 
 @dataclass(frozen=True)

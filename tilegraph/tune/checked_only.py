@@ -20,65 +20,50 @@ import time
 from collections import Counter
 from typing import Any
 
-from tilegraph.dtype import poisoned
 from tilegraph.errors import BuildError, ScheduleError, TilegraphError
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database import MemoryDatabase
-from tilegraph.tune.measure import compare_outputs, random_inputs
-from tilegraph.tune.options import TuneOptions
 from tilegraph.tune.result import RunResult, TuneResult
-from tilegraph.tune.runner import Runner
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 
 DEFAULT_CHECKS = 4  # candidates checked when no budget is given: each run under qemu takes seconds
 
 
-def check_candidate(wl: Workload, target: Any, candidate: Candidate, runner: Any, seed: int) -> tuple[Any, RunResult]:
-    """(kernel or None, verdict) of one candidate: built for the target, run once here, compared."""
+def check_candidate(wl: Workload, session: Any, candidate: Candidate, seed: int) -> tuple[Any, RunResult]:
+    """(kernel or None, verdict) of one candidate: built for the session's target, checked once
+    by the session (outputs poisoned, compared with the float64 reference), never timed."""
     from tilegraph.driver import build
     from tilegraph.schedule import Schedule
 
     try:
-        kernel = build(Schedule.replay(wl, candidate.trace_json), target=target)
+        kernel = build(Schedule.replay(wl, candidate.trace_json), target=session.target)
     except (BuildError, ScheduleError) as e:
         return None, RunResult("build_error", str(e).splitlines()[0] if str(e) else type(e).__name__)
-    inputs = random_inputs(wl, seed)
-    outs = [poisoned(tuple(b.shape), b.dtype.numpy) for b in kernel.outputs]
-    try:
-        kernel(*inputs, out=tuple(outs))
-    except TilegraphError as e:
-        kind = "timeout" if isinstance(e, TimeoutError) else "crash"  # runtime/emulated.py's EmulatorTimeout
-        return None, RunResult(kind, str(e))
-    ok, max_error, message = compare_outputs(outs, runner.references(wl, inputs), runner.policy.rtol,
-                                             runner.policy.atol_scale)
-    return (kernel, RunResult("ok", max_error=max_error)) if ok else (None, RunResult("wrong_answer", message,
-                                                                                       max_error=max_error))
+    verdict = session.check(wl, kernel, seed)
+    return (kernel if verdict.ok else None), verdict
 
 
-def tune_checked_only(wl: Workload, target: Any, search: SearchStrategy, opts: TuneOptions) -> TuneResult:
-    """tg.tune for a target whose kernels cannot be timed here (see the module docstring)."""
+def tune_checked_only(wl: Workload, session: Any, search: SearchStrategy) -> TuneResult:
+    """tg.tune for a target whose kernels cannot be timed here (see the module docstring), through
+    the session that checks its kernels (TuneSession with `timed` False)."""
+    opts = session.options
     start = time.monotonic()
     limit = opts.trials if opts.trials is not None else (None if opts.time_budget is not None else DEFAULT_CHECKS)
     deadline = None if opts.time_budget is None else start + opts.time_budget
-    ctx = TuneContext(wl, target, opts.seed, MemoryDatabase(), set(), limit, deadline, opts.num_threads,
+    ctx = TuneContext(wl, session.target, opts.seed, MemoryDatabase(), set(), limit, deadline, opts.num_threads,
                       budget_given=opts.trials is not None or opts.time_budget is not None)
-    runner = opts.runner or Runner(opts.policy, opts.reference, target=target)
     counts: Counter[str] = Counter()
     passed: list[tuple[Candidate, Any]] = []
-    try:
-        for n, cand in enumerate(_ranked(search, ctx, opts.batch_size)):
-            out_of_time = deadline is not None and time.monotonic() >= deadline and counts
-            if (limit is not None and sum(counts.values()) >= limit) or out_of_time:
-                break
-            kernel, verdict = check_candidate(wl, target, cand, runner, seed=opts.seed * 7919 + n + 1)
-            counts[verdict.kind] += 1
-            if kernel is not None:
-                passed.append((cand, kernel))
-            search.notify(ctx, [cand], [verdict])
-    finally:
-        if opts.runner is None:
-            runner.close()
+    for n, cand in enumerate(_ranked(search, ctx, opts.batch_size)):
+        out_of_time = deadline is not None and time.monotonic() >= deadline and counts
+        if (limit is not None and sum(counts.values()) >= limit) or out_of_time:
+            break
+        kernel, verdict = check_candidate(wl, session, cand, seed=opts.seed * 7919 + n + 1)
+        counts[verdict.kind] += 1
+        if kernel is not None:
+            passed.append((cand, kernel))
+        search.notify(ctx, [cand], [verdict])
     failures = {k: v for k, v in counts.items() if k != "ok"}
     if not passed:
         summary = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "nothing proposed"

@@ -1,33 +1,52 @@
-"""TuneSession: one builder, runner and database shared by many short tuning slices.
+"""TuneSession: the one measurer. Every kernel tilegraph times to make a choice goes through it.
 
     with TuneSession("cpu", db, num_threads=2) as session:
         got = session.tune_slice(workload, strategy, trials=4, deadline=time.monotonic() + 10)
         got.measured, got.best_s, got.seconds
-        session.best(workload)        # the fastest ok record, earlier runs included
+        kernel, record = session.best_kernel(workload)     # the fastest record that passes a re-check
+        record = session.measure_kernel(workload, kernel, inputs, references, meta={...})
 
-Whole-model tuning (graph/tuning/scheduler.py) gives each task many slices of a few
-measurements; building worker pools and a runner per slice would cost more than the slice. A
-slice is `tg.tune`'s loop (tune.search_loop) with the same guarantees: every result is committed
-in its own transaction as it is measured, and a trace recorded for the workload and target (by
-this run or an earlier one) is never measured again.
+Callers: `tg.tune` (one slice over the whole budget), the task scheduler (many short slices of
+many tasks, graph/tuning/scheduler.py), the checked-only path (tune/checked_only.py: checked
+under an emulator through `check`, never timed) and the model compiler's orchestration
+(graph/fusion/choose.py: each fusion candidate through `measure_kernel`).
+
+What every path gets: candidates built in worker processes (the orchestration's are built by
+the model compiler and shipped as BuildResults), checked against a float64 reference on
+fresh inputs with poisoned outputs, timed only after that, in the isolated runner (a crash or a
+hang is a result, never an exception), and committed to the database as a Record in its own
+transaction the moment it is measured. A record already in the database for the workload, target
+and trace is never measured again: a resumed tuning run and a second compile of a model measure
+nothing they measured before. The search loop itself is tune/search_loop.py.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilegraph.runtime.backends import require_runnable
+import numpy as np
+
+from tilegraph.errors import TilegraphError
+from tilegraph.runtime.backends import backend_for, require_runnable
+from tilegraph.schedule.trace import BUILT_KERNEL, Instruction, Trace
 from tilegraph.te.workload import Workload
-from tilegraph.tune.builder import Builder
-from tilegraph.tune.database import Database, Record, open_database
-from tilegraph.tune.measure import resolve_target
+from tilegraph.tune.builder import Builder, workload_args
+from tilegraph.tune.database import Database, Record, built_kernels_fingerprint, open_database
+from tilegraph.tune.kernel_loader import describe_kernel
+from tilegraph.tune.measure import random_inputs, resolve_target
 from tilegraph.tune.options import TuneOptions
+from tilegraph.tune.result import RunResult
 from tilegraph.tune.runner import Runner
+from tilegraph.tune.search_loop import Silent, search_loop
 from tilegraph.tune.strategy.base import SearchStrategy, TuneContext
-from tilegraph.tune.tune import search_loop
+
+log = logging.getLogger("tilegraph.tune")
+
 
 
 @dataclass
@@ -38,51 +57,114 @@ class SliceResult:
     counts: Counter[str] = field(default_factory=Counter)  # measurements by result kind
 
 
-class _Silent:
-    def update(self, run: Any, elapsed_s: float) -> None:
-        pass
-
-
 class TuneSession:
-    """Builder, runner and database for many slices; close() (or `with`) releases the workers."""
+    """Builder, runner and database for many measurements; close() (or `with`) releases the workers.
+    A target whose kernels run here but cannot be timed (an emulator) gets a session that only
+    checks (`timed` False): tune_slice and measure_kernel refuse it, `check` serves it."""
 
     def __init__(self, target: Any = "cpu", db: Database | str | None = None, options: TuneOptions | None = None,
                  **option_fields: Any):
         self.options = (options or TuneOptions()).updated(**option_fields)
         self.target = resolve_target(target)
-        require_runnable(self.target, timed=True)
+        self.timed = backend_for(self.target).timeable
+        require_runnable(self.target, timed=self.timed)
         self.fingerprint = str(self.target.fingerprint)
-        self.db = open_database(db)
+        self.db = open_database(db) if self.timed else None
         build_target = target if isinstance(target, str) else self.target
         opts = self.options
         self._own = (opts.builder is None, opts.runner is None)
         self.builder = opts.builder or Builder(opts.build_workers, opts.build_timeout_s, build_target)
         self.runner = opts.runner or Runner(opts.policy, opts.reference, target=build_target)
+        self.measured = 0  # kernels timed by this session (recorded ones excluded)
+
+    # ------------------------------------------------------------------ the database's view
+    def _database(self) -> Database:
+        if self.db is None:
+            raise TilegraphError(f"kernels for {self.target} cannot be timed here; this session only checks them")
+        return self.db
 
     def measured_hashes(self, workload: Workload) -> set[str]:
-        return self.db.measured_hashes(workload.key, self.fingerprint)
+        return self._database().measured_hashes(workload.key, self.fingerprint)
 
     def records(self, workload: Workload) -> list[Record]:
-        return list(self.db.records(workload.key, self.fingerprint))
+        return list(self._database().records(workload.key, self.fingerprint))
 
     def best(self, workload: Workload) -> Record | None:
-        return self.db.best(workload.key, self.fingerprint)
+        return self._database().best(workload.key, self.fingerprint)
 
-    def tune_slice(self, workload: Workload, strategy: SearchStrategy, trials: int, deadline: float | None = None,
-                   seed: int | None = None) -> SliceResult:
+    # ------------------------------------------------------------------ searching
+    def tune_slice(self, workload: Workload, strategy: SearchStrategy, trials: int | None, deadline: float | None = None,
+                   seed: int | None = None, progress: Any = None, budget_given: bool = True) -> SliceResult:
         """Up to `trials` new measurements of `workload` proposed by `strategy` (which keeps its
         state between slices), stopping at `deadline` (time.monotonic()) after at least one."""
+        db = self._database()
         start = time.monotonic()
-        self.db.commit_workload(workload)
-        ctx = TuneContext(workload, self.target, self.options.seed if seed is None else seed, self.db,
-                          self.measured_hashes(workload), trials, deadline, self.options.num_threads)
+        db.commit_workload(workload)
+        ctx = TuneContext(workload, self.target, self.options.seed if seed is None else seed, db,
+                          self.measured_hashes(workload), trials, deadline, self.options.num_threads,
+                          budget_given=budget_given)
         counts: Counter[str] = Counter()
-        search_loop(strategy, ctx, self.builder, self.runner, self.db, self.options.batch_size, counts, _Silent(),
-                    start)
+        search_loop(strategy, ctx, self.builder, self.runner, db, self.options.batch_size, counts,
+                    progress or Silent(), start)
+        self.measured += sum(counts.values())
         best = self.best(workload)
         return SliceResult(sum(counts.values()), None if best is None else best.latency_s,
                            time.monotonic() - start, counts)
 
+    def best_kernel(self, workload: Workload) -> tuple[Any, Record]:
+        """The fastest recorded kernel (earlier runs' records count) that passes one more check
+        here, built in this process: what tg.tune returns."""
+        candidates = self._database().top_k(workload.key, self.fingerprint, 5)
+        if not candidates:
+            counts = Counter(r.kind for r in self.records(workload))
+            summary = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "nothing measured"
+            raise TilegraphError(f"no candidate for {workload.op_name} passed its correctness check ({summary})")
+        for rec in candidates:
+            kernel = self.builder.kernel(workload, rec.trace_json, rec.meta)
+            verdict = self.check(workload, kernel, seed=int(rec.created) % 9973 + 17)
+            if verdict.ok:
+                return kernel, rec
+            log.warning("best record %s failed its re-check (%s); trying the next", rec.trace_hash, verdict.message)
+        raise TilegraphError(f"no recorded kernel for {workload.op_name} passed its re-check on this machine")
+
+    def check(self, workload: Workload, kernel: Any, seed: int) -> RunResult:
+        """One check of a kernel built in this process, on fresh random inputs; nothing timed or stored."""
+        inputs = random_inputs(workload, seed)
+        return self.runner.check_here(kernel, inputs, self.runner.references(workload, inputs))
+
+    # ------------------------------------------------------------------ kernels built elsewhere
+    def kernel_record(self, workload: Workload, kernel: Any) -> Record | None:
+        """The record of a kernel built outside a schedule, if measured before (see measure_kernel)."""
+        trace_json = built_kernel_trace(workload.key, kernel, self.runner.policy.num_threads)
+        return self._database().record(workload.key, built_kernels_fingerprint(self.fingerprint), trace_json)
+
+    def measure_kernel(self, workload: Workload, kernel: Any, inputs: Sequence[np.ndarray],
+                       references: Sequence[np.ndarray], meta: dict[str, Any] | None = None) -> Record:
+        """The record of a kernel built outside a schedule (a fused kernel of the model compiler):
+        the recorded one if this exact binary was measured before at this thread count, else a
+        new measurement (checked against `references` on `inputs`, then timed in the runner).
+        A kernel that fails its check, crashes or hangs gives a failed record, never an exception.
+        Such records are kept under built_kernels_fingerprint(target), apart from the schedules."""
+        db = self._database()
+        trace_json = built_kernel_trace(workload.key, kernel, self.runner.policy.num_threads)
+        recorded = self.kernel_record(workload, kernel)
+        if recorded is not None:
+            return recorded
+        try:
+            build = describe_kernel(kernel, self.target, workload_args(workload), 0.0)
+        except ValueError as e:
+            run = RunResult("build_error", str(e))
+        else:
+            run = self.runner.run_on(build, inputs, references)
+            self.measured += 1
+        record = Record.from_run(workload.key, built_kernels_fingerprint(self.fingerprint), trace_json, run,
+                                 policy=self.runner.policy,
+                                 meta={"source": "orchestration", **(meta or {})})
+        db.commit_workload(workload)
+        db.commit_record(record)
+        return record
+
+    # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
         if self._own[0]:
             self.builder.close()
@@ -96,4 +178,18 @@ class TuneSession:
         self.close()
 
 
-__all__ = ["SliceResult", "TuneSession"]
+def built_kernel_trace(workload_key: str, kernel: Any, threads: int | None) -> str:
+    """The trace naming a kernel built outside a schedule: its binary (content-addressed: the
+    source and the compiler's flags) and the threads it is timed with. It identifies the record
+    and never replays (Schedule.replay refuses it by name)."""
+    import hashlib
+    from pathlib import Path
+
+    lib_path = getattr(kernel, "lib_path", None)  # build cache: <content hash of source and flags>/kernel.so
+    library = (Path(str(lib_path)).parent.name if lib_path
+               else hashlib.sha256(str(getattr(kernel, "source", "")).encode()).hexdigest()[:40])
+    inputs = {"library": library, "entry": str(getattr(kernel, "entry", "")), "threads": int(threads or 0)}
+    return Trace(workload_key, (Instruction(BUILT_KERNEL, inputs),)).to_json()
+
+
+__all__ = ["SliceResult", "TuneSession", "built_kernel_trace"]

@@ -142,6 +142,7 @@ def test_identical_blocks_are_solved_once():
 @pytest.mark.parametrize("make", [_attention_like, lambda: _blocks(3)], ids=["attention_like", "blocks"])
 def test_compile_blp_matches_reference(make, tmp_path, monkeypatch):
     monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILEGRAPH_DATA_DIR", str(tmp_path))  # costs are records of the default database
     graph, inputs = make()
     expected = run_reference(graph, inputs)
     model = compile_model(graph, orchestration="blp", optimize_graph=False)
@@ -153,8 +154,46 @@ def test_compile_blp_matches_reference(make, tmp_path, monkeypatch):
     assert report.result.objective_s <= report.result.greedy_s * (1 + 1e-9)
     assert report.measured > 0 and "BLP:" in report.summary()
     again = compile_model(graph, orchestration="blp", optimize_graph=False)
-    assert again.orchestration.measured == 0  # every cost came from the cache
+    assert again.orchestration.measured == 0  # every cost was a record of the database
     assert [s.nodes for s in again.steps] == [s.nodes for s in model.steps]
+
+
+@pytest.mark.needs_cc
+def test_a_crashing_candidate_is_a_failed_record_and_the_compile_succeeds(tmp_path, monkeypatch):
+    """Every fused candidate's kernel dereferences NULL: each crashes its measurement worker, is
+    recorded as a crash, and left out; the program covers the graph with the kernels that passed,
+    and the model still computes the reference."""
+    import re
+
+    from tilegraph.build.compile import compile_c
+    from tilegraph.graph.fusion.compose import FusedSpec
+    from tilegraph.runtime.kernel import Kernel
+    from tilegraph.tune.database import open_database
+
+    monkeypatch.setenv("TILEGRAPH_DATA_DIR", str(tmp_path))
+    build = FusedSpec.build
+
+    def crashing(self, target, schedule=None):
+        kernel, tuned = build(self, target, schedule)
+        if len(self.group.nodes) == 1:
+            return kernel, tuned
+        signature = re.search(rf"void {kernel.entry}\([^)]*\) {{", kernel.source)
+        source = (kernel.source[:signature.end()] + " *(volatile float*)0 = 1.0f;"
+                  + kernel.source[signature.end():])
+        return Kernel(compile_c(source, target), kernel.entry, kernel.inputs, kernel.outputs, source, target), tuned
+
+    monkeypatch.setattr(FusedSpec, "build", crashing)
+    graph, inputs = _attention_like()
+    model = compile_model(graph, orchestration="blp", optimize_graph=False)
+    report = model.orchestration
+    assert report.failed > 0 and all(len(s.nodes) == 1 for s in model.steps)
+    model._base[:] = 0xFF
+    got = model.run(inputs)
+    expected = run_reference(graph, inputs)
+    for name in graph.outputs:
+        np.testing.assert_allclose(got[name], expected[name], rtol=2e-5, atol=2e-5)
+    crashes = [r for r in open_database(None).records() if r.kind == "crash"]
+    assert len(crashes) == report.failed and all(r.meta["source"] == "orchestration" for r in crashes)
 
 
 def test_unknown_orchestration_is_refused():

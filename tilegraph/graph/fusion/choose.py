@@ -4,12 +4,15 @@ then the binary linear program picks the kernels.
     specs, built, report = orchestrate_kernels(graph, groups, target, db, workers, progress)
 
 1. The greedy groups are built (each anchor from its best database record, else its default
-   schedule, as in the greedy path) and timed alone (fusion.costs: cached by kernel binary).
+   schedule, as in the greedy path) and measured (fusion/measure.py: through the one measurer,
+   checked against the graph's float64 meaning, timed in the isolated runner, recorded).
 2. Every other candidate (fusion.candidates) is estimated by the roofline first; one whose
    estimate already reaches the measured time of the greedy group it splits cannot pay off and is
    not built. The rest are built (identical workloads once: 12 transformer layers, one build
-   each) and timed; one that fails to build is dropped.
+   each) and measured; one that fails to build, fails its check, crashes or hangs is left out.
 3. fusion.orchestrate solves the program; its chosen candidates become the model's kernels.
+
+A graph with no candidate but the greedy groups has nothing to choose: nothing is measured.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from tilegraph.errors import GraphError, TilegraphError
 from tilegraph.graph.compile_progress import stage
 from tilegraph.graph.fusion.candidates import candidates
 from tilegraph.graph.fusion.compose import group_spec
-from tilegraph.graph.fusion.costs import KernelCosts, roofline_seconds
+from tilegraph.graph.fusion.measure import candidate_measurer, fits_in_memory, roofline_seconds
 from tilegraph.graph.fusion.orchestrate import Orchestration, orchestrate
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
@@ -38,15 +41,15 @@ class OrchestrationReport:
     result: Orchestration
     candidates: int  # candidate kernels generated
     pruned: int  # skipped by the roofline estimate
-    failed: int  # did not build (left out of the program)
-    measured: int  # kernels timed now (the rest came from the cost cache)
+    failed: int  # did not build, or failed their check (left out of the program)
+    measured: int  # kernels measured now (the rest were recorded in the database)
     seconds: float  # building, timing and solving together
-    failures: tuple[str, ...] = ()  # greedy groups that failed to build, with why (left out of the program)
+    failures: tuple[str, ...] = ()  # greedy groups that failed to build or their check, with why (left out)
 
     def summary(self) -> str:
         r = self.result
         return (f"BLP: {len(r.chosen)} kernels from {self.candidates} candidates ({self.pruned} pruned by the roofline, "
-                f"{self.failed} failed to build, {self.measured} timed); measured sum {r.objective_s * 1e3:.2f} ms vs "
+                f"{self.failed} failed, {self.measured} measured); measured sum {r.objective_s * 1e3:.2f} ms vs "
                 f"greedy {r.greedy_s * 1e3:.2f} ms; {r.segments} segments, {r.distinct_segments} distinct, "
                 f"HiGHS {r.solver_s:.2f} s; {self.seconds:.1f} s in all")
 
@@ -62,17 +65,9 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
         except TilegraphError:
             specs.append(None)  # a composition fusion cannot express: not a candidate
     count = threads.configured_num_threads() or target.num_cores
-    costs = KernelCosts.open()
     cost: list[float | None] = [None] * len(cands)
     errors: dict[str, Any] = {}
-
-    def build_and_time(ids: list[int]) -> None:
-        built.update(build_kernels([specs[i] for i in ids], target, db, workers, progress, errors=errors))
-        for i in ids:
-            if specs[i].key in built:
-                seconds = costs.measure(built[specs[i].key].kernel, count)
-                cost[i] = seconds if seconds is not None else roofline_seconds(specs[i].workload, hardware(), count)
-
+    built: dict[str, Any] = {}
     hw_cache: list[Any] = []
 
     def hardware() -> Any:
@@ -82,27 +77,46 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
             hw_cache.append(hardware_model(target))
         return hw_cache[0]
 
-    built: dict[str, Any] = {}
     greedy = [i for i, c in enumerate(cands) if c.greedy and specs[i] is not None]
-    build_and_time(greedy)
-    owner = {}  # node -> measured seconds of the greedy group holding it
-    for i in greedy:
-        for m in cands[i].group.nodes:
-            owner[m] = cost[i]
-    rest, pruned = [], 0
-    for i, c in enumerate(cands):
-        if c.greedy or specs[i] is None:
-            continue
-        bound_to = owner.get(c.group.nodes[-1])
-        if bound_to is not None:
-            if roofline_seconds(specs[i].workload, hardware(), count) >= bound_to:
-                pruned += 1
+    choice = any(not c.greedy and specs[i] is not None for i, c in enumerate(cands))
+    with candidate_measurer(graph, target, db, count) as measure:
+
+        def build_and_measure(ids: list[int]) -> None:
+            built.update(build_kernels([specs[i] for i in ids], target, db, workers, progress, errors=errors))
+            for i in ids:
+                key = specs[i].key
+                if key not in built or key in errors:
+                    continue
+                if not choice:
+                    cost[i] = 1.0  # nothing to choose between: nothing to measure
+                elif not fits_in_memory(specs[i].workload):
+                    cost[i] = roofline_seconds(specs[i].workload, hardware(), count)
+                else:
+                    record = measure(specs[i], built[key].kernel)
+                    if record.ok:  # the fastest sample: stalls of a shared machine only add time
+                        cost[i] = record.latency_min_s or record.latency_s
+                    else:
+                        errors[key] = GraphError(f"its check failed ({record.kind}: {record.message[:200]})")
+
+        build_and_measure(greedy)
+        owner = {}  # node -> measured seconds of the greedy group holding it
+        for i in greedy:
+            for m in cands[i].group.nodes:
+                owner[m] = cost[i]
+        rest, pruned = [], 0
+        for i, c in enumerate(cands):
+            if c.greedy or specs[i] is None:
                 continue
-        rest.append(i)
-    stage(progress, f"building and timing the other {len(rest)} fusion candidates (kernels)")
-    build_and_time(rest)
+            bound_to = owner.get(c.group.nodes[-1])
+            if bound_to is not None:
+                if roofline_seconds(specs[i].workload, hardware(), count) >= bound_to:
+                    pruned += 1
+                    continue
+            rest.append(i)
+        stage(progress, f"building and measuring the other {len(rest)} fusion candidates (kernels)")
+        build_and_measure(rest)
+        measured = measure.session.measured
     stage(progress, "choosing kernels (binary linear program)")
-    costs.save()
     _require_cover(graph, cands, cost, specs, errors)
     cost = perturbed_costs(cost, cands, os.environ.get(COSTS_ENV, ""))
     keys = [s.key if s is not None else "" for s in specs]
@@ -112,7 +126,7 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
     failed = sum(1 for s in specs if s is None or s.key in errors)
     failures = tuple(f"{', '.join(cands[i].group.nodes)}: {errors[specs[i].key]}" for i in greedy
                      if specs[i].key in errors)
-    report = OrchestrationReport(result, len(cands), pruned, failed, costs.measured, time.perf_counter() - start,
+    report = OrchestrationReport(result, len(cands), pruned, failed, measured, time.perf_counter() - start,
                                  failures)
     return chosen_specs, built, report
 

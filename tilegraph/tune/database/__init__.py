@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tilegraph.tune.database.base import Database
 from tilegraph.tune.database.memory_db import MemoryDatabase
-from tilegraph.tune.database.record import Record, WorkloadEntry
+from tilegraph.tune.database.record import Record, WorkloadEntry, built_kernels_fingerprint
 from tilegraph.tune.database.sqlite_db import SCHEMA_VERSION, SQLiteDatabase, default_path
 
 
@@ -21,4 +21,4 @@ def open_database(db: Database | str | Path | None = None, readonly: bool = Fals
 
 
 __all__ = ["Database", "MemoryDatabase", "Record", "SQLiteDatabase", "WorkloadEntry", "SCHEMA_VERSION",
-           "default_path", "open_database"]
+           "built_kernels_fingerprint", "default_path", "open_database"]

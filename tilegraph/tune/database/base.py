@@ -61,6 +61,11 @@ class Database(ABC):
                 kind: str | None = None) -> list[Record]:
         return [r for _, r in self._iter_records(workload_key, target_fingerprint, kind)]
 
+    def record(self, workload_key: str, target_fingerprint: str, trace_json: str) -> Record | None:
+        """The record of this exact trace (any kind), or None."""
+        h = trace_hash(trace_json)
+        return next((r for r in self.records(workload_key, target_fingerprint) if r.trace_hash == h), None)
+
     def has_record(self, workload_key: str, target_fingerprint: str, trace_json: str) -> bool:
         return trace_hash(trace_json) in self.measured_hashes(workload_key, target_fingerprint)
 

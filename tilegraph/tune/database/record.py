@@ -17,6 +17,16 @@ from tilegraph.tune.measure import MeasurePolicy
 from tilegraph.tune.result import RESULT_KINDS, RunResult
 from tilegraph.version import __version__
 
+BUILT_KERNELS = "+built-kernels"
+
+
+def built_kernels_fingerprint(target_fingerprint: str) -> str:
+    """The fingerprint under which measurements of kernels built outside a schedule (the model
+    compiler's fused kernels, TuneSession.measure_kernel) are kept: the target's, marked. They sit
+    beside the target's schedule records, never among them: tg.tune, the strategies, the task
+    scheduler and best_schedule read a target's records as schedules to replay and learn from."""
+    return target_fingerprint + BUILT_KERNELS
+
 
 def _version() -> str:
     return __version__

@@ -19,7 +19,7 @@ from typing import Any
 
 from tilegraph.config import data_dir
 from tilegraph.errors import DatabaseError, shorten
-from tilegraph.schedule.trace import canonical_trace_json
+from tilegraph.schedule.trace import canonical_trace_json, trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database.base import Database
 from tilegraph.tune.database.record import Record, WorkloadEntry
@@ -320,6 +320,16 @@ class SQLiteDatabase(Database):
             "SELECT trace_hash FROM records WHERE workload_key = ? AND target_fingerprint = ?",
             (workload_key, target_fingerprint)).fetchall())
         return {r[0] for r in rows}
+
+    def record(self, workload_key: str, target_fingerprint: str, trace_json: str) -> Record | None:
+        h = trace_hash(trace_json)
+        rows = self._run(lambda c: c.execute(
+            "SELECT id FROM records WHERE workload_key = ? AND target_fingerprint = ? AND trace_hash = ?",
+            (workload_key, target_fingerprint, h)).fetchall())
+        if not rows:
+            return None
+        return next((r for rid, r in self._iter_records(workload_key, target_fingerprint, None) if rid == rows[0][0]),
+                    None)
 
     def best(self, workload_key: str, target_fingerprint: str) -> Record | None:
         rows = self._run(lambda c: c.execute(

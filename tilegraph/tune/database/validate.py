@@ -16,7 +16,7 @@ from typing import Any
 
 from tilegraph.errors import ScheduleError, shorten
 from tilegraph.schedule.primitives import PRIMITIVES
-from tilegraph.schedule.trace import Trace
+from tilegraph.schedule.trace import BUILT_KERNEL, Trace
 from tilegraph.tune.database.record import Record
 
 MAX_LATENCY_S = 1e5
@@ -61,7 +61,7 @@ def _check_trace(record: Record) -> None:
     if trace.workload_key != record.workload_key:
         raise ValueError(f"the trace names workload {shorten(trace.workload_key)}, the record {shorten(record.workload_key)}")
     for n, inst in enumerate(trace.instructions):
-        if inst.kind not in PRIMITIVES and inst.kind not in SAMPLING_KINDS:
+        if inst.kind not in PRIMITIVES and inst.kind not in SAMPLING_KINDS and inst.kind != BUILT_KERNEL:
             raise ValueError(f"trace instruction {n} is the unknown primitive {shorten(inst.kind)}")
         _check_ints(f"trace instruction {n} ({inst.kind})", inst.inputs)
         _check_ints(f"trace instruction {n} ({inst.kind})", inst.decision)

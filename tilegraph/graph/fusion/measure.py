@@ -1,0 +1,147 @@
+"""Costs of fusion candidates for orchestration, measured through the one measurer (TuneSession).
+
+    with candidate_measurer(graph, target, db, threads=2) as measure:
+        record = measure(spec)             # a Record: "ok" with its latency, or why it failed
+    bound = roofline_seconds(workload, hw, threads=2)   # an estimate from below, no measurement
+
+Each built candidate is checked and timed as a tuning candidate is: in the isolated runner
+(a crash or a hang is a failed record, never a failed compile), on fresh random inputs with its
+outputs poisoned, against a float64 reference, and recorded in the tuning database under its
+workload and the target's fingerprint. Its record's trace names the kernel's binary and the
+thread count (session.built_kernel_trace), so a second compile of the same model finds every
+cost recorded and measures nothing.
+
+The reference is the graph's own meaning: the candidate's nodes evaluated one by one with their
+numpy references (graph/reference.py's per-node references), independent of the te lowering and
+of fusion, so a fusion that computes something else is caught here and never chosen. Integer
+inputs are zeros (a gather's indices stay in range on any shape); floats are random.
+
+Records go to the compile's database when it can be written, else to the default tuning
+database (a compile that only reads a shipped database still keeps its costs).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from tilegraph.errors import DatabaseError
+from tilegraph.graph.ir import Graph
+from tilegraph.graph.ops.registry import reference_outputs
+from tilegraph.target import Target
+from tilegraph.tune.measure import MeasurePolicy, random_inputs
+
+# Most candidates run in microseconds: a few samples over 20 ms give a median as steady as the
+# choice needs. The warm-up runs 50 ms at most (100 runs): the measurement worker waits between
+# candidates, and a large kernel's first runs after a wait were measured up to 2.5x slow (GPT-2's
+# LM head: 14-16 ms, then 5.8). The check runs first, as for any tuning candidate.
+POLICY = MeasurePolicy(warmup=2, min_time_s=0.02, min_repeats=5, timeout_s=30.0, warmup_s=0.05)
+CHECK_SEED = 20_251_126
+
+_runners: dict[tuple[str, int], Any] = {}  # one measurement worker per target and thread count
+
+
+def _shared_runner(target: Target, threads: int) -> Any:
+    """The runner of this process for (target, threads): its worker starts once and serves every
+    compile (spawning one per compile would cost more than measuring a small model)."""
+    from tilegraph.tune.runner import Runner
+
+    key = (str(target.fingerprint), threads)
+    runner = _runners.get(key)
+    if runner is None:
+        if not _runners:
+            atexit.register(_close_runners)
+        runner = _runners[key] = Runner(replace(POLICY, num_threads=threads), target=target)
+    return runner
+
+
+def _close_runners() -> None:
+    for runner in _runners.values():
+        runner.close()
+    _runners.clear()
+
+
+def _costs_database(db: Any) -> Any:
+    from tilegraph.tune.database import Database, MemoryDatabase, open_database
+
+    if isinstance(db, Database) and not getattr(db, "readonly", False):
+        return db
+    try:
+        return open_database(None)
+    except DatabaseError:
+        return MemoryDatabase()  # nowhere to keep costs: measured again next time, nothing else lost
+
+
+@contextlib.contextmanager
+def candidate_measurer(graph: Graph, target: Target, db: Any, threads: int) -> Iterator[Callable[[Any, Any], Any]]:
+    """A function measuring one built candidate (spec, kernel) -> Record, and the session behind it
+    (`measure.session.measured`: kernels timed now)."""
+    from tilegraph.tune.options import TuneOptions
+    from tilegraph.tune.session import TuneSession
+
+    session = TuneSession(target, _costs_database(db), TuneOptions(progress=False, num_threads=threads,
+                                                                   runner=_shared_runner(target, threads)))
+
+    def measure_candidate(spec: Any, kernel: Any) -> Any:
+        recorded = session.kernel_record(spec.workload, kernel)
+        if recorded is not None:
+            return recorded
+        inputs = check_inputs(spec.workload, CHECK_SEED)
+        references = group_reference(graph, spec, inputs)
+        return session.measure_kernel(spec.workload, kernel, inputs, references,
+                                      meta={"nodes": list(spec.nodes)[:16]})
+
+    measure_candidate.session = session  # type: ignore[attr-defined]
+    try:
+        yield measure_candidate
+    finally:
+        session.close()
+
+
+def fits_in_memory(workload: Any) -> bool:
+    """Whether checking and timing the workload (its arrays, a float64 reference, the copies sent
+    to the measurement worker) takes at most a quarter of the memory available."""
+    from tilegraph.testing.data import available_memory
+
+    have = available_memory()
+    need = sum(int(np.prod(t.shape, dtype=np.int64)) * 8 for t in (*workload.inputs, *workload.outputs)) * 3
+    return have is None or need <= have // 4
+
+
+def check_inputs(workload: Any, seed: int) -> list[np.ndarray]:
+    """Random floats (positive where the workload takes a log or a root of an input), booleans at
+    random, integers zero."""
+    arrays = random_inputs(workload, seed)
+    return [np.zeros_like(a) if a.dtype.kind in "iu" else a for a in arrays]
+
+
+def group_reference(graph: Graph, spec: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The float64 outputs of `spec`'s nodes evaluated one by one with their numpy references, its
+    arguments bound to `inputs` (in the workload's shapes, as the kernel sees them)."""
+    env: dict[str, Any] = {}
+    for name, array in zip(spec.arguments, inputs):
+        env[name] = array.reshape(graph.type_of(name).shape)
+    nodes = {n.name: n for n in graph.nodes}
+    for name in spec.nodes:
+        node = nodes[name]
+        args = [None if not t else env[t] if t in env else graph.constants[t] for t in node.inputs]
+        outs = reference_outputs(node, args, [graph.type_of(o) for o in node.outputs])
+        env.update(zip(node.outputs, outs))
+    return [np.asarray(env[o], dtype=np.float64).reshape(t.shape)
+            for o, t in zip(spec.outputs, spec.workload.outputs)]
+
+
+def roofline_seconds(workload: Any, hw: Any, threads: int) -> float:
+    """An estimate from below of a workload's time: its arguments' bytes moved once at the
+    bandwidth of the level they fit in, or its FLOPs at peak, whichever is larger."""
+    nbytes = sum(int(np.prod(t.shape)) * np.dtype(t.dtype.name).itemsize for t in (*workload.inputs, *workload.outputs))
+    level = "l2" if nbytes <= hw.cache_bytes("l2") * threads else "l3" if nbytes <= hw.cache_bytes("l3") else "dram"
+    return max(nbytes / hw.bandwidth(level, cores=threads), workload.flops() / hw.peak_flops(cores=threads))
+
+
+__all__ = ["POLICY", "candidate_measurer", "check_inputs", "fits_in_memory", "group_reference", "roofline_seconds"]

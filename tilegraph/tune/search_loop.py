@@ -1,0 +1,123 @@
+"""The search loop every tuning path runs (through TuneSession.tune_slice): propose -> skip
+traces already recorded for this workload and target (resume) -> build the batch in worker
+processes -> check and time each in the isolated runner (a candidate faster than the best so far
+is measured twice and keeps the slower median) -> commit each result in its own transaction ->
+notify the strategy. Stops at the trial or time budget or when the strategy is done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from tilegraph.schedule.trace import trace_hash
+from tilegraph.te.workload import Workload
+from tilegraph.tune.database import Database, Record
+from tilegraph.tune.measure import MeasureInput
+from tilegraph.tune.result import RunResult
+from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
+
+_EMPTY_ROUNDS_LIMIT = 3
+
+
+class Silent:
+    """A progress display that shows nothing."""
+
+    def update(self, run: Any, elapsed_s: float) -> None:
+        pass
+
+
+def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, db: Database,
+                batch_size: int, counts: Counter[str], bar: Any, start: float) -> None:
+    """Propose, build, check, time and record until ctx's trial or time budget is spent or the
+    strategy is done; traces in ctx.measured are never measured again (the strategy is told their
+    recorded results). `counts` gains one per measurement by result kind; `bar.update` sees each."""
+    wl, fp = ctx.workload, ctx.target_fingerprint
+    empty_rounds = 0
+    measured_here = 0
+    per_candidate_s: float | None = None  # wall time of a round / its candidates (search, build, run)
+    recorded_best = db.best(wl.key, fp)
+    best_s = recorded_best.latency_s if recorded_best is not None else None
+
+    def out_of_budget() -> bool:
+        if ctx.trials_left is not None and ctx.trials_left <= 0:
+            return True
+        return ctx.deadline is not None and time.monotonic() >= ctx.deadline and measured_here > 0
+
+    while not out_of_budget() and not search.done():
+        n = batch_size if ctx.trials_left is None else min(batch_size, ctx.trials_left)
+        left = ctx.time_left_s
+        if left is not None and per_candidate_s:  # near the deadline: no more than fits in the time left
+            n = max(1, min(n, int(left / per_candidate_s)))
+        round_start = time.monotonic()
+        proposed = search.propose(ctx, n)
+        fresh: list[Candidate] = []
+        seen: set[str] = set()
+        known: list[Candidate] = []
+        for cand in proposed:
+            h = trace_hash(cand.trace_json)
+            if h in ctx.measured:
+                known.append(cand)
+            elif h not in seen:
+                seen.add(h)
+                fresh.append(cand)
+        if known:  # resumed: the strategy still learns what earlier runs measured
+            search.notify(ctx, known, [_recorded_result(db, wl.key, fp, c.trace_json) for c in known])
+        if not fresh:
+            empty_rounds += 1
+            if empty_rounds >= _EMPTY_ROUNDS_LIMIT:
+                break
+            continue
+        empty_rounds = 0
+        builds = builder.build([MeasureInput(wl, c.trace_json, c.meta) for c in fresh])
+        done_cands: list[Candidate] = []
+        results: list[RunResult] = []
+        for n_cand, (cand, build) in enumerate(zip(fresh, builds)):
+            if out_of_budget():
+                break
+            run = runner.run(wl, build, seed=_check_seed(ctx.seed, len(ctx.measured) + n_cand))
+            if run.ok and run.median is not None and best_s is not None and run.median < best_s:
+                run = _confirmed(runner, wl, build, run, _check_seed(ctx.seed + 1, len(ctx.measured) + n_cand))
+            if run.ok and run.median is not None and (best_s is None or run.median < best_s):
+                best_s = run.median
+            meta = dict(cand.meta)
+            if cand.predicted is not None:
+                meta["predicted"] = cand.predicted
+            db.commit_record(Record.from_run(wl.key, fp, cand.trace_json, run, policy=runner.policy, meta=meta))
+            ctx.measured.add(trace_hash(cand.trace_json))
+            counts[run.kind] += 1
+            measured_here += 1
+            if ctx.trials_left is not None:
+                ctx.trials_left -= 1
+            done_cands.append(cand)
+            results.append(run)
+            bar.update(run, time.monotonic() - start)
+        if done_cands:
+            search.notify(ctx, done_cands, results)
+            per_candidate_s = (time.monotonic() - round_start) / len(done_cands)
+
+
+def _confirmed(runner: Any, wl: Workload, build: Any, run: RunResult, seed: int) -> RunResult:
+    """A candidate that beats the best so far is measured once more and keeps the slower of the two
+    medians: among hundreds of noisy measurements the fastest is partly luck (the winner's curse), and
+    a second, independent measurement keeps a lucky one from becoming the tuned kernel."""
+    again = runner.run(wl, build, seed=seed)
+    if not again.ok:
+        return again
+    return again if (again.median or 0.0) > (run.median or 0.0) else run
+
+
+def _check_seed(seed: int, n: int) -> int:
+    """A new input seed for every check, reproducible from the tuning seed."""
+    return (seed * 1_000_003 + n * 7919 + 1) % (2**32)
+
+
+def _recorded_result(db: Database, workload_key: str, fp: str, trace_json: str) -> RunResult:
+    rec = db.record(workload_key, fp, trace_json)
+    if rec is None:
+        return RunResult("run_error", "recorded result not found")
+    return RunResult(rec.kind, rec.message, tuple(rec.samples))
+
+
+__all__ = ["Silent", "search_loop"]
