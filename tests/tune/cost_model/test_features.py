@@ -84,11 +84,12 @@ def test_one_row_per_store_and_a_local_accumulator():
 def test_feature_cache_featurises_a_program_once():
     import random
 
-    from tilegraph.tune.cost_model.features import FeatureCache
+    from tilegraph.tune.cost_model import FeatureCache
+    from tilegraph.tune.cost_model.features import PER_STORE_FEATURES
     from tilegraph.tune.space.program import sample
 
     wl = tg.workloads.from_spec("matmul:16,24,32")
-    cache = FeatureCache()
+    cache = FeatureCache(PER_STORE_FEATURES)
     a, b = sample(wl, "multi_level_tiling", random.Random(0)), sample(wl, "multi_level_tiling", random.Random(1))
     fa = cache(a)
     assert cache(a) is fa and np.array_equal(fa, program_features(a.func))

@@ -48,3 +48,18 @@ def test_a_training_failure_leaves_the_model_untrained_instead_of_raising(monkey
     model = GBTCostModel(warmup=4)
     model.update(progs, costs, "w")
     assert not model.trained and model.predict(progs[:2]) is None
+
+
+def test_lightgbm_is_a_cost_model_of_one_feature_set():
+    """The protocol (cost_model/base.py): fresh() keeps the settings and the feature set, and rows of
+    another width are not learnt from."""
+    from tilegraph.tune.cost_model import CostModel
+    from tilegraph.tune.cost_model.features import PER_STORE_FEATURES
+
+    model = GBTCostModel(warmup=4)
+    assert isinstance(model, CostModel) and model.feature_set is PER_STORE_FEATURES
+    assert model.feature_set.width == NUM_FEATURES and str(NUM_FEATURES) in model.feature_set.version
+    fresh = model.fresh()
+    assert fresh.warmup == 4 and fresh.feature_set is model.feature_set and not fresh.trained
+    model.add([np.ones((2, NUM_FEATURES + 1), np.float32)], [1e-3], "w")
+    assert len(model) == 0

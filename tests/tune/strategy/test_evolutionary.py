@@ -130,3 +130,44 @@ def test_tg_tune_without_a_budget_runs_auto_as_gensor_alone(tune_dirs):
     records = open_database(db).records(wl.key)
     assert result.strategy == "auto" and 1 <= result.measured <= 8
     assert {r.meta.get("strategy") for r in records} == {"gensor"}
+
+
+def test_the_search_ranks_with_any_cost_model_and_records_its_feature_version(tune_dirs):
+    """A hand-written CostModel (cost_model/base.py) plugs into the evolutionary search: once it is
+    trained, every candidate it ranked carries its score and its feature set's version."""
+    from tilegraph.tune.cost_model import CostModel, FeatureSet
+    from tilegraph.tune.cost_model.features import NUM_FEATURES, program_features
+
+    class ByStoreCount:
+        name = "store-count"
+        feature_set = FeatureSet("per-store", "per-store-test-1", NUM_FEATURES, program_features)
+
+        def __init__(self):
+            self.seen = 0
+
+        @property
+        def trained(self):
+            return self.seen >= 4
+
+        def fresh(self):
+            model = ByStoreCount()
+            model.seen = self.seen
+            return model
+
+        def add(self, programs, costs, group=""):
+            self.seen += len(programs)
+
+        def update(self, programs, costs, group=""):
+            self.seen = len(programs)
+
+        def predict(self, programs):
+            return np.array([-float(len(p)) for p in programs]) if self.trained else None
+
+    model = ByStoreCount()
+    assert isinstance(model, CostModel)
+    wl = _wl()
+    db = str(tune_dirs / "evo.db")
+    result = tg.tune(wl, strategy=EvolutionarySearch(model=model), trials=12, db=db, progress=False)
+    _assert_correct(wl, result.kernel)
+    ranked = [r for r in open_database(db).records(wl.key) if "score" in r.meta]
+    assert ranked and all(r.meta["features"] == "per-store-test-1" for r in ranked)

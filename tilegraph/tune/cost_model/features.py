@@ -2,6 +2,7 @@
 
     feats = store_features(sch.func)     # one row per BufferStore, FEATURE_NAMES columns, log2(1 + x) scaled
     program_features(sch.func)           # the same rows as a float32 matrix
+    PER_STORE_FEATURES                   # the FeatureSet a cost model names (cost_model/base.py)
 
 Every block's store is described in the context of the loops around it (the scheduled loop IR:
 loops with their kinds, blocks with their bindings; lowering only spells out what these already
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from tilegraph.loop.visit import stmt_children
 from tilegraph.te.arith import affine
 from tilegraph.te.expr import BinOp, BufferLoad, Call, Cast, Cmp, Expr, Select, Var
 from tilegraph.te.visit import free_vars, substitute, walk
+from tilegraph.tune.cost_model.base import FeatureSet
 
 CACHE_LINE = 64
 MAX_BUFFERS = 5
@@ -79,19 +80,8 @@ def program_features(func: Func) -> np.ndarray:
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), NUM_FEATURES)
 
 
-class FeatureCache:
-    """program_features of a program by its trace: a search scores the same program many times and
-    featurises it once. Takes anything with `trace_json` and `func` (tune/space/program.Program)."""
-
-    def __init__(self) -> None:
-        self._by_trace: dict[str, np.ndarray] = {}
-
-    def __call__(self, program: Any) -> np.ndarray:
-        feats = self._by_trace.get(program.trace_json)
-        if feats is None:
-            feats = program_features(program.func)
-            self._by_trace[program.trace_json] = feats
-        return feats
+# The feature set of the CPU search (the version changes whenever a column's meaning does).
+PER_STORE_FEATURES = FeatureSet("per-store", f"per-store-v1-{NUM_FEATURES}", NUM_FEATURES, program_features)
 
 
 def _visit(s: Stmt, loops: list[For], binding: dict[str, Expr], rows: list[list[float]]) -> None:

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tilegraph.tune.cost_model.features import NUM_FEATURES
+from tilegraph.tune.cost_model.base import FeatureSet
+from tilegraph.tune.cost_model.features import PER_STORE_FEATURES
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +38,12 @@ ROUNDS = 200
 
 
 class GBTCostModel:
+    """A CostModel (cost_model/base.py) over the per-store features."""
+
     name = "lightgbm"
 
-    def __init__(self, warmup: int = WARMUP, rounds: int = ROUNDS):
+    def __init__(self, warmup: int = WARMUP, rounds: int = ROUNDS, feature_set: FeatureSet = PER_STORE_FEATURES):
+        self.feature_set = feature_set
         self.warmup = warmup
         self.rounds = rounds
         self._programs: list[np.ndarray] = []
@@ -50,6 +54,9 @@ class GBTCostModel:
     @property
     def trained(self) -> bool:
         return self._booster is not None
+
+    def fresh(self) -> GBTCostModel:
+        return GBTCostModel(self.warmup, self.rounds, self.feature_set)
 
     def __len__(self) -> int:
         return len(self._programs)
@@ -63,7 +70,7 @@ class GBTCostModel:
     def add(self, programs: Sequence[np.ndarray], costs: Sequence[float], group: str = "") -> None:
         """Add measured programs without retraining (the next update trains on everything)."""
         for feats, cost in zip(programs, costs):
-            if feats.ndim != 2 or feats.shape[1] != NUM_FEATURES or feats.shape[0] == 0:
+            if feats.ndim != 2 or feats.shape[1] != self.feature_set.width or feats.shape[0] == 0:
                 continue
             self._programs.append(feats)
             self._costs.append(float(cost) if cost is not None and math.isfinite(cost) and cost > 0 else math.inf)
@@ -104,7 +111,7 @@ class GBTCostModel:
         if self._booster is None or not programs:
             return None
         sizes = [len(p) for p in programs]
-        rows = np.concatenate([p if len(p) else np.zeros((0, NUM_FEATURES), np.float32) for p in programs])
+        rows = np.concatenate([p if len(p) else np.zeros((0, self.feature_set.width), np.float32) for p in programs])
         if len(rows) == 0:
             return np.zeros(len(programs))
         preds = self._booster.predict(rows)

@@ -38,8 +38,7 @@ from tilegraph.errors import ScheduleError, TilegraphError
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
-from tilegraph.tune.cost_model.features import FeatureCache
-from tilegraph.tune.cost_model.gbt import GBTCostModel
+from tilegraph.tune.cost_model import CostModel, FeatureCache, default_cost_model
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.space.program import Program, mutate, recognise, sample
 from tilegraph.tune.space.sketch import sketches_for
@@ -80,16 +79,16 @@ class EvolutionarySearch(SearchStrategy):
     name = "evolutionary"
 
     def __init__(self, seeds: Sequence[str] = (), population: int = POPULATION, generations: int = GENERATIONS,
-                 model: GBTCostModel | None = None, shared: SharedHistory | None = None):
+                 model: CostModel | None = None, shared: SharedHistory | None = None):
         self.seeds = list(seeds)
         self.shared = shared
         self.population = population
         self.generations = generations
-        self.model = model or GBTCostModel()
+        self.model = model or default_cost_model()
         self._rng: random.Random | None = None
         self._sketches: list[str] = []
         self._measured: dict[str, tuple[Program, float]] = {}  # trace hash -> (program, seconds or inf)
-        self._feats = FeatureCache()
+        self._feats = FeatureCache(self.model.feature_set)
         self._proposed: set[str] = set()
         self._pending: dict[str, tuple[Program, float | None]] = {}
         self.history: list[tuple[float, float]] = []  # (score, measured seconds) of ranked candidates
@@ -135,7 +134,7 @@ class EvolutionarySearch(SearchStrategy):
 
     def _retrain(self, ctx: TuneContext) -> None:
         progs = [(self._feats(p), c) for p, c in self._measured.values()]
-        model = GBTCostModel(self.model.warmup, self.model.rounds)
+        model = self.model.fresh()
         if self.shared is not None:  # similar workloads' measurements (labels normalised per workload)
             for key, feats, costs in self.shared.similar(ctx.workload):
                 model.add(feats, costs, key)
@@ -233,6 +232,7 @@ class EvolutionarySearch(SearchStrategy):
             meta = {"strategy": self.name, "origin": origin, "sketch": p.sketch}
             if score is not None:
                 meta["score"] = round(float(score), 6)  # the cost model's pack-sum score (higher = faster)
+                meta["features"] = self.model.feature_set.version
             out.append(Candidate(p.trace_json, None, meta))
         log.info("evolutionary: round %d, %d candidates (%.2f s of search, model %s)", self.rounds, len(out),
                  time.monotonic() - now, "trained" if self.model.trained else "warming up")

@@ -38,8 +38,7 @@ import numpy as np
 from tilegraph.errors import ScheduleError, TilegraphError
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.trace import trace_hash
-from tilegraph.tune.cost_model.features import FeatureCache
-from tilegraph.tune.cost_model.gbt import GBTCostModel
+from tilegraph.tune.cost_model import CostModel, FeatureCache, default_cost_model
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.space.program import Program, recognise, sample
 from tilegraph.tune.space.sketch import sketches_for
@@ -77,7 +76,8 @@ class TLMStrategy(SearchStrategy):
     name = "tlm"
 
     def __init__(self, model_dir: str | Path | None = None, samples: int = SAMPLES, temperature: float = 1.0,
-                 finetune_steps: int = FINETUNE_STEPS, untrained_order: str = "sampled"):
+                 finetune_steps: int = FINETUNE_STEPS, untrained_order: str = "sampled",
+                 model: CostModel | None = None):
         if untrained_order not in ("sampled", "logprob"):
             raise ValueError(f"untrained_order must be 'sampled' or 'logprob', got {untrained_order!r}")
         if importlib.util.find_spec("torch") is None:
@@ -89,14 +89,14 @@ class TLMStrategy(SearchStrategy):
         self.untrained_order = untrained_order
         self.net: Any = None
         self.meta: dict[str, Any] = {}
-        self.model = GBTCostModel()
+        self.model = model or default_cost_model()
         self.rounds = 0
         self._sampler: Any = None
         self._sketches: list[str] = []
         self._measured: dict[str, tuple[Program, tuple[str, ...] | None, float]] = {}
         self._pending: dict[str, tuple[Program, tuple[str, ...]]] = {}
         self._proposed: set[str] = set()
-        self._feats = FeatureCache()
+        self._feats = FeatureCache(self.model.feature_set)
         self._optimizer: Any = None
         self._count = 0
         self._exhausted = False
@@ -131,7 +131,7 @@ class TLMStrategy(SearchStrategy):
 
     def _retrain(self, ctx: TuneContext) -> None:
         progs = [(self._feats(p), c) for p, _, c in self._measured.values()]
-        model = GBTCostModel(self.model.warmup, self.model.rounds)
+        model = self.model.fresh()
         model.update([f for f, _ in progs], [c for _, c in progs], ctx.workload.key)
         if model.trained or not self.model.trained:
             self.model = model
@@ -211,6 +211,8 @@ class TLMStrategy(SearchStrategy):
                     "ranked_by": "cost model" if pred is not None else f"language model ({self.untrained_order})"}
             if math.isfinite(w.logprob):
                 meta["logprob"] = round(w.logprob, 4)
+            if pred is not None:
+                meta["features"] = self.model.feature_set.version
             out.append(Candidate(w.program.trace_json, None, meta))
         self.rounds += 1
         log.info("tlm: round %d, %d of %d written programs proposed (%.2f s)", self.rounds, len(out), written,
