@@ -31,6 +31,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from tilegraph.dtype import DType, as_dtype
+from tilegraph.gpu_specs import GENERIC_NAME, gpu_spec
 from tilegraph.microarch import GENERIC, MICROARCHS, identify
 from tilegraph.version import CODEGEN_VERSION
 
@@ -54,21 +55,6 @@ CROSS_ISA_CFLAGS = {
     ("aarch64", "neon"): ("-march=armv8-a+simd",),
     ("aarch64", "generic"): ("-march=armv8-a",),
 }
-
-# name fragment -> (compute capability, SMs, L2 bytes); shared memory per block is the 48 KiB
-# available without opt-in on every listed part.
-CUDA_SPECS = {
-    "H100": ("9.0", 132, 50 << 20),
-    "H200": ("9.0", 132, 50 << 20),
-    "A100": ("8.0", 108, 40 << 20),
-    "A10": ("8.6", 72, 6 << 20),
-    "RTX 4090": ("8.9", 128, 72 << 20),
-    "RTX 3090": ("8.6", 82, 6 << 20),
-    "V100": ("7.0", 80, 6 << 20),
-    "T4": ("7.5", 40, 4 << 20),
-}
-# sm_75: the oldest architecture every CUDA toolkit from 11 to 13 compiles for (13 dropped sm_70)
-GENERIC_CUDA = ("generic", "7.5", 80, 6 << 20)
 
 # Short spellings accepted by from_string and used by __str__.
 ALIASES = {
@@ -459,10 +445,11 @@ def compiler_version(cc: str) -> str:
 # ---- GPUs ----------------------------------------------------------------------------------
 def _fill_cuda(t: Target) -> dict[str, Any]:
     detected = _query_nvidia_smi()
-    name = _pick(t.device_name, detected[0] if detected else GENERIC_CUDA[0])
+    name = _pick(t.device_name, detected[0] if detected else GENERIC_NAME)
     # the detected driver only describes the detected device: a named other device keeps "unknown"
     own_device = detected is not None and t.device_name in (None, detected[0])
-    table_cc, table_sms, table_l2 = _cuda_spec(name)
+    spec = gpu_spec(name)
+    table_cc, table_sms, table_l2 = spec.compute_capability, spec.num_sms, spec.l2_bytes
     capability = _pick(t.compute_capability, (detected[1] if detected else None) or table_cc)
     cc = t.cc or shutil.which("nvcc") or "nvcc"
     sm = capability.replace(".", "")
@@ -482,13 +469,6 @@ def _fill_cuda(t: Target) -> dict[str, Any]:
         "cc_version": t.cc_version,
         "cflags": t.cflags if t.cflags is not None else ("-O3", f"-arch=sm_{sm}", "--shared", "-Xcompiler", "-fPIC"),
     }
-
-
-def _cuda_spec(name: str) -> tuple[str, int, int]:
-    for fragment, spec in CUDA_SPECS.items():
-        if fragment.lower() in name.lower():
-            return spec
-    return GENERIC_CUDA[1:]
 
 
 def gpu_visible() -> bool:

@@ -51,6 +51,7 @@ from tilegraph.graph.ops.registry import op_def
 from tilegraph.graph.passes import optimize
 from tilegraph.graph.plan import ALIGN, plan_memory
 from tilegraph.graph.specialize import SpecializedModel
+from tilegraph.runtime.backends import backend_for, require_runnable
 from tilegraph.runtime.device_memory import device_alignment
 from tilegraph.target import as_target, host_supports
 
@@ -106,10 +107,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         raise GraphError(f"db must be a database path or a tuning database, got {type(db).__name__}")
     tune = time_budget > 0 or bool(trials)
     tgt = as_target(target)
-    gpu = tgt.kind != "cpu"
+    gpu = backend_for(tgt).is_gpu
     if gpu:
-        from tilegraph.runtime.backends import require_runnable
-
         require_runnable(tgt)
     if not tune and isinstance(db, (str, os.PathLike)) and not os.path.exists(db):
         db = None  # nothing to read from a database that does not exist yet (none is made without tuning)

@@ -1,6 +1,6 @@
 """The GPU hardware model Gensor's GPU states are ranked with: from the device when one is
 present (CUDA: the runtime's device attributes, tune/cuda_device.py; OpenCL: the pyopencl device
-query), a spec table otherwise.
+query), the one spec table (tilegraph/gpu_specs.py) otherwise.
 
     hw = gpu_hardware(Target("cuda"))       # H100 table entry when nvidia-smi names an H100
     hw.num_sms, hw.max_threads_per_block, hw.shared_memory_per_block, hw.dram_bandwidth, ...
@@ -11,18 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-# name fragment -> (fp32 FLOP/s, DRAM bytes/s, shared memory bytes per SM, registers per SM)
-GPU_SPECS = {
-    "H200": (67e12, 4.8e12, 228 << 10, 65536),
-    "H100": (67e12, 3.35e12, 228 << 10, 65536),
-    "A100": (19.5e12, 1.55e12, 164 << 10, 65536),
-    "A10": (31e12, 0.6e12, 100 << 10, 65536),
-    "RTX 4090": (82e12, 1.0e12, 100 << 10, 65536),
-    "RTX 3090": (35e12, 0.94e12, 100 << 10, 65536),
-    "V100": (15.7e12, 0.9e12, 96 << 10, 65536),
-    "T4": (8.1e12, 0.32e12, 64 << 10, 65536),
-}
-GENERIC = (10e12, 0.5e12, 64 << 10, 65536)
+from tilegraph.gpu_specs import gpu_spec
+
 SMEM_BANDWIDTH_PER_SM = 128 * 1.4e9  # bytes/s: 32 banks x 4 B per clock at ~1.4 GHz
 
 
@@ -49,23 +39,17 @@ class GpuHardware:
         return max(0, min(32, by_threads, by_smem, by_regs))
 
 
-def _spec(name: str) -> tuple[float, float, int, int]:
-    for fragment, spec in GPU_SPECS.items():
-        if fragment.lower() in name.lower():
-            return spec
-    return GENERIC
-
-
 def gpu_hardware(target: Any) -> GpuHardware:
     """The model of `target` (a GPU Target): device query for OpenCL when a device exists."""
     name = str(getattr(target, "device_name", None) or "generic")
     sms = int(getattr(target, "num_sms", None) or 16)
-    flops, dram, smem_sm, regs = _spec(name)
+    spec = gpu_spec(name)
     hw = GpuHardware(
         name=name, num_sms=sms, warp_size=int(getattr(target, "warp_size", None) or 32),
         max_threads_per_block=int(getattr(target, "max_threads_per_block", None) or 1024),
         max_threads_per_sm=2048, shared_memory_per_block=int(getattr(target, "shared_memory_bytes", None) or 48 << 10),
-        shared_memory_per_sm=smem_sm, registers_per_sm=regs, peak_flops=flops, dram_bandwidth=dram,
+        shared_memory_per_sm=spec.shared_memory_per_sm, registers_per_sm=spec.registers_per_sm,
+        peak_flops=spec.fp32_flops, dram_bandwidth=spec.dram_bandwidth,
         smem_bandwidth=SMEM_BANDWIDTH_PER_SM * sms,
     )
     if getattr(target, "kind", None) == "cuda":
@@ -88,4 +72,4 @@ def gpu_hardware(target: Any) -> GpuHardware:
     return hw
 
 
-__all__ = ["GPU_SPECS", "GpuHardware", "gpu_hardware"]
+__all__ = ["GpuHardware", "gpu_hardware"]

@@ -18,6 +18,7 @@ from tilegraph.graph.ir import Graph
 from tilegraph.graph.tuning.report import TaskRow, TuningReport, build_report
 from tilegraph.graph.tuning.scheduler import AutoSlices, TaskScheduler, TaskState
 from tilegraph.graph.tuning.tasks import Task, extract_tasks
+from tilegraph.runtime.backends import backend_for
 
 
 def tune_model(graph: Graph, groups: Sequence[Group], target: Any, db: Any, time_budget: float | None = None,
@@ -34,7 +35,7 @@ def tune_model(graph: Graph, groups: Sequence[Group], target: Any, db: Any, time
         threads = session.options.policy.resolved().num_threads or 1
         scheduler = TaskScheduler(tasks, session, time_budget, trials, slice_strategy)
         scheduler.run(progress)
-    if session.target.kind == "cpu":
+    if not backend_for(session.target).is_gpu:
         peak = hardware_model(session.target).peak_flops(cores=threads)
     else:  # a GPU's peak does not depend on the host threads the runner uses
         from tilegraph.tune.hardware_gpu import gpu_hardware
