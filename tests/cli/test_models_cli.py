@@ -88,6 +88,7 @@ def test_orchestration_choice_and_report(mlp, tmp_path, capsys):
     blp = json.loads(capsys.readouterr().out)
     assert blp["orchestration"] == "blp" and blp["blp_candidates"] >= greedy["kernel_launches"]
     assert blp["blp_measured_sum_s"] <= blp["greedy_measured_sum_s"] * (1 + 1e-9)
+    assert blp["blp_failed"] == 0 and blp["blp_measured_now"] >= 0
     assert main(["compile", str(mlp), "-o", str(tmp_path / "b.tg"), "--orchestration", "best"]) == 2
     assert "invalid choice: 'best'" in capsys.readouterr().err
 

@@ -156,7 +156,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     report = model.orchestration
     if report is not None:
         described.update(blp_candidates=report.candidates, blp_measured_sum_s=report.result.objective_s,
-                         greedy_measured_sum_s=report.result.greedy_s, blp_solver_s=round(report.result.solver_s, 3))
+                         greedy_measured_sum_s=report.result.greedy_s, blp_solver_s=round(report.result.solver_s, 3),
+                         blp_failed=report.failed, blp_measured_now=report.measured)
     tuned = model.tuning
     if tuned is not None:
         if not args.no_vendor:
