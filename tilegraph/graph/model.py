@@ -23,8 +23,9 @@ import numpy as np
 from tilegraph.errors import GraphError, ResourceError
 from tilegraph.graph.index_checks import IndexCheck, index_checks
 from tilegraph.graph.ir import Graph
-from tilegraph.graph.plan import MemoryPlan
+from tilegraph.graph.plan import ALIGN, MemoryPlan
 from tilegraph.runtime import threads
+from tilegraph.runtime.host_memory import aligned_bytes
 from tilegraph.target import Target
 
 
@@ -67,8 +68,7 @@ class CompiledModel:
         self.orchestration: Any = None  # orchestration="blp": fusion.choose.OrchestrationReport
         self.tuning: Any = None  # compiled with a tuning budget: graph.tuning.TuningReport
         _require_memory(plan.arena_bytes, graph.name)
-        self._arena = np.zeros(max(plan.arena_bytes, 1) // 8 + 1, dtype=np.float64)  # 8-byte aligned base
-        self._base = self._arena.view(np.uint8)[: max(plan.arena_bytes, 1)]
+        self._base = aligned_bytes(max(plan.arena_bytes, 1), ALIGN)  # every planned offset aligned in memory too
         self._launches: list[Any] = []
         self._bound_threads: int | None = None
         self._lock = threading.Lock()

@@ -28,6 +28,7 @@ import numpy as np
 from tilegraph.config import cache_dir
 from tilegraph.dtype import poisoned
 from tilegraph.errors import TilegraphError
+from tilegraph.runtime.host_memory import aligned_copy
 from tilegraph.te.workload import Workload
 from tilegraph.tune.kernel_loader import load_kernel
 from tilegraph.tune.measure import (
@@ -54,26 +55,14 @@ class MeasureLockTimeout(TilegraphError):
 def _measure_in_worker(build: BuildResult, inputs: list[np.ndarray], references: list[np.ndarray],
                        policy: MeasurePolicy) -> RunResult:
     kernel = load_kernel(build)
-    outputs = [_aligned(poisoned(a.shape, a.dtype)) for a in build.args if a.is_output]
-    launch = kernel.bind([_aligned(x) for x in inputs], outputs, policy.num_threads)
+    outputs = [aligned_copy(poisoned(a.shape, a.dtype)) for a in build.args if a.is_output]
+    launch = kernel.bind([aligned_copy(x) for x in inputs], outputs, policy.num_threads)
     launch.run()
     ok, max_error, message = compare_outputs(launch.outputs(), references, policy.rtol, policy.atol_scale)
     if not ok:
         return RunResult("wrong_answer", message, max_error=max_error)
     samples = time_runs(launch.run, policy)
     return RunResult("ok", "", tuple(samples), max_error=max_error)
-
-
-def _aligned(array: np.ndarray, alignment: int = 64) -> np.ndarray:
-    """A C-contiguous copy of `array` starting on a cache line, as a model's arena holds its
-    tensors: arrays unpickled from the pipe start wherever the message put them, and a kernel
-    timed on misaligned vectors runs up to 20% slower than it will in the model."""
-    array = np.asarray(array)
-    raw = np.empty(array.nbytes + alignment, dtype=np.uint8)
-    start = -raw.ctypes.data % alignment
-    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
-    out[...] = array
-    return out
 
 
 def _worker_main(conn: Any, num_threads: int | None) -> None:
