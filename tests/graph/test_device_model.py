@@ -1,6 +1,6 @@
 """Whole models on a GPU target (issue 18, part 5), run here on OpenCL (PoCL): tensors stay in one
-device arena between kernels, the outputs match ONNX Runtime, whole-model tuning works there;
-CUDA without a GPU and saving a GPU model are refused with one line."""
+device arena between kernels, the outputs match ONNX Runtime, whole-model tuning and BLP
+orchestration work there; CUDA without a GPU and saving a GPU model are refused with one line."""
 
 import json
 
@@ -97,6 +97,25 @@ def test_a_gpu_model_is_tuned_and_stays_correct(block, tmp_path):
     x = np.random.default_rng(2).standard_normal((24, 64)).astype(np.float32)
     want = ort.InferenceSession(onnx_model.SerializeToString()).run(None, {"x": x})[0]
     np.testing.assert_allclose(tuned(x)[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_blp_orchestration_measures_gpu_candidates_on_the_device(tmp_path, monkeypatch):
+    """BLP on a GPU target: every candidate runs on the device in the measurement worker, checked
+    against the graph's references, and is recorded; a second compile measures nothing."""
+    from tilegraph.tune.database import built_kernels_fingerprint, open_database
+
+    monkeypatch.setenv("TILEGRAPH_DATA_DIR", str(tmp_path))
+    onnx_model = _block_model(seed=3)
+    model = tg.compile(onnx_model, target="opencl")
+    report = model.orchestration
+    assert report is not None and report.measured > 0 and report.failed == 0
+    x = np.random.default_rng(4).standard_normal((24, 64)).astype(np.float32)
+    want = ort.InferenceSession(onnx_model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(model(x)[0], want, rtol=1e-5, atol=1e-6)
+    fingerprint = built_kernels_fingerprint(str(model.target.fingerprint))
+    records = [r for r in open_database(None).records() if r.target_fingerprint == fingerprint]
+    assert len(records) == report.measured and all(r.ok for r in records)
+    assert tg.compile(onnx_model, target="opencl").orchestration.measured == 0
 
 
 def test_cuda_without_a_gpu_is_one_line(monkeypatch):

@@ -13,8 +13,9 @@
 
 Steps: the graph passes (passes.optimize), the greedy fusion groups (fusion.partition), then
 with orchestration="blp" (the default) the kernels a binary linear program picks among measured
-candidates (fusion.choose; greedy for a target this machine cannot run), each built from the
-database's best record of its anchor, else the default schedule; the memory plan.
+candidates (fusion.choose, measured on the target's device; greedy for a target this machine
+cannot run or time), each built from the database's best record of its anchor, else the default
+schedule; the memory plan.
 
 An ONNX model whose shapes depend on input values (a Reshape's shape, a reduction's axes given as
 graph inputs) compiles to a SpecializedModel (graph/specialize.py): one CompiledModel per set of
@@ -153,7 +154,9 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         tuning_s = report.elapsed_s
     fallbacks: list[str] = []
     chosen = None
-    if fuse and orchestration == "blp" and host_supports(tgt) and not gpu:  # BLP times candidates here
+    # BLP measures its candidates on this machine: the target must run here and be timeable
+    # (a GPU present; not another CPU architecture under an emulator)
+    if fuse and orchestration == "blp" and host_supports(tgt) and backend_for(tgt).timeable:
         stage(progress, "building and timing fusion candidates")
         specs, built, chosen = orchestrate_kernels(graph, groups, tgt, db, workers, progress)
         fallbacks += chosen.failures

@@ -26,7 +26,7 @@ from tilegraph.errors import GraphError, TilegraphError
 from tilegraph.graph.compile_progress import stage
 from tilegraph.graph.fusion.candidates import candidates
 from tilegraph.graph.fusion.compose import group_spec
-from tilegraph.graph.fusion.measure import candidate_measurer, fits_in_memory, roofline_seconds
+from tilegraph.graph.fusion.measure import candidate_measurer, fits_in_memory, hardware_for, roofline_seconds
 from tilegraph.graph.fusion.orchestrate import Orchestration, orchestrate
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
@@ -72,9 +72,7 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: A
 
     def hardware() -> Any:
         if not hw_cache:
-            from tilegraph.tune.hardware import hardware_model
-
-            hw_cache.append(hardware_model(target))
+            hw_cache.append(hardware_for(target))
         return hw_cache[0]
 
     greedy = [i for i, c in enumerate(cands) if c.greedy and specs[i] is not None]

@@ -136,12 +136,30 @@ def group_reference(graph: Graph, spec: Any, inputs: list[np.ndarray]) -> list[n
             for o, t in zip(spec.outputs, spec.workload.outputs)]
 
 
+def hardware_for(target: Target) -> Any:
+    """The hardware model the roofline reads: the CPU's, or the GPU's for a GPU target."""
+    from tilegraph.runtime.backends import backend_for
+
+    if backend_for(target).is_gpu:
+        from tilegraph.tune.hardware_gpu import gpu_hardware
+
+        return gpu_hardware(target)
+    from tilegraph.tune.hardware import hardware_model
+
+    return hardware_model(target)
+
+
 def roofline_seconds(workload: Any, hw: Any, threads: int) -> float:
     """An estimate from below of a workload's time: its arguments' bytes moved once at the
-    bandwidth of the level they fit in, or its FLOPs at peak, whichever is larger."""
+    bandwidth of the level they fit in (a GPU: its DRAM), or its FLOPs at peak, whichever is larger."""
+    from tilegraph.tune.hardware_gpu import GpuHardware
+
     nbytes = sum(int(np.prod(t.shape)) * np.dtype(t.dtype.name).itemsize for t in (*workload.inputs, *workload.outputs))
+    if isinstance(hw, GpuHardware):
+        return max(nbytes / hw.dram_bandwidth, workload.flops() / hw.peak_flops)
     level = "l2" if nbytes <= hw.cache_bytes("l2") * threads else "l3" if nbytes <= hw.cache_bytes("l3") else "dram"
     return max(nbytes / hw.bandwidth(level, cores=threads), workload.flops() / hw.peak_flops(cores=threads))
 
 
-__all__ = ["POLICY", "candidate_measurer", "check_inputs", "fits_in_memory", "group_reference", "roofline_seconds"]
+__all__ = ["POLICY", "candidate_measurer", "check_inputs", "fits_in_memory", "group_reference", "hardware_for",
+           "roofline_seconds"]
