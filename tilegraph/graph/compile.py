@@ -37,7 +37,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilegraph.errors import GraphError, ResourceError, RunTimeValueError
 from tilegraph.graph.compile_progress import stage
@@ -54,7 +54,10 @@ from tilegraph.graph.plan import ALIGN, plan_memory
 from tilegraph.graph.specialize import SpecializedModel
 from tilegraph.runtime.backends import backend_for, require_runnable
 from tilegraph.runtime.device_memory import device_alignment
-from tilegraph.target import as_target, host_supports
+from tilegraph.target import Target, as_target, host_supports
+
+if TYPE_CHECKING:
+    from tilegraph.tune.database import Database
 
 ORCHESTRATIONS = ("greedy", "blp")
 # the default: end to end as fast as greedy or faster on ResNet-50, MobileNet-V2 and BERT, 3% slower
@@ -199,7 +202,7 @@ def _check_tensor_sizes(graph: Graph) -> None:
                             f"tensors; {have / 2**30:.1f} GiB is available")
 
 
-def _greedy_kernels(graph: Graph, groups: list[Group], tgt: Any, db: Any, workers: int | None,
+def _greedy_kernels(graph: Graph, groups: list[Group], tgt: Target, db: Database | None, workers: int | None,
                     progress: Any, fallbacks: list[str]) -> tuple[list[Any], dict[str, Any]]:
     """One kernel per greedy group; a fused group whose invariant fails runs as separate kernels
     (Hidet's fallback), the reason appended to `fallbacks`."""

@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilegraph import driver, te
 from tilegraph.errors import GraphError, TilegraphError
@@ -26,6 +26,9 @@ from tilegraph.graph.ops.registry import op_def, te_shape
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
 from tilegraph.te.workload import Workload
+
+if TYPE_CHECKING:
+    from tilegraph.tune.database import Database
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class KernelSpec:
     def label(self) -> str:
         return self.node.name
 
-    def lookup(self, db: Any, target: Target) -> Any:
+    def lookup(self, db: Database | None, target: Target) -> Any:
         """The database's best schedule of this workload, or None (called on the compiling thread:
         a SQLite connection belongs to the thread that opened it)."""
         return best_schedule(db, self.workload, target)
@@ -60,7 +63,7 @@ class KernelSpec:
         return driver.build(schedule if schedule is not None else self.workload, target), schedule is not None
 
 
-def best_schedule(db: Any, workload: Workload, target: Target) -> Any:
+def best_schedule(db: Database | None, workload: Workload, target: Target) -> Any:
     if db is None:
         return None
     try:
@@ -69,7 +72,7 @@ def best_schedule(db: Any, workload: Workload, target: Target) -> Any:
         return None  # an unreadable record never stops a compile: the default schedule serves
 
 
-def best_schedules(db: Any, workload: Workload, target: Target, k: int) -> list[Any]:
+def best_schedules(db: Database | None, workload: Workload, target: Target, k: int) -> list[Any]:
     """Up to k schedules of the database's fastest records of `workload` that replay, fastest first
     (a database without top_k: its best schedule alone)."""
     if db is None:
@@ -148,7 +151,7 @@ def _build_one(spec: Any, target: Target, schedule: Any) -> BuiltKernel:
     return BuiltKernel(kernel, tuned)
 
 
-def build_kernels(specs: Sequence[Any], target: Target, db: Any = None, workers: int | None = None,
+def build_kernels(specs: Sequence[Any], target: Target, db: Database | None = None, workers: int | None = None,
                   progress: Any = None, errors: dict[str, TilegraphError] | None = None) -> dict[str, BuiltKernel]:
     """Build each distinct workload once, `workers` at a time; {workload key: BuiltKernel}.
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilegraph.errors import GraphError, TilegraphError
 from tilegraph.graph.compile_progress import stage
@@ -34,6 +34,9 @@ from tilegraph.graph.kernels import build_kernels
 from tilegraph.graph.ops.registry import op_def
 from tilegraph.runtime import threads
 from tilegraph.target import Target
+
+if TYPE_CHECKING:
+    from tilegraph.tune.database import Database
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class OrchestrationReport:
                 f"HiGHS {r.solver_s:.2f} s; {self.seconds:.1f} s in all")
 
 
-def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: Any, workers: int | None,
+def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: Database | None, workers: int | None,
                         progress: Any) -> tuple[list[Any], dict[str, Any], OrchestrationReport]:
     start = time.perf_counter()
     cands = candidates(graph, groups)

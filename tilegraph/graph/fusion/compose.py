@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilegraph.errors import TilegraphError
 from tilegraph.graph.fusion.partition import Group
@@ -41,6 +41,9 @@ from tilegraph.te.simplify import simplify
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.visit import substitute
 from tilegraph.te.workload import Workload
+
+if TYPE_CHECKING:
+    from tilegraph.tune.database import Database
 
 Index = tuple[Expr, ...]
 FUSE_TRIES = 8  # the anchor's fastest records tried for a fused kernel before its default schedule
@@ -72,7 +75,7 @@ class FusedSpec:
     def label(self) -> str:
         return self.group.anchor or self.group.nodes[-1]
 
-    def lookup(self, db: Any, target: Target) -> Any:
+    def lookup(self, db: Database | None, target: Target) -> Any:
         """The anchor's recorded schedules, fastest first (up to FUSE_TRIES), or None; a chain: the
         fused workload's best schedule, or None."""
         if self.anchor is None:

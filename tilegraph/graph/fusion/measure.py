@@ -26,7 +26,7 @@ import atexit
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from tilegraph.graph.ir import Graph
 from tilegraph.graph.ops.registry import reference_outputs
 from tilegraph.target import Target
 from tilegraph.tune.measure import MeasurePolicy, random_inputs
+
+if TYPE_CHECKING:
+    from tilegraph.tune.database import Database
 
 # Most candidates run in microseconds: a few samples over 20 ms give a median as steady as the
 # choice needs. The warm-up runs 50 ms at most (100 runs): the measurement worker waits between
@@ -66,7 +69,7 @@ def _close_runners() -> None:
     _runners.clear()
 
 
-def _costs_database(db: Any) -> Any:
+def _costs_database(db: Database | None) -> Database:
     from tilegraph.tune.database import Database, MemoryDatabase, open_database
 
     if isinstance(db, Database) and not getattr(db, "readonly", False):
@@ -78,7 +81,7 @@ def _costs_database(db: Any) -> Any:
 
 
 @contextlib.contextmanager
-def candidate_measurer(graph: Graph, target: Target, db: Any, threads: int) -> Iterator[Callable[[Any, Any], Any]]:
+def candidate_measurer(graph: Graph, target: Target, db: Database | None, threads: int) -> Iterator[Callable[[Any, Any], Any]]:
     """A function measuring one built candidate (spec, kernel) -> Record, and the session behind it
     (`measure.session.measured`: kernels timed now)."""
     from tilegraph.tune.options import TuneOptions

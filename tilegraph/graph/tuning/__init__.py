@@ -11,7 +11,7 @@ from the database the tuning filled.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
@@ -19,9 +19,13 @@ from tilegraph.graph.tuning.report import TaskRow, TuningReport, build_report
 from tilegraph.graph.tuning.scheduler import AutoSlices, TaskScheduler, TaskState
 from tilegraph.graph.tuning.tasks import Task, extract_tasks
 from tilegraph.runtime.backends import backend_for
+from tilegraph.target import Target
+
+if TYPE_CHECKING:
+    from tilegraph.tune.database import Database
 
 
-def tune_model(graph: Graph, groups: Sequence[Group], target: Any, db: Any, time_budget: float | None = None,
+def tune_model(graph: Graph, groups: Sequence[Group], target: Target, db: Database, time_budget: float | None = None,
                trials: int | None = None, num_threads: int | None = None,
                progress: Callable[[TaskScheduler, str], None] | None = None,
                slice_strategy: Callable[[Task, int], Any] | None = None,

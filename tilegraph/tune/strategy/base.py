@@ -20,10 +20,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tilegraph.target import Target
 from tilegraph.te.workload import Workload
 from tilegraph.tune.result import RunResult
+
+if TYPE_CHECKING:
+    from tilegraph.tune.database import Database
 
 
 @dataclass(frozen=True)
@@ -38,9 +42,9 @@ class TuneContext:
     """What a strategy may look at: the problem, the database and the budget left."""
 
     workload: Workload
-    target: Any
+    target: Target
     seed: int
-    db: Any
+    db: Database | None
     measured: set[str] = field(default_factory=set)  # trace hashes recorded for this workload + target
     trials_left: int | None = None
     deadline: float | None = None  # time.monotonic() value, or None for no time budget

@@ -10,15 +10,15 @@ compile would run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tilegraph.runtime.backends import backend_for
+from tilegraph.target import Target
 from tilegraph.te.workload import Workload
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 
 
-def default_candidate(workload: Workload, target: Any) -> Candidate:
+def default_candidate(workload: Workload, target: Target) -> Candidate:
     """The default schedule of `workload` on `target` as a candidate (meta strategy "default")."""
     sch = backend_for(target).default_schedule(workload, target)
     return Candidate(sch.trace.to_json(), None, {"strategy": "default"})
