@@ -111,16 +111,40 @@ def test_auto_spends_its_time_budget_on_a_fake_clock(tune_dirs, monkeypatch):
     _assert_correct(wl, result.kernel)
 
 
-def test_gpu_targets_get_gensor_alone_from_auto_and_a_clear_error_from_evolutionary():
-    from tilegraph.errors import TilegraphError
+def test_gpu_targets_get_gensor_alone_from_auto_and_gpu_sketches_from_evolutionary():
+    from tilegraph.tune.space.sketch import space_for
 
     wl = _wl()
     ctx = TuneContext(wl, Target("opencl"), 0, None, trials_left=40)
     auto = AutoStrategy()
     assert auto.propose(ctx, 64)
     assert auto.propose(ctx, 8) == [] and auto.done()
-    with pytest.raises(TilegraphError, match="CPU sketches only"):
-        EvolutionarySearch().propose(ctx, 4)
+    assert space_for(wl, Target("opencl")) == ["gpu_multi_level_tiling", "gpu_flat"]
+    assert space_for(wl, Target("cpu")) == ["multi_level_tiling"]
+    proposed = EvolutionarySearch().propose(ctx, 4)
+    assert proposed and {c.meta["sketch"] for c in proposed} <= {"gpu_multi_level_tiling", "gpu_flat"}
+
+
+@pytest.mark.needs_opencl
+@pytest.mark.filterwarnings("ignore::Warning")  # PoCL's compiler chatter
+@pytest.mark.parametrize("spec", ["matmul:24,40,32", "softmax:5,33"])
+def test_evolutionary_tunes_an_opencl_target_with_checked_kernels(tune_dirs, spec):
+    """The GPU sketches (tune/space/gpu_sketch.py) through tg.tune on PoCL: every candidate built
+    for the device, checked against the reference and timed; the result is correct."""
+    from tilegraph.runtime.opencl import available
+    from tilegraph.tune.measure import MeasurePolicy
+
+    if not available():
+        pytest.skip("no OpenCL device")
+    wl = tg.workloads.from_spec(spec)
+    db = str(tune_dirs / "gpu.db")
+    result = tg.tune(wl, target="opencl", strategy="evolutionary", trials=8, db=db, progress=False,
+                     policy=MeasurePolicy(min_time_s=0.005, min_repeats=3, warmup=1))
+    args = random_inputs(wl, seed=11)
+    got = np.asarray(result.kernel(*args)).reshape(wl.outputs[0].shape)
+    np.testing.assert_allclose(got, reference_outputs(wl, args)[0], rtol=1e-4, atol=1e-4)
+    records = open_database(db).records(wl.key)
+    assert len(records) == 8 and {r.meta.get("sketch") for r in records} <= {"gpu_multi_level_tiling", "gpu_flat"}
 
 
 def test_tg_tune_without_a_budget_runs_auto_as_gensor_alone(tune_dirs):

@@ -207,19 +207,28 @@ def gpu_schedule(wl: Workload, s: GpuState | None = None, threads: int = FLAT_TH
 
 
 def _tile_anchor(sch: Schedule, space: GpuSpace, s: GpuState) -> None:
-    name = space.anchor
+    spatial = [[e // b, v, b // t, t // v] for e, b, t, v in zip(space.spatial, s.block, s.thread, s.vthread)]
+    tile_gpu_anchor(sch, space.anchor, spatial, [[None, k] for k in s.rstep], s.shared, s.pad)
+
+
+def tile_gpu_anchor(sch: Schedule, name: str, spatial: list[list], reduce: list[list], shared: bool, pad: int) -> None:
+    """The GPU tiling of the anchor `name` (its loops its own axes, spatial first): per spatial loop
+    the factors [grid, vthread, threads, c], per reduce loop [outer, rstep] (ints or a sketch's
+    sampled values); the inputs staged in shared memory at the innermost reduce outer loop when
+    `shared`, rows padded by `pad`. Gensor's states and the GPU sketches (tune/space/gpu_sketch.py)
+    both tile through here."""
     loops = list(sch.loops(name))
-    ns = len(space.spatial)
+    ns = len(spatial)
     grid, vts, thr, inner = [], [], [], []
-    for lp, e, b, t, v in zip(loops[:ns], space.spatial, s.block, s.thread, s.vthread):
-        g, vv, n, c = sch.split(lp, [e // b, v, b // t, t // v])
+    for lp, factors in zip(loops[:ns], spatial):
+        g, vv, n, c = sch.split(lp, list(factors))
         grid.append(g)
         vts.append(vv)
         thr.append(n)
         inner.append(c)
     outer, rin = [], []
-    for lp, k in zip(loops[ns:], s.rstep):
-        o, i = sch.split(lp, [None, k])
+    for lp, factors in zip(loops[ns:], reduce):
+        o, i = sch.split(lp, list(factors))
         outer.append(o)
         rin.append(i)
     sch.reorder(*grid, *thr, *outer, *rin, *vts, *inner)
@@ -231,21 +240,21 @@ def _tile_anchor(sch: Schedule, space: GpuSpace, s: GpuState) -> None:
         sch.bind(v, "vthread")
     for c in inner:
         sch.unroll(c)
-    if all(v == 1 for v in s.vthread):
+    if all(int(f[1]) == 1 for f in spatial):
         # A strided (vthread) tile has no contiguous write-back region: it accumulates in place here
         # and lower/gpu/register_accumulators.py holds it in registers.
         wb = sch.cache_write(name, "local")
         sch.reverse_compute_at(wb, thread_loop)
-    if s.shared and outer:
+    if shared and outer:
         inputs = [t.name for t in sch.workload.inputs]
         for buf in inputs:
             trial = sch.copy()
             try:
                 copy = trial.cache_read(name, buf, "shared")
                 trial.compute_at(copy, outer[-1])
-                if s.pad:
+                if pad:
                     ndim = trial.func.buffer(copy).ndim
-                    trial.storage_pad(copy, [0] * (ndim - 1) + [s.pad])
+                    trial.storage_pad(copy, [0] * (ndim - 1) + [pad])
             except TilegraphError:
                 continue
             sch.__dict__.update(trial.__dict__)

@@ -28,10 +28,11 @@ from tilegraph.loop.ir import Func
 from tilegraph.schedule.sampling import divisors
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.schedule.trace import Trace
+from tilegraph.target import Target
 from tilegraph.te.workload import Workload
 from tilegraph.tune.space.decider import Decider
 from tilegraph.tune.space.postproc import check_program
-from tilegraph.tune.space.sketch import MAX_INNERMOST, apply_sketch, sketches_for
+from tilegraph.tune.space.sketch import MAX_INNERMOST, apply_sketch, space_for
 
 TILE_WEIGHT = 0.9
 MUTATE_ATTEMPTS = 8
@@ -59,8 +60,9 @@ def sample(workload: Workload, sketch: str, rng: random.Random, given: list[Any]
     return checked_program(sch, sketch, decider.taken)
 
 
-def recognise(workload: Workload, trace_json: str) -> Program | None:
-    """The program of a recorded trace; None when it does not replay on this workload."""
+def recognise(workload: Workload, trace_json: str, target: Target | None = None) -> Program | None:
+    """The program of a recorded trace (a sketch's, if one of the target's sketches re-derives it);
+    None when it does not replay on this workload."""
     try:
         sch = Schedule.replay(workload, trace_json)
     except ScheduleError:
@@ -68,7 +70,7 @@ def recognise(workload: Workload, trace_json: str) -> Program | None:
     trace = sch.trace
     decisions = [inst.decision for inst in trace.instructions if inst.decision is not None]
     canonical = trace.to_json()
-    for sketch in sketches_for(workload):
+    for sketch in space_for(workload, target):
         try:
             again = sample(workload, sketch, random.Random(0), decisions)
         except ScheduleError:

@@ -1,7 +1,8 @@
 """Sketches: Ansor's derivation rules over tilegraph's public primitives, with sampled decisions.
 
     sch = apply_sketch(wl, "multi_level_tiling", Decider(rng))     # one random program of the sketch
-    sketches_for(wl)                                                # the sketches that apply
+    sketches_for(wl)                                                # the CPU sketches that apply
+    space_for(wl, target)                                           # the target kind's sketches
 
 A sketch is the high-level loop structure; every size and annotation in it is a decision
 (`sample_tile` / `sample_categorical`), so a sketch plus a decision vector is one program and its
@@ -34,14 +35,17 @@ from collections.abc import Callable
 from tilegraph.errors import ScheduleError
 from tilegraph.loop.ir import Block, BufferStore, For
 from tilegraph.loop.visit import loads_under, reduce_loop_of, walk_stmts
+from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.defaults import inline_producers, is_padding
 from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
+from tilegraph.target import Target
 from tilegraph.te.expr import Var
 from tilegraph.te.visit import uses_var
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.state import IterSpace
 from tilegraph.tune.space.decider import Decider
+from tilegraph.tune.space.gpu_sketch import gpu_flat, gpu_multi_level_tiling, gpu_tileable
 
 SPATIAL_LEVELS = 4  # S S . S . S
 REDUCE_LEVELS = 2  # . . R . R .
@@ -52,9 +56,18 @@ MAX_VECTOR = 64
 
 
 def sketches_for(workload: Workload) -> list[str]:
-    """The sketches whose predicate holds for the workload's anchor (at least one)."""
+    """The CPU sketches whose predicate holds for the workload's anchor (at least one)."""
     space = IterSpace.from_workload(workload)
     return ["multi_level_tiling"] if space.kind == "reuse" else ["plain"]
+
+
+def space_for(workload: Workload, target: Target | None = None) -> list[str]:
+    """The design space of `workload` on `target`: the sketches of the target's kind that apply
+    (CPU: Ansor's rules above; GPU: tune/space/gpu_sketch.py). Strategies sample and mutate these
+    programs without asking what the target is."""
+    if target is not None and backend_for(target).is_gpu:
+        return ["gpu_multi_level_tiling", "gpu_flat"] if gpu_tileable(workload) else ["gpu_flat"]
+    return sketches_for(workload)
 
 
 def apply_sketch(workload: Workload, sketch: str, decider: Decider) -> Schedule:
@@ -307,4 +320,6 @@ def _move_innermost_and_vectorize(sch: Schedule, block: str, loop: str) -> None:
 SKETCHES: dict[str, Callable[[Schedule, Workload, Decider], None]] = {
     "multi_level_tiling": multi_level_tiling,
     "plain": plain,
+    "gpu_multi_level_tiling": gpu_multi_level_tiling,
+    "gpu_flat": gpu_flat,
 }

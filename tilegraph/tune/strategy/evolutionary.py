@@ -1,6 +1,10 @@
 """evolutionary: Ansor/MetaSchedule's evolutionary search over sketches, guided by a learned cost model.
 
     tg.tune(wl, strategy="evolutionary", time_budget=60)
+    tg.tune(wl, target="opencl", strategy="evolutionary", trials=64)   # the GPU sketches
+
+The sketches are the target's design space (tune/space/sketch.py: space_for): Ansor's CPU rules,
+or the GPU tiling sketches of tune/space/gpu_sketch.py; the search never asks what the target is.
 
 Each round (one propose call):
 1. the population: the best measured programs (up to 20% of it: this run's, the database's records
@@ -34,14 +38,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tilegraph.errors import ScheduleError, TilegraphError
-from tilegraph.runtime.backends import backend_for
+from tilegraph.errors import ScheduleError
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.te.workload import Workload
 from tilegraph.tune.cost_model import CostModel, FeatureCache, default_cost_model
 from tilegraph.tune.result import RunResult
+from tilegraph.tune.space.postproc import check_for_target
 from tilegraph.tune.space.program import Program, mutate, recognise, sample
-from tilegraph.tune.space.sketch import sketches_for
+from tilegraph.tune.space.sketch import space_for
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 
 log = logging.getLogger(__name__)
@@ -102,11 +106,8 @@ class EvolutionarySearch(SearchStrategy):
 
     # ------------------------------------------------------------------ setup
     def _start(self, ctx: TuneContext) -> None:
-        if backend_for(ctx.target).is_gpu:
-            raise TilegraphError("the evolutionary search has CPU sketches only (SSRSRS); "
-                                 "tune GPU targets with strategy='gensor' or 'auto'")
         self._rng = random.Random(ctx.seed)
-        self._sketches = sketches_for(ctx.workload)
+        self._sketches = space_for(ctx.workload, ctx.target)
         known: list[tuple[str, float]] = []
         if ctx.db is not None:
             records = ctx.db.records(ctx.workload.key, ctx.target_fingerprint)
@@ -115,7 +116,7 @@ class EvolutionarySearch(SearchStrategy):
         for trace_json, cost in known:
             self._learn(ctx, trace_json, cost, retrain=False)
         for trace_json in self.seeds:
-            prog = recognise(ctx.workload, trace_json)
+            prog = recognise(ctx.workload, trace_json, ctx.target)
             if prog is not None:
                 self._seed_programs.append(prog)
         self._retrain(ctx)
@@ -125,7 +126,7 @@ class EvolutionarySearch(SearchStrategy):
     def _learn(self, ctx: TuneContext, trace_json: str, cost: float, retrain: bool = True) -> None:
         h = trace_hash(trace_json)
         prev = self._measured.get(h)
-        prog = prev[0] if prev else recognise(ctx.workload, trace_json)
+        prog = prev[0] if prev else recognise(ctx.workload, trace_json, ctx.target)
         if prog is None:
             return
         self._measured[h] = (prog, cost)
@@ -161,8 +162,15 @@ class EvolutionarySearch(SearchStrategy):
         return np.asarray(pred, dtype=float)
 
     def _fresh(self, p: Program, ctx: TuneContext) -> bool:
+        """Not measured nor proposed yet, and within the target's limits (a too-wide GPU block is
+        marked proposed: refused once, never scored again)."""
         h = trace_hash(p.trace_json)
-        return h not in self._measured and h not in self._proposed and h not in ctx.measured
+        if h in self._measured or h in self._proposed or h in ctx.measured:
+            return False
+        if not check_for_target(p.func, ctx.target)[0]:
+            self._proposed.add(h)
+            return False
+        return True
 
     def _evolve(self, ctx: TuneContext, deadline: float) -> list[tuple[float, Program]]:
         best_measured = sorted((v for v in self._measured.values() if math.isfinite(v[1])), key=lambda v: v[1])
@@ -244,7 +252,7 @@ class EvolutionarySearch(SearchStrategy):
             prog, score = self._pending.pop(h, (None, None))
             cost = res.median if res.ok and res.median else math.inf
             if prog is None:
-                prog = recognise(ctx.workload, cand.trace_json)
+                prog = recognise(ctx.workload, cand.trace_json, ctx.target)
             if prog is None:
                 continue
             self._measured[h] = (prog, cost)

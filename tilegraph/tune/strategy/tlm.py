@@ -36,12 +36,11 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import ScheduleError, TilegraphError
-from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.trace import trace_hash
 from tilegraph.tune.cost_model import CostModel, FeatureCache, default_cost_model
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.space.program import Program, recognise, sample
-from tilegraph.tune.space.sketch import sketches_for
+from tilegraph.tune.space.sketch import space_for
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 
 log = logging.getLogger(__name__)
@@ -104,19 +103,23 @@ class TLMStrategy(SearchStrategy):
 
     # ------------------------------------------------------------------ setup
     def _start(self, ctx: TuneContext) -> None:
-        if backend_for(ctx.target).is_gpu:
-            raise TilegraphError("strategy 'tlm' writes programs of the CPU sketches only; "
-                                 "tune GPU targets with strategy='gensor' or 'auto'")
+        from tilegraph.tune.tlm.language import LANGUAGE_SKETCHES
+
+        sketches = space_for(ctx.workload, ctx.target)
+        unspoken = [s for s in sketches if s not in LANGUAGE_SKETCHES]
+        if unspoken:
+            raise TilegraphError(f"strategy 'tlm' has no words for the sketches {unspoken} of this target (its "
+                                 "language is the CPU sketches'); tune it with 'evolutionary', 'gensor' or 'auto'")
         self.net, self.meta = _load(self.model_dir)
         from tilegraph.tune.tlm.sampler import Sampler
 
         self._rng = random.Random(ctx.seed)
         self._sampler = Sampler(self.net, ctx.workload, ctx.target, seed=ctx.seed)
-        self._sketches = sketches_for(ctx.workload)
+        self._sketches = sketches
         if ctx.db is not None:
             records = ctx.db.records(ctx.workload.key, ctx.target_fingerprint)
             for r in sorted(records, key=lambda r: -r.created)[:RECORDS_TO_LEARN]:
-                prog = recognise(ctx.workload, r.trace_json)
+                prog = recognise(ctx.workload, r.trace_json, ctx.target)
                 if prog is not None:
                     self._measured[trace_hash(r.trace_json)] = (
                         prog, self._sentence(ctx, prog), r.latency_s if r.ok and r.latency_s else math.inf)
@@ -241,7 +244,7 @@ class TLMStrategy(SearchStrategy):
             h = trace_hash(cand.trace_json)
             prog, sentence = self._pending.pop(h, (None, None))
             if prog is None:
-                prog = recognise(ctx.workload, cand.trace_json)
+                prog = recognise(ctx.workload, cand.trace_json, ctx.target)
                 sentence = self._sentence(ctx, prog) if prog is not None else None
             if prog is None:
                 continue
