@@ -1,6 +1,6 @@
 """Whole models on a GPU target (issue 18, part 5), run here on OpenCL (PoCL): tensors stay in one
 device arena between kernels, the outputs match ONNX Runtime, whole-model tuning and BLP
-orchestration work there; CUDA without a GPU and saving a GPU model are refused with one line."""
+orchestration work there, and a GPU model saves and loads; CUDA without a GPU is refused with one line."""
 
 import json
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tilegraph as tg
-from tilegraph.errors import GraphError, ResourceError
+from tilegraph.errors import ResourceError
 from tilegraph.graph.device_model import DeviceModel
 from tilegraph.runtime.device_memory import device_alignment
 
@@ -80,10 +80,36 @@ def test_only_inputs_go_up_and_only_outputs_come_down(block, monkeypatch):
     assert counts == {"upload": 1, "download": 1, "launch": len(model.steps)}
 
 
-def test_gpu_models_are_not_saved(block, tmp_path):
+def test_a_gpu_model_saves_and_loads_in_a_fresh_process(block, tmp_path):
+    """The saved GPU model holds each program's source and launches; a fresh process loads it for
+    the device (kernels rebuilt through the backend's loader) and it computes what ONNX Runtime does."""
+    import subprocess
+    import sys
+
+    onnx_model, model = block
+    path = model.save(tmp_path / "m.tg")
+    sources = sorted(p.name for p in path.glob("data-*/kernels/*"))
+    assert sources and all(name.endswith(".cl") for name in sources)
+    x = np.random.default_rng(5).standard_normal((24, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    script = (f"import numpy as np, tilegraph as tg; m = tg.load({str(path)!r}, target='opencl'); "
+              f"print(type(m).__name__); np.save({str(tmp_path / 'y.npy')!r}, m(np.load({str(tmp_path / 'x.npy')!r}))[0])")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "DeviceModel" in done.stdout
+    want = ort.InferenceSession(onnx_model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(tg.ModelFileError, match="this machine's target is"):
+        tg.load(path)  # a GPU model asked for on the CPU target: one line naming both
+
+
+def test_a_corrupted_gpu_kernel_source_is_refused(block, tmp_path):
     _, model = block
-    with pytest.raises(GraphError, match="not supported yet"):
-        model.save(tmp_path / "m.tg")
+    path = model.save(tmp_path / "m.tg")
+    source = next(path.glob("data-*/kernels/k0.cl"))
+    source.write_text(source.read_text() + "\n// edited")
+    with pytest.raises(tg.ModelFileError, match="does not match its recorded sha256"):
+        tg.load(path, target="opencl")
 
 
 def test_a_gpu_model_is_tuned_and_stays_correct(block, tmp_path):
@@ -97,6 +123,9 @@ def test_a_gpu_model_is_tuned_and_stays_correct(block, tmp_path):
     x = np.random.default_rng(2).standard_normal((24, 64)).astype(np.float32)
     want = ort.InferenceSession(onnx_model.SerializeToString()).run(None, {"x": x})[0]
     np.testing.assert_allclose(tuned(x)[0], want, rtol=1e-5, atol=1e-6)
+    loaded = tg.load(tuned.save(tmp_path / "tuned.tg"), target="opencl")  # the tuned kernels, saved
+    assert isinstance(loaded, DeviceModel) and loaded.tuned == tuned.tuned
+    np.testing.assert_allclose(loaded(x)[0], want, rtol=1e-5, atol=1e-6)
 
 
 def test_blp_orchestration_measures_gpu_candidates_on_the_device(tmp_path, monkeypatch):

@@ -55,11 +55,6 @@ class DeviceModel(CompiledModel):
     def summary(self) -> str:
         return super().summary() + " (tensors in device memory)"
 
-    def save(self, path: Any) -> Any:
-        from tilegraph.errors import GraphError
-
-        raise GraphError(f"saving a model compiled for {self.target.kind} is not supported yet; compile it again")
-
     # ---- internals -------------------------------------------------------------------------
     def _handle(self, name: str) -> Any:
         return self._regions[self._root(name)]

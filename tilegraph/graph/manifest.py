@@ -19,6 +19,7 @@ from tilegraph.errors import ModelFileError
 
 DATA_FOLDER = re.compile(r"data-[0-9a-f]{12}")
 LIBRARY = re.compile(r"kernels/k[0-9]{1,6}\.so")
+SOURCE = re.compile(r"kernels/k[0-9]{1,6}\.(cl|cu)")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 ENTRY = re.compile(r"tg_[A-Za-z0-9_]{1,200}")
 MAX_DIMS = 32
@@ -108,9 +109,18 @@ _MANIFEST = _object({
                                    "attrs": _list_of(_is(list, "a [name, value] pair"))})),
     }),
     "kernels": _list_of(_object({
-        "library": _matching(LIBRARY, "kernels/k<n>.so"), "sha256": _matching(SHA256, "64 hex digits"),
+        "sha256": _matching(SHA256, "64 hex digits"),
         "entry": _matching(ENTRY, "a kernel entry point tg_<name>"), "key": _text, "tuned": _is(bool, "true or false"),
-        "inputs": _list_of(_buffer), "outputs": _list_of(_buffer)})),
+        "inputs": _list_of(_buffer), "outputs": _list_of(_buffer)}, {
+        # a CPU kernel: its library; a GPU kernel: its source and launches (graph/serialize_gpu.py)
+        "library": _matching(LIBRARY, "kernels/k<n>.so"), "source": _matching(SOURCE, "kernels/k<n>.cl or .cu"),
+        "gpu": _object({
+            "entries": _list_of(_matching(ENTRY, "a kernel entry point tg_<name>")),
+            "temporaries": _list_of(_buffer),
+            "launches": _list_of(_object({"name": _text, "params": _texts, "grid": _list_of(_natural),
+                                          "block": _list_of(_natural), "shared_bytes": _natural,
+                                          "registers": _natural})),
+            "shapes": _dict_of(_shape)})})),
     "steps": _list_of(_object({"kernel": _natural, "node": _text, "inputs": _texts, "outputs": _texts},
                               {"nodes": _texts})),
     "views": _dict_of(_text),
@@ -124,6 +134,9 @@ def check_manifest(manifest: Any) -> dict:
     if not isinstance(manifest, dict):
         raise ModelFileError(f"manifest.json: expected a JSON object, got {type(manifest).__name__}")
     _MANIFEST(manifest, "")
+    for i, kernel in enumerate(manifest["kernels"]):
+        if ("library" in kernel) == ("source" in kernel) or ("source" in kernel) != ("gpu" in kernel):
+            _fail(f"kernels[{i}]", "expected a library (a CPU kernel) or a source with its launches (a GPU kernel)")
     kernels = len(manifest["kernels"])
     for i, step in enumerate(manifest["steps"]):
         if step["kernel"] >= kernels:

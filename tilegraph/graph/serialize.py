@@ -2,6 +2,8 @@
 
     model.save("resnet50.tg")       # manifest.json + data-<id>/ (weights.bin, kernels/k<i>.so and .c)
     model = load_model("resnet50.tg")
+    load_model("bert.tg", target="opencl")   # a GPU model: kernels/k<i>.cl (.cu) and their launches,
+                                             # rebuilt for the device (graph/serialize_gpu.py)
 
 A saved model contains native code: its kernel libraries are loaded into the process and run.
 Load a model only from a source you would run a program from. What loading checks is against
@@ -39,10 +41,13 @@ import numpy as np
 from tilegraph.build.cache import sha256_file
 from tilegraph.dtype import as_dtype
 from tilegraph.errors import GraphError, ModelFileError, ResourceError
+from tilegraph.graph.device_model import DeviceModel
 from tilegraph.graph.ir import Graph, Node, TensorType
 from tilegraph.graph.manifest import DATA_FOLDER, check_manifest
 from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.plan import MemoryPlan
+from tilegraph.graph.serialize_gpu import gpu_kernel_from_json, gpu_kernel_json
+from tilegraph.runtime.backends import backend_for
 from tilegraph.runtime.kernel import Kernel, LibraryMismatch
 from tilegraph.target import Target, as_target
 from tilegraph.te.buffer import Buffer
@@ -144,7 +149,11 @@ def _write_into(model: CompiledModel, folder: Path) -> None:
     weights = _write_weights(model.graph, data / "weights.bin")
     (data / "kernels").mkdir()
     kernels = []
+    gpu = backend_for(model.target).is_gpu
     for i, kernel in enumerate(model.kernel_objects):
+        if gpu:  # the program's source and launches (graph/serialize_gpu.py)
+            kernels.append({**gpu_kernel_json(kernel, data, i), "key": model.kernel_keys[i], "tuned": model.tuned[i]})
+            continue
         library = data / "kernels" / f"k{i}.so"
         shutil.copyfile(kernel.lib_path, library)
         (data / "kernels" / f"k{i}.c").write_text(kernel.source)
@@ -280,6 +289,11 @@ def _read(path: Path, manifest: dict, target: Target) -> CompiledModel:
     plan = MemoryPlan.from_json(manifest["plan"])
     _check_plan(plan, graph, manifest["views"], path)
     kernels = []
+    if backend_for(target).is_gpu:
+        kernels = [gpu_kernel_from_json(k, data, target, _inside) for k in manifest["kernels"]]
+        return DeviceModel(graph, steps, kernels, [k["key"] for k in manifest["kernels"]],
+                           [k["tuned"] for k in manifest["kernels"]], plan, manifest["views"], target,
+                           manifest.get("rewrites", ()))
     for k in manifest["kernels"]:
         library = _inside(data, k["library"], "kernel library")
         source_file = library.with_suffix(".c")
