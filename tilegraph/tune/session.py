@@ -94,7 +94,7 @@ class TuneSession:
 
     # ------------------------------------------------------------------ searching
     def tune_slice(self, workload: Workload, strategy: SearchStrategy, trials: int | None, deadline: float | None = None,
-                   seed: int | None = None, progress: Any = None, budget_given: bool = True) -> SliceResult:
+                   seed: int | None = None, progress: Any = None, budget_given: bool | None = None) -> SliceResult:
         """Up to `trials` new measurements of `workload` proposed by `strategy` (which keeps its
         state between slices), stopping at `deadline` (time.monotonic()) after at least one."""
         db = self._database()

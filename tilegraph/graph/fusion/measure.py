@@ -1,13 +1,14 @@
 """Costs of fusion candidates for orchestration, measured through the one measurer (TuneSession).
 
     with candidate_measurer(graph, target, db, threads=2) as measure:
-        record = measure(spec)             # a Record: "ok" with its latency, or why it failed
-    bound = roofline_seconds(workload, hw, threads=2)   # an estimate from below, no measurement
+        record = measure(spec, kernel)     # a Record: "ok" with its latency, or why it failed
+    bound = roofline_seconds(workload, hardware_for(target), threads=2)   # from below, no measurement
 
 Each built candidate is checked and timed as a tuning candidate is: in the isolated runner
 (a crash or a hang is a failed record, never a failed compile), on fresh random inputs with its
 outputs poisoned, against a float64 reference, and recorded in the tuning database under its
-workload and the target's fingerprint. Its record's trace names the kernel's binary and the
+workload and the target's fingerprint marked "+built-kernels" (beside the schedules, never among
+them: database.built_kernels_fingerprint). Its record's trace names the kernel's binary and the
 thread count (session.built_kernel_trace), so a second compile of the same model finds every
 cost recorded and measures nothing.
 
@@ -83,7 +84,7 @@ def _costs_database(db: Database | None) -> Database:
 @contextlib.contextmanager
 def candidate_measurer(graph: Graph, target: Target, db: Database | None, threads: int) -> Iterator[Callable[[Any, Any], Any]]:
     """A function measuring one built candidate (spec, kernel) -> Record, and the session behind it
-    (`measure.session.measured`: kernels timed now)."""
+    (`.session.measured`: the kernels it timed)."""
     from tilegraph.tune.options import TuneOptions
     from tilegraph.tune.session import TuneSession
 
