@@ -21,6 +21,15 @@ def test_compare_outputs_rejects_poison_left_in_output():
     assert not ok and "non-finite" in message
 
 
+def test_compare_outputs_accepts_only_the_reference_s_own_non_finite_values():
+    ref = np.array([1.0, -np.inf, np.nan, 2.0])
+    assert compare_outputs([np.array([1.0, -np.inf, np.nan, 2.0], np.float32)], [ref])[0]
+    for got in ([1.0, np.inf, np.nan, 2.0], [1.0, -np.inf, 0.0, 2.0], [1.0, 5.0, np.nan, 2.0],
+                [np.nan, -np.inf, np.nan, 2.0]):
+        ok, _, message = compare_outputs([np.array(got)], [ref])
+        assert not ok and "non-finite" in message
+
+
 def test_compare_outputs_rejects_shape_and_count_mismatch():
     assert not compare_outputs([np.zeros(3)], [np.zeros(4)])[0]
     assert not compare_outputs([np.zeros(3)], [np.zeros(3), np.zeros(3)])[0]

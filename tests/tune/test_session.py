@@ -23,12 +23,16 @@ def _matmul():
     return wl, kernel, inputs, reference
 
 
+def _never():
+    raise AssertionError("check data made for a recorded kernel")
+
+
 def test_a_built_kernel_is_measured_once_and_recorded(tune_dirs):
     wl, kernel, inputs, reference = _matmul()
     db = MemoryDatabase()
     with TuneSession("cpu", db, policy=POLICY, progress=False) as session:
-        first = session.measure_kernel(wl, kernel, inputs, reference, meta={"nodes": ["mm"]})
-        again = session.measure_kernel(wl, kernel, inputs, reference)
+        first = session.measure_kernel(wl, kernel, lambda: (inputs, reference), meta={"nodes": ["mm"]})
+        again = session.measure_kernel(wl, kernel, _never)  # recorded: its check data is not even made
         assert first.ok and first.latency_s > 0 and session.measured == 1
         assert again.trace_hash == first.trace_hash and again.created == first.created
     assert db.records(wl.key, str(tg.Target("cpu").fingerprint)) == []  # kept apart from the schedules
@@ -43,7 +47,7 @@ def test_a_wrong_kernel_is_a_failed_record(tune_dirs):
     wl, kernel, inputs, reference = _matmul()
     db = MemoryDatabase()
     with TuneSession("cpu", db, policy=POLICY, progress=False) as session:
-        record = session.measure_kernel(wl, kernel, inputs, [reference[0] + 1.0])
+        record = session.measure_kernel(wl, kernel, lambda: (inputs, [reference[0] + 1.0]))
     assert record.kind == "wrong_answer" and db.records(wl.key)[0].kind == "wrong_answer"
 
 
@@ -51,7 +55,7 @@ def test_built_kernel_records_survive_export_and_import(tune_dirs, tmp_path):
     wl, kernel, inputs, reference = _matmul()
     db = SQLiteDatabase(tmp_path / "a.db")
     with TuneSession("cpu", db, policy=POLICY, progress=False) as session:
-        session.measure_kernel(wl, kernel, inputs, reference)
+        session.measure_kernel(wl, kernel, lambda: (inputs, reference))
     db.export_jsonl(tmp_path / "a.jsonl")
     other = SQLiteDatabase(tmp_path / "b.db")
     assert other.import_jsonl(tmp_path / "a.jsonl") == 1

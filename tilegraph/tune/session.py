@@ -4,7 +4,7 @@
         got = session.tune_slice(workload, strategy, trials=4, deadline=time.monotonic() + 10)
         got.measured, got.best_s, got.seconds
         kernel, record = session.best_kernel(workload)     # the fastest record that passes a re-check
-        record = session.measure_kernel(workload, kernel, inputs, references, meta={...})
+        record = session.measure_kernel(workload, kernel, lambda: (inputs, references), meta={...})
 
 Callers: `tg.tune` (one slice over the whole budget), the task scheduler (many short slices of
 many tasks, graph/tuning/scheduler.py), the checked-only path (tune/checked_only.py: checked
@@ -22,11 +22,13 @@ nothing they measured before. The search loop itself is tune/search_loop.py.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -133,21 +135,19 @@ class TuneSession:
         return self.runner.check_here(kernel, inputs, self.runner.references(workload, inputs))
 
     # ------------------------------------------------------------------ kernels built elsewhere
-    def kernel_record(self, workload: Workload, kernel: Any) -> Record | None:
-        """The record of a kernel built outside a schedule, if measured before (see measure_kernel)."""
-        trace_json = built_kernel_trace(workload.key, kernel, self.runner.policy.num_threads)
-        return self._database().record(workload.key, built_kernels_fingerprint(self.fingerprint), trace_json)
-
-    def measure_kernel(self, workload: Workload, kernel: Any, inputs: Sequence[np.ndarray],
-                       references: Sequence[np.ndarray], meta: dict[str, Any] | None = None) -> Record:
+    def measure_kernel(self, workload: Workload, kernel: Any,
+                       check_data: Callable[[], tuple[Sequence[np.ndarray], Sequence[np.ndarray]]],
+                       meta: dict[str, Any] | None = None) -> Record:
         """The record of a kernel built outside a schedule (a fused kernel of the model compiler):
         the recorded one if this exact binary was measured before at this thread count, else a
-        new measurement (checked against `references` on `inputs`, then timed in the runner).
-        A kernel that fails its check, crashes or hangs gives a failed record, never an exception.
-        Such records are kept under built_kernels_fingerprint(target), apart from the schedules."""
+        new measurement: `check_data()` gives (inputs, references), called only then; the kernel
+        is checked against them, then timed in the runner. A kernel that fails its check, crashes
+        or hangs gives a failed record, never an exception. Such records are kept under
+        built_kernels_fingerprint(target), apart from the schedules."""
         db = self._database()
+        fingerprint = built_kernels_fingerprint(self.fingerprint)
         trace_json = built_kernel_trace(workload.key, kernel, self.runner.policy.num_threads)
-        recorded = self.kernel_record(workload, kernel)
+        recorded = db.record(workload.key, fingerprint, trace_json)
         if recorded is not None:
             return recorded
         try:
@@ -155,10 +155,10 @@ class TuneSession:
         except ValueError as e:
             run = RunResult("build_error", str(e))
         else:
+            inputs, references = check_data()
             run = self.runner.run_on(build, inputs, references)
             self.measured += 1
-        record = Record.from_run(workload.key, built_kernels_fingerprint(self.fingerprint), trace_json, run,
-                                 policy=self.runner.policy,
+        record = Record.from_run(workload.key, fingerprint, trace_json, run, policy=self.runner.policy,
                                  meta={"source": "orchestration", **(meta or {})})
         db.commit_workload(workload)
         db.commit_record(record)
@@ -182,9 +182,6 @@ def built_kernel_trace(workload_key: str, kernel: Any, threads: int | None) -> s
     """The trace naming a kernel built outside a schedule: its binary (content-addressed: the
     source and the compiler's flags) and the threads it is timed with. It identifies the record
     and never replays (Schedule.replay refuses it by name)."""
-    import hashlib
-    from pathlib import Path
-
     lib_path = getattr(kernel, "lib_path", None)  # build cache: <content hash of source and flags>/kernel.so
     library = (Path(str(lib_path)).parent.name if lib_path
                else hashlib.sha256(str(getattr(kernel, "source", "")).encode()).hexdigest()[:40])

@@ -92,13 +92,11 @@ def candidate_measurer(graph: Graph, target: Target, db: Database | None, thread
                                                                    runner=_shared_runner(target, threads)))
 
     def measure_candidate(spec: Any, kernel: Any) -> Any:
-        recorded = session.kernel_record(spec.workload, kernel)
-        if recorded is not None:
-            return recorded
-        inputs = check_inputs(spec.workload, CHECK_SEED)
-        references = group_reference(graph, spec, inputs)
-        return session.measure_kernel(spec.workload, kernel, inputs, references,
-                                      meta={"nodes": list(spec.nodes)[:16]})
+        def check_data() -> tuple[list[np.ndarray], list[np.ndarray]]:  # only for a kernel not yet recorded
+            inputs = check_inputs(spec.workload, CHECK_SEED)
+            return inputs, group_reference(graph, spec, inputs)
+
+        return session.measure_kernel(spec.workload, kernel, check_data, meta={"nodes": list(spec.nodes)[:16]})
 
     measure_candidate.session = session  # type: ignore[attr-defined]
     try:
