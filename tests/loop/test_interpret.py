@@ -288,7 +288,7 @@ def test_race_across_loop_iterations_is_caught(rng):
 
 
 def _replace_loop_body(func, loop, stmts):
-    from tilegraph.loop.visit import replace_node
+    from tilegraph.loop.edit import replace_node
 
     return replace_node(func, loop, For(loop.var, loop.extent, loop.kind, Seq(tuple(stmts)))).body
 

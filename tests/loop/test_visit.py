@@ -4,6 +4,7 @@ import pytest
 
 import tilegraph as tg
 from tilegraph import te
+from tilegraph.loop.edit import map_stmt_exprs, replace_node
 from tilegraph.loop.ir import Block, BufferStore, For, IfThenElse
 from tilegraph.loop.visit import (
     blocks,
@@ -12,9 +13,7 @@ from tilegraph.loop.visit import (
     loads_under,
     loop_names,
     loops_above,
-    map_stmt_exprs,
     reduce_loop_of,
-    replace_node,
     stmt_exprs,
     walk_stmts,
 )

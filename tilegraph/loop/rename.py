@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from tilegraph.loop.edit import stmt_with_children
 from tilegraph.loop.ir import Allocate, Block, BlockVar, Buffer, BufferStore, For, Func, IfThenElse, Stmt
-from tilegraph.loop.visit import stmt_children, stmt_with_children, walk_stmts
+from tilegraph.loop.visit import stmt_children, walk_stmts
 from tilegraph.te.expr import BufferLoad, Expr, Var
 from tilegraph.te.visit import rewrite
 

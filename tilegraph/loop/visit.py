@@ -1,13 +1,12 @@
-"""Traversal helpers for loop-IR statements: children, bottom-up rewriting, search by name."""
+"""Reading loop-IR statements: children, walks, the expressions a statement holds, search by name.
+Building changed copies (rewrites, substitution, replacing nodes or buffers) is loop/edit.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Iterator
 
 from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.te.expr import BufferLoad, Expr
-from tilegraph.te.visit import rewrite as rewrite_expr
 from tilegraph.te.visit import uses_var
 from tilegraph.te.visit import walk as walk_expr
 
@@ -24,31 +23,6 @@ def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
     if isinstance(s, Block):
         return (s.body,) if s.init is None else (s.init, s.body)
     raise TypeError(f"not a statement node: {type(s).__name__}")
-
-
-def stmt_with_children(s: Stmt, new: tuple[Stmt, ...]) -> Stmt:
-    if isinstance(s, (BufferStore, Barrier, AllReduce)):
-        return s
-    if isinstance(s, Seq):
-        return Seq(tuple(new))
-    if isinstance(s, IfThenElse):
-        return IfThenElse(s.cond, new[0], new[1] if len(new) > 1 else None)
-    if isinstance(s, (For, Allocate)):
-        return replace(s, body=new[0])
-    if isinstance(s, Block):
-        return replace(s, body=new[-1], init=new[0] if s.init is not None else None)
-    raise TypeError(f"not a statement node: {type(s).__name__}")
-
-
-def rewrite_stmt(s: Stmt, fn: Callable[[Stmt], Stmt | None]) -> Stmt:
-    """Rebuild `s` bottom-up; `fn(node)` returns a replacement or None to keep the node."""
-    kids = stmt_children(s)
-    if kids:
-        new_kids = tuple(rewrite_stmt(k, fn) for k in kids)
-        if any(a is not b for a, b in zip(new_kids, kids)):
-            s = stmt_with_children(s, new_kids)
-    out = fn(s)
-    return s if out is None else out
 
 
 def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
@@ -78,23 +52,6 @@ def walk_stmts(s: Stmt) -> Iterator[Stmt]:
     yield s
     for k in stmt_children(s):
         yield from walk_stmts(k)
-
-
-def map_stmt_exprs(s: Stmt, fn: Callable[[Expr], Expr | None]) -> Stmt:
-    """Apply an expression rewrite to every expression held directly by statements under `s`
-    (store indices and values, conditions, block bindings and predicates)."""
-
-    def on_stmt(x: Stmt) -> Stmt | None:
-        if isinstance(x, BufferStore):
-            return BufferStore(x.buffer, tuple(rewrite_expr(i, fn) for i in x.indices), rewrite_expr(x.value, fn))
-        if isinstance(x, IfThenElse):
-            return replace(x, cond=rewrite_expr(x.cond, fn))
-        if isinstance(x, Block):
-            return replace(x, bindings=tuple(rewrite_expr(b, fn) for b in x.bindings),
-                           predicate=rewrite_expr(x.predicate, fn))
-        return None
-
-    return rewrite_stmt(s, on_stmt)
 
 
 def find_loop(func: Func, name: str) -> For:
@@ -133,23 +90,6 @@ def loops_above(func: Func, block_name: str) -> list[For]:
     if not go(func.body):
         raise KeyError(block_name)
     return path
-
-
-def replace_node(func: Func, target: Stmt, new: Stmt) -> Func:
-    """A copy of `func` where the node `target` (found by identity) is replaced by `new`."""
-    return replace(func, body=_rewrite_identity(func.body, target, new))
-
-
-def _rewrite_identity(s: Stmt, target: Stmt, new: Stmt) -> Stmt:
-    if s is target:
-        return new
-    kids = stmt_children(s)
-    if not kids:
-        return s
-    new_kids = tuple(_rewrite_identity(k, target, new) for k in kids)
-    if all(a is b for a, b in zip(new_kids, kids)):
-        return s
-    return stmt_with_children(s, new_kids)
 
 
 def loop_names(func: Func) -> set[str]:

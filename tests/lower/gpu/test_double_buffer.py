@@ -8,8 +8,9 @@ import pytest
 
 import tilegraph as tg
 from tilegraph import workloads
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import Allocate, Barrier, For, Seq
-from tilegraph.loop.visit import rewrite_stmt, walk_stmts
+from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.gpu import double_buffer, insert_barriers
 from tilegraph.lower.gpu.pipeline import lower_gpu
 from tilegraph.testing.reference import reference_outputs

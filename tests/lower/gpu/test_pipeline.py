@@ -3,8 +3,9 @@ import pytest
 
 import tilegraph as tg
 from tilegraph import workloads
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import Barrier, For
-from tilegraph.loop.visit import rewrite_stmt, walk_stmts
+from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.gpu.pipeline import lower_gpu
 from tilegraph.lower.passes.common import NOP
 from tilegraph.te.expr import Ramp

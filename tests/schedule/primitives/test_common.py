@@ -4,9 +4,10 @@ import pytest
 
 import tilegraph as tg
 from tests.schedule.primitives.prim_workloads import matmul
+from tilegraph.loop.edit import substitute_stmt
 from tilegraph.loop.printer import stmt_str
 from tilegraph.loop.visit import find_block
-from tilegraph.schedule.primitives.common import get_block, get_loop, require, substitute_in_stmt, with_substituted
+from tilegraph.schedule.primitives.common import get_block, get_loop, require, with_substituted
 from tilegraph.te.expr import Const, Var
 
 
@@ -25,5 +26,5 @@ def test_substitution_simplifies_what_changed():
     i = Var("i")
     assert with_substituted(i * 4 + 1, {i: Const(2)}) == Const(9)
     f = tg.Schedule(matmul(4, 5, 3)).func
-    block = substitute_in_stmt(find_block(f, "C"), {Var("i"): Var("i_0") * 2 + 1})
+    block = substitute_stmt(find_block(f, "C"), {Var("i"): Var("i_0") * 2 + 1})
     assert "((i_0 * 2) + 1)" in stmt_str(block)

@@ -6,8 +6,9 @@ import pytest
 import tilegraph as tg
 from tests.schedule.primitives.prim_workloads import assert_same_as_unscheduled, inputs_for, matmul
 from tilegraph import te
+from tilegraph.loop.edit import replace_node
 from tilegraph.loop.ir import Block
-from tilegraph.loop.visit import replace_node, walk_stmts
+from tilegraph.loop.visit import walk_stmts
 from tilegraph.te.expr import BinOp, Const
 
 

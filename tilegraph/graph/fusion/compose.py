@@ -26,13 +26,13 @@ from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.kernels import KernelSpec, best_schedule, best_schedules, kernel_spec, lower_node
 from tilegraph.graph.ops.registry import op_def, te_shape
+from tilegraph.loop.edit import replace_buffer
 from tilegraph.loop.ir import Buffer, Func
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.fusion.epilogue import fuse_epilogue
 from tilegraph.schedule.fusion.inline import tensor_value
 from tilegraph.schedule.fusion.prologue import inline_prologue, with_params
 from tilegraph.schedule.fusion.write_once import write_once
-from tilegraph.schedule.primitives.nest import replace_buffer
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
 from tilegraph.te.clone import with_unique_names

@@ -53,7 +53,8 @@ def _visit(s: Stmt, threads: list[For], taken: set[str]) -> Stmt:
         inner = [*threads, s] if s.kind in THREAD_IDX_KINDS else threads
         body = _visit(s.body, inner, taken)
         return s if body is s.body else replace(s, body=body)
-    from tilegraph.loop.visit import stmt_children, stmt_with_children
+    from tilegraph.loop.edit import stmt_with_children
+    from tilegraph.loop.visit import stmt_children
 
     kids = stmt_children(s)
     if not kids or isinstance(s, Block):

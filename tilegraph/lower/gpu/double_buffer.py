@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import rewrite_loads, rewrite_stmt, substitute_stmt
 from tilegraph.loop.ir import Allocate, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt, seq
-from tilegraph.loop.visit import loads_under, rewrite_stmt, walk_stmts
-from tilegraph.lower.passes.common import rewrite_loads, substitute_stmt
+from tilegraph.loop.visit import loads_under, walk_stmts
 from tilegraph.schedule.primitives.nest import fresh_buffer_name
 from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Ramp, Var
 from tilegraph.te.simplify import simplify

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import Allocate, For, Func, Stmt
-from tilegraph.loop.visit import rewrite_stmt
 from tilegraph.lower.gpu.common import BLOCK_KINDS, allocated
 
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import map_exprs, stmt_with_children
 from tilegraph.loop.ir import Allocate, AllReduce, Buffer, BufferStore, For, Func, Stmt, seq
-from tilegraph.loop.visit import stmt_children, stmt_with_children
+from tilegraph.loop.visit import stmt_children
 from tilegraph.lower.gpu.common import THREAD_IDX_KINDS
-from tilegraph.lower.passes.common import all_loop_names, map_exprs
+from tilegraph.lower.passes.common import all_loop_names
 from tilegraph.schedule.primitives.nest import fresh_buffer_name
 from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Var, combine
 from tilegraph.te.simplify import simplify

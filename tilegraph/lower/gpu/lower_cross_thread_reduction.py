@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.errors import LoweringError, ScheduleError
+from tilegraph.loop.edit import replace_buffer, rewrite_loads, rewrite_stmt
 from tilegraph.loop.ir import TRUE, Allocate, AllReduce, Block, BlockVar, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.region import accesses
-from tilegraph.loop.visit import blocks, loads_under, reduce_loop_of, rewrite_stmt, stmt_children, stmt_exprs, walk_stmts
-from tilegraph.lower.passes.common import rewrite_loads
-from tilegraph.schedule.primitives.nest import fresh_buffer_name, replace_buffer
+from tilegraph.loop.visit import blocks, loads_under, reduce_loop_of, stmt_children, stmt_exprs, walk_stmts
+from tilegraph.schedule.primitives.nest import fresh_buffer_name
 from tilegraph.schedule.primitives.rfactor import Reduction, match_reduction
 from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Var, combine, identity_of
 from tilegraph.te.simplify import simplify

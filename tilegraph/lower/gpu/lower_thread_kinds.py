@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.errors import LoweringError
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import For, Func, Stmt
-from tilegraph.loop.visit import rewrite_stmt
 
 
 def run(func: Func, target: object = None) -> Func:

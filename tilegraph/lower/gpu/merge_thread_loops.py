@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import rewrite_stmt, substitute_stmt
 from tilegraph.loop.ir import Allocate, Barrier, For, Func, Seq, Stmt, seq
-from tilegraph.loop.visit import rewrite_stmt
 from tilegraph.lower.gpu.common import THREAD_IDX_KINDS, accesses_in_scope
-from tilegraph.lower.passes.common import substitute_stmt
 from tilegraph.te.expr import Const
 
 

@@ -38,10 +38,10 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from tilegraph.loop.edit import rewrite_loads, rewrite_stmt, stmt_with_children
 from tilegraph.loop.ir import Allocate, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
-from tilegraph.loop.visit import rewrite_stmt, stmt_children, stmt_exprs, stmt_with_children, walk_stmts
+from tilegraph.loop.visit import stmt_children, stmt_exprs, walk_stmts
 from tilegraph.lower.gpu.common import THREAD_IDX_KINDS
-from tilegraph.lower.passes.common import rewrite_loads
 from tilegraph.schedule.primitives.nest import fresh_buffer_name
 from tilegraph.te.arith import Terms, affine, affine_bounds
 from tilegraph.te.expr import BufferLoad, Const, Expr, Var

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import BufferStore, Func, IfThenElse, Seq, Stmt, seq
-from tilegraph.loop.visit import rewrite_stmt
 from tilegraph.te.arith import Terms, affine
 from tilegraph.te.expr import BufferLoad, Expr, Ramp
 from tilegraph.te.simplify import simplify

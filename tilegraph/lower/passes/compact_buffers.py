@@ -27,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from tilegraph.loop.edit import replace_buffer, replace_node
 from tilegraph.loop.ir import Allocate, Block, Buffer, BufferStore, For, Func, Stmt
 from tilegraph.loop.region import Interval, RegionError, accesses, interval, union
-from tilegraph.loop.visit import blocks, replace_node, stmt_children, stmt_exprs
-from tilegraph.schedule.primitives.nest import block_writes, replace_buffer
+from tilegraph.loop.visit import blocks, stmt_children, stmt_exprs
+from tilegraph.schedule.primitives.nest import block_writes
 from tilegraph.te.expr import BufferLoad, Const, Expr
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import uses_var, walk

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import rewrite_stmt, substitute_stmt
 from tilegraph.loop.ir import For, Func, Stmt, seq
 from tilegraph.loop.names import fresh_name
-from tilegraph.loop.visit import rewrite_stmt
-from tilegraph.lower.passes.common import all_loop_names, substitute_stmt
+from tilegraph.lower.passes.common import all_loop_names
 from tilegraph.te.expr import Const, Expr, Var
 
 MAX_UNROLL = 512

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import map_exprs, rewrite_loads, rewrite_stmt
 from tilegraph.loop.ir import Allocate, Buffer, BufferStore, Func, Stmt
-from tilegraph.loop.visit import rewrite_stmt
-from tilegraph.lower.passes.common import map_exprs, rewrite_loads
 from tilegraph.te.expr import BufferLoad, Const, Expr
 from tilegraph.te.simplify import simplify
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import For, Func, IfThenElse, Seq, Stmt, seq
-from tilegraph.loop.visit import rewrite_stmt
 from tilegraph.te.expr import BufferLoad
 from tilegraph.te.visit import uses_var, walk
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
+from tilegraph.loop.edit import replace_node
 from tilegraph.loop.ir import Block, Func, seq
 from tilegraph.loop.ir import IfThenElse as If
-from tilegraph.loop.visit import loops_above, replace_node, walk_stmts
+from tilegraph.loop.visit import loops_above, walk_stmts
 from tilegraph.schedule.primitives.decompose_reduction import decompose_reduction
 from tilegraph.te.expr import Const, all_of
 from tilegraph.te.simplify import simplify

@@ -12,8 +12,9 @@ An init still attached to a block (hoist_reduction_init normally removes them) r
 
 from __future__ import annotations
 
+from tilegraph.loop.edit import map_func, substitute_stmt, transform_with_ranges
 from tilegraph.loop.ir import Block, Func, IfThenElse, Stmt, seq
-from tilegraph.lower.passes.common import NOP, Bounds, is_false, map_func, prove, substitute_stmt, transform_with_ranges
+from tilegraph.lower.passes.common import NOP, Bounds, is_false, prove
 from tilegraph.te.expr import Expr, Var, all_of
 from tilegraph.te.simplify import simplify
 

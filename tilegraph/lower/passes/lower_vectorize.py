@@ -32,18 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from tilegraph import dtype as dt
+from tilegraph.loop.edit import substitute_stmt, transform_with_ranges
 from tilegraph.loop.ir import BufferStore, For, Func, IfThenElse, Seq, Stmt, seq
 from tilegraph.loop.names import fresh_name
-from tilegraph.lower.passes.common import (
-    Bounds,
-    all_loop_names,
-    bounds,
-    lanes_of,
-    linear_in,
-    substitute_stmt,
-    transform_with_ranges,
-    uses,
-)
+from tilegraph.lower.passes.common import Bounds, all_loop_names, bounds, lanes_of, linear_in, uses
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, walk

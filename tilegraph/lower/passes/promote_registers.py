@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import map_exprs, rewrite_loads, rewrite_stmt
 from tilegraph.loop.ir import Allocate, Buffer, BufferStore, Func, Stmt
-from tilegraph.loop.visit import rewrite_stmt, stmt_exprs, walk_stmts
-from tilegraph.lower.passes.common import map_exprs, rewrite_loads
+from tilegraph.loop.visit import stmt_exprs, walk_stmts
 from tilegraph.lower.passes.lower_vectorize import VECTOR_TYPES
 from tilegraph.te.expr import BufferLoad, Const, Expr, Ramp
 from tilegraph.te.visit import walk

@@ -15,17 +15,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import map_exprs_with_ranges, substitute_stmt, transform_with_ranges
 from tilegraph.loop.ir import GPU_LOOP_KINDS, Allocate, For, Func, IfThenElse, Seq, Stmt, seq
-from tilegraph.lower.passes.common import (
-    NOP,
-    Bounds,
-    canonical_index,
-    is_nop,
-    map_exprs_with_ranges,
-    prove,
-    substitute_stmt,
-    transform_with_ranges,
-)
+from tilegraph.lower.passes.common import NOP, Bounds, canonical_index, is_nop, prove
 from tilegraph.te.expr import Const
 from tilegraph.te.simplify import simplify_bounded
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import replace_buffer, rewrite_stmt
 from tilegraph.loop.ir import Allocate, Func, Stmt
-from tilegraph.loop.visit import rewrite_stmt
-from tilegraph.schedule.primitives.nest import replace_buffer
 
 STACK_LIMIT_BYTES = 16 * 1024
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tilegraph.errors import ScheduleError
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import Buffer, BufferStore, Func, Stmt
-from tilegraph.loop.visit import loads_under, rewrite_stmt
+from tilegraph.loop.visit import loads_under
 from tilegraph.te.expr import Expr
 
 

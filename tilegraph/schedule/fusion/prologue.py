@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tilegraph.errors import ScheduleError
+from tilegraph.loop.edit import map_stmt_exprs
 from tilegraph.loop.ir import Buffer, BufferStore, Func
-from tilegraph.loop.visit import loads_under, map_stmt_exprs, walk_stmts
+from tilegraph.loop.visit import loads_under, walk_stmts
 from tilegraph.te.expr import BufferLoad, Expr
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import replace_node
 from tilegraph.loop.ir import GPU_LOOP_KINDS, For, Func
-from tilegraph.loop.visit import blocks, reduce_loop_of, replace_node, walk_stmts
+from tilegraph.loop.visit import blocks, reduce_loop_of, walk_stmts
 from tilegraph.schedule.primitives.common import get_loop, require
 from tilegraph.schedule.primitives.rfactor import match_reduction
 from tilegraph.te.visit import uses_var

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tilegraph.loop.edit import replace_buffer, replace_node
 from tilegraph.loop.ir import SCOPES, Buffer, Func
-from tilegraph.loop.visit import replace_node
 from tilegraph.schedule.primitives.common import get_block, require
 from tilegraph.schedule.primitives.nest import (
     block_reads,
@@ -34,7 +34,6 @@ from tilegraph.schedule.primitives.nest import (
     copy_nest,
     fresh_buffer_name,
     insert_beside,
-    replace_buffer,
     root_stmt,
 )
 from tilegraph.te.expr import Const, Expr

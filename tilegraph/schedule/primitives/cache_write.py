@@ -16,8 +16,8 @@ other block in the same top-level statement reads that buffer (it would see stal
 
 from __future__ import annotations
 
+from tilegraph.loop.edit import replace_buffer, replace_node
 from tilegraph.loop.ir import SCOPES, Buffer, Func
-from tilegraph.loop.visit import replace_node
 from tilegraph.schedule.primitives.common import get_block, require
 from tilegraph.schedule.primitives.nest import (
     check_dataflow,
@@ -26,7 +26,6 @@ from tilegraph.schedule.primitives.nest import (
     fresh_buffer_name,
     insert_beside,
     readers,
-    replace_buffer,
     root_stmt,
     stored_buffers,
     writers,

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import Block, For, Func, Stmt
-from tilegraph.loop.visit import find_block, find_loop, map_stmt_exprs, rewrite_stmt
+from tilegraph.loop.visit import find_block, find_loop
 from tilegraph.te.expr import Expr, Var
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute
@@ -29,11 +30,6 @@ def get_block(func: Func, name: str) -> Block:
 def require(cond: bool, message: str) -> None:
     if not cond:
         raise ScheduleError(message)
-
-
-def substitute_in_stmt(s: Stmt, mapping: dict[Var, Expr]) -> Stmt:
-    """Replace loop variables in every expression under `s`, simplifying what changed."""
-    return map_stmt_exprs(s, lambda e: simplify(mapping[e]) if isinstance(e, Var) and e in mapping else None)
 
 
 def simplify_stmt(s: Stmt) -> Stmt:

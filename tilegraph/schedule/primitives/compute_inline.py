@@ -14,10 +14,11 @@ store of an intermediate buffer at its own iteration point, that no other block 
 
 from __future__ import annotations
 
+from tilegraph.loop.edit import map_loads
 from tilegraph.loop.ir import BufferStore, Func
 from tilegraph.schedule.primitives.common import get_block, require
 from tilegraph.schedule.primitives.compute_at import require_stores_at_iteration_point
-from tilegraph.schedule.primitives.nest import is_alloc, map_loads, remove_nest, stored_buffers, writers
+from tilegraph.schedule.primitives.nest import is_alloc, remove_nest, stored_buffers, writers
 from tilegraph.te.expr import BufferLoad, Expr
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, walk

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import replace_node, substitute_stmt
 from tilegraph.loop.ir import TRUE, Block, BlockVar, BufferStore, For, Func, Seq, Stmt
-from tilegraph.loop.visit import loads_under, replace_node, walk_stmts
-from tilegraph.schedule.primitives.common import get_block, get_loop, require, substitute_in_stmt
+from tilegraph.loop.visit import loads_under, walk_stmts
+from tilegraph.schedule.primitives.common import get_block, get_loop, require
 from tilegraph.schedule.primitives.nest import (
     conjunction,
     fresh_block_name,
@@ -106,7 +107,7 @@ def decompose_reduction(func: Func, block: str, loop: str) -> tuple[Func, tuple[
     # them as 0; it may also name the loops above `loop` (compacted buffers index by them) and the
     # copied loops (renamed), but no loop that drives the reduction.
     reduce_vars = {iv.var for iv in target.iter_vars if iv.kind == "reduce"}
-    init_body = substitute_in_stmt(target.init, {**{v: Const(0, v.dtype) for v in reduce_vars}, **mapping})
+    init_body = substitute_stmt(target.init, {**{v: Const(0, v.dtype) for v in reduce_vars}, **mapping})
     init_vars = {v for s in walk_stmts(init_body) for v in _stmt_vars(s)}
     allowed = spatial_vars | {x.var for x in above} | set(new_vars)
     require(init_vars <= allowed, f"{where}: the init of {block} uses a variable of a loop that drives its reduction")

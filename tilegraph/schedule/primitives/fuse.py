@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 
+from tilegraph.loop.edit import replace_node, substitute_stmt
 from tilegraph.loop.ir import For, Func
 from tilegraph.loop.names import fresh_name
-from tilegraph.loop.visit import loop_names, reduce_loop_of, replace_node
-from tilegraph.schedule.primitives.common import get_loop, require, substitute_in_stmt
+from tilegraph.loop.visit import loop_names, reduce_loop_of
+from tilegraph.schedule.primitives.common import get_loop, require
 from tilegraph.te.expr import Const, Expr, Var
 
 
@@ -42,6 +43,6 @@ def fuse(func: Func, loops: list[str]) -> tuple[Func, tuple[str, ...]]:
             e = e % Const(lp.extent)
         mapping[lp.var] = e
         inner *= lp.extent
-    body = substitute_in_stmt(chain[-1].body, mapping)
+    body = substitute_stmt(chain[-1].body, mapping)
     extent = math.prod(lp.extent for lp in chain)
     return replace_node(func, chain[0], For(fused, extent, "serial", body)), (fused.name,)

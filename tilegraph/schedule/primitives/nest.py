@@ -8,24 +8,14 @@ removes the block and the loops that exist only for it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
-from tilegraph.loop.ir import TRUE, Allocate, Block, BlockVar, Buffer, BufferStore, For, Func, Seq, Stmt, seq
+from tilegraph.loop.edit import replace_node
+from tilegraph.loop.ir import TRUE, Block, BlockVar, Buffer, BufferStore, For, Func, Seq, Stmt, seq
 from tilegraph.loop.names import fresh_name
-from tilegraph.loop.visit import (
-    blocks,
-    loads_under,
-    loop_names,
-    map_stmt_exprs,
-    replace_node,
-    rewrite_stmt,
-    stmt_children,
-    walk_stmts,
-)
+from tilegraph.loop.visit import blocks, loads_under, loop_names, stmt_children, walk_stmts
 from tilegraph.te.expr import BufferLoad, Expr, Var, binary
 from tilegraph.te.simplify import simplify
-from tilegraph.te.visit import rewrite
 
 
 def path_to(func: Func, target: Stmt) -> list[Stmt]:
@@ -141,35 +131,6 @@ def check_dataflow(func: Func, what: str) -> None:
                                     f"{order[last_writer].name} writes it")
 
 
-def replace_buffer(s: Stmt, old_name: str, new: Buffer,
-                   index_map: Callable[[tuple[Expr, ...]], tuple[Expr, ...]] | None = None,
-                   loads: bool = True, stores: bool = True) -> Stmt:
-    """Point loads and/or stores of buffer `old_name` at `new`, mapping their indices."""
-    remap = index_map or (lambda idx: idx)
-
-    def on_expr(e: Expr) -> Expr | None:
-        if loads and isinstance(e, BufferLoad) and e.buffer.name == old_name:
-            return BufferLoad(new, remap(e.indices))
-        return None
-
-    def on_stmt(x: Stmt) -> Stmt | None:
-        if isinstance(x, BufferStore):
-            idx = tuple(rewrite(i, on_expr) for i in x.indices)
-            value = rewrite(x.value, on_expr)
-            if stores and x.buffer.name == old_name:
-                return BufferStore(new, remap(idx), value)
-            return BufferStore(x.buffer, idx, value)
-        if isinstance(x, Allocate) and x.buffer.name == old_name:
-            return replace(x, buffer=new)
-        return None
-
-    return rewrite_stmt(s, on_stmt)
-
-
-def map_loads(s: Stmt, fn: Callable[[BufferLoad], Expr | None]) -> Stmt:
-    return map_stmt_exprs(s, lambda e: fn(e) if isinstance(e, BufferLoad) else None)
-
-
 # ------------------------------------------------------------------------------ building nests
 def fresh_buffer_name(func: Func, base: str) -> str:
     taken = {b.name for b in func.buffers} | {b.name for b in blocks(func.body)}
@@ -228,6 +189,6 @@ def loops_enclosing(func: Func, target: Stmt) -> list[For]:
 __all__ = [
     "block_nest", "block_reads", "block_writes", "check_dataflow", "child_holding", "conjunction", "copy_nest",
     "fresh_block_name", "fresh_buffer_name", "fresh_loop_vars", "insert_beside", "is_alloc", "loops_between",
-    "loops_enclosing", "map_loads", "path_to", "readers", "remove_nest", "replace_buffer", "root_stmt",
+    "loops_enclosing", "path_to", "readers", "remove_nest", "root_stmt",
     "stored_buffers", "writers",
 ]

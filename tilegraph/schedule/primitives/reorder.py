@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import replace_node
 from tilegraph.loop.ir import For, Func, Stmt
-from tilegraph.loop.visit import replace_node
 from tilegraph.schedule.primitives.common import get_loop, require
 
 

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilegraph.loop.edit import replace_node
 from tilegraph.loop.ir import SCOPES, TRUE, Block, BlockVar, Buffer, BufferStore, For, Func, IfThenElse, Stmt
 from tilegraph.loop.names import fresh_name
-from tilegraph.loop.visit import replace_node
 from tilegraph.schedule.primitives.common import get_block, get_loop, require
 from tilegraph.schedule.primitives.nest import (
     check_dataflow,

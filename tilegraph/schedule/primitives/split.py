@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tilegraph.errors import shorten
+from tilegraph.loop.edit import replace_node, rewrite_stmt, substitute_stmt
 from tilegraph.loop.ir import Block, For, Func, Stmt
 from tilegraph.loop.names import fresh_name
-from tilegraph.loop.visit import loop_names, replace_node, rewrite_stmt
-from tilegraph.schedule.primitives.common import get_loop, require, substitute_in_stmt
+from tilegraph.loop.visit import loop_names
+from tilegraph.schedule.primitives.common import get_loop, require
 from tilegraph.te.expr import Const, Expr, Var, binary
 from tilegraph.te.simplify import simplify
 
@@ -57,7 +58,7 @@ def split(func: Func, loop: str, factors: Sequence[int | None]) -> tuple[Func, t
     for v, f in zip(new_vars, facs):
         combined = binary("add", binary("mul", combined, Const(f)), v)
     combined = simplify(combined)
-    body = substitute_in_stmt(target.body, {target.var: combined})
+    body = substitute_stmt(target.body, {target.var: combined})
     if product != target.extent:
         body = _guard_blocks(body, combined.lt(target.extent))
     stmt: Stmt = body

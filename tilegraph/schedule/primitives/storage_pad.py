@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tilegraph.loop.edit import replace_buffer
 from tilegraph.loop.ir import Func
 from tilegraph.schedule.primitives.common import require
-from tilegraph.schedule.primitives.nest import replace_buffer
 
 
 def storage_pad(func: Func, buffer: str, padding: list[int]) -> tuple[Func, tuple[str, ...]]:
