@@ -117,3 +117,26 @@ def test_cli_bad_target_is_one_line_exit_2(argv, needle, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err
+
+
+@pytest.mark.parametrize("strategy,trials", [("auto", 10), ("tlm", 4)])
+def test_auto_and_tlm_tune_opencl_with_checked_kernels(tune_dirs, strategy, trials):
+    """auto goes on past Gensor's picks into the GPU sketches; tlm writes GPU sketch programs with the
+    shipped model (the GPU sketches are words of its language); both return checked kernels."""
+    if strategy == "tlm":
+        pytest.importorskip("torch")
+    wl = from_spec("matmul:24,40,32")
+    db = open_database(str(tune_dirs / f"{strategy}.db"))
+    result = tg.tune(wl, target="opencl", strategy=strategy, trials=trials, db=db, progress=False, policy=FAST)
+    assert isinstance(result.kernel, OpenCLKernel) and result.measured == trials
+    inputs = random_inputs(wl, 5)
+    (ref,) = reference_outputs(wl, inputs)
+    np.testing.assert_allclose(result.kernel(*inputs), ref, rtol=1e-4, atol=1e-5)
+    records = _opencl_records(db, wl)
+    assert len(records) == trials
+    by = [r.meta.get("strategy") for r in records]
+    if strategy == "tlm":
+        assert set(by) == {"tlm"}
+    else:  # Gensor's picks first (how many is its walk's); the evolutionary search measures the rest
+        assert set(by) <= {"gensor", "evolutionary"} and by.count("gensor") >= 1
+        assert by.count("evolutionary") == trials - by.count("gensor")

@@ -2,6 +2,7 @@
 
     python -m tilegraph.tlm.train --data DIR --minutes 20 --seed 0            # writes the shipped weights
     python -m tilegraph.tlm.train --data DIR --out my-weights/ --epochs 2     # elsewhere (TLMStrategy(model_dir=))
+    python -m tilegraph.tlm.train --data CPU --data GPU --init shipped        # continue from the shipped model
 
 Workloads, not records, are split: HELD_OUT_SHARE of them (chosen by the seed) never reach the
 optimizer and give the metrics written beside the weights (tlm.json, docs/tlm.md): the weighted
@@ -10,6 +11,11 @@ loss and the top-1 accuracy of the decision values of each held-out workload's b
 A record's weight is its speed relative to its workload's best, to the power --power (objective.py);
 records below MIN_WEIGHT are dropped. AdamW, linear warm-up then cosine decay, batch --batch,
 until --epochs or --minutes runs out; the epoch with the lowest held-out loss is kept.
+
+--init continues from a trained model (a directory, or "shipped") instead of random weights: the
+way a vocabulary that grew (a new sketch's tokens, language.py) is learnt without losing what the
+model knew, given its data mixed with sentences of the old kinds. Its held-out metrics before any
+step are epoch 0 of the history, and a fine-tuning that never beats them keeps the start.
 """
 
 from __future__ import annotations
@@ -112,15 +118,16 @@ def evaluate(net: Any, records: dict[str, list[tuple[list[str], float]]], keys: 
 
 
 def train(records: dict[str, list[tuple[list[str], float]]], seed: int, minutes: float, epochs: int, batch: int,
-          lr: float, power: float, log: Any = print) -> tuple[Any, dict[str, Any]]:
+          lr: float, power: float, log: Any = print, init: Any = None) -> tuple[Any, dict[str, Any]]:
+    """(network, metrics) trained on the records; `init` a ScheduleLM to continue from (else random weights)."""
     from tilegraph.tune.tlm.network import torch
 
     with torch.enable_grad():  # whatever grad mode the process was left in (a torch peer turns it off)
-        return _train(records, seed, minutes, epochs, batch, lr, power, log)
+        return _train(records, seed, minutes, epochs, batch, lr, power, log, init)
 
 
 def _train(records: dict[str, list[tuple[list[str], float]]], seed: int, minutes: float, epochs: int, batch: int,
-           lr: float, power: float, log: Any) -> tuple[Any, dict[str, Any]]:
+           lr: float, power: float, log: Any, init: Any) -> tuple[Any, dict[str, Any]]:
     from tilegraph.tune.tlm.network import ModelConfig, ScheduleLM, torch
     from tilegraph.tune.tlm.objective import batch_tensors, weighted_loss
 
@@ -130,7 +137,7 @@ def _train(records: dict[str, list[tuple[list[str], float]]], seed: int, minutes
     examples = weighted_examples(records, train_keys, power)
     if not examples:
         raise ValueError("the dataset has no measured program to learn from")
-    net = ScheduleLM(ModelConfig())
+    net = init if init is not None else ScheduleLM(ModelConfig())
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.01)
     steps_per_epoch = max(1, math.ceil(len(examples) / batch))
     total_steps = steps_per_epoch * epochs
@@ -140,6 +147,12 @@ def _train(records: dict[str, list[tuple[list[str], float]]], seed: int, minutes
     start = time.monotonic()
     best: tuple[float, Any, dict[str, Any]] | None = None
     history = []
+    if init is not None:  # the start is a candidate: fine-tuning must beat it on the held-out workloads
+        held = evaluate(net, records, held_keys, power)
+        row = {"epoch": 0, "train_loss": None, "held_out": held, "minutes": 0.0}
+        history.append(row)
+        log(json.dumps(row))
+        best = (held["loss"] if math.isfinite(held["loss"]) else math.inf, copy.deepcopy(net.state_dict()), row)
     step = 0
     for epoch in range(epochs):
         net.train()
@@ -188,16 +201,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--power", type=float, default=3.0, help="weight = (best / latency) ** power")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--init", default=None, help="continue from this model directory ('shipped': the shipped one)")
     args = parser.parse_args(argv)
     try:
         from tilegraph.tune.tlm.network import torch
-        from tilegraph.tune.tlm.weights import WEIGHTS_DIR, save_model
+        from tilegraph.tune.tlm.weights import WEIGHTS_DIR, load_model, read_meta, save_model
 
         if args.threads:
             torch.set_num_threads(args.threads)
         records = load_records([Path(d) for d in args.data])
+        init, init_meta = None, None
+        if args.init:
+            init_dir = WEIGHTS_DIR if args.init == "shipped" else Path(args.init)
+            init_meta = read_meta(init_dir)
+            init = load_model(init_dir)[0].train()
         net, info = train(records, args.seed, args.minutes, args.epochs, args.batch, args.lr, args.power,
-                          log=lambda s: print(s, file=sys.stderr, flush=True))
+                          log=lambda s: print(s, file=sys.stderr, flush=True), init=init)
         summaries = []
         for d in args.data:
             path = Path(d) / "summary.json"
@@ -208,8 +227,12 @@ def main(argv: list[str] | None = None) -> int:
                 "dataset": {"workloads": len(records), "programs": sum(len(v) for v in records.values()),
                             "summaries": summaries},
                 "metrics": info}
+        if init_meta is not None:  # what it continued from, so the whole lineage stays on record
+            meta["init"] = {k: init_meta.get(k) for k in ("language_version", "vocabulary", "trained", "dataset",
+                                                          "init")}
+            meta["init"]["held_out"] = init_meta.get("metrics", {}).get("held_out")
         out = save_model(net, meta, Path(args.out) if args.out else WEIGHTS_DIR)
-    except (ValueError, FileNotFoundError, ImportError) as err:
+    except (ValueError, FileNotFoundError, ImportError) as err:  # LanguageError is a ValueError
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(json.dumps({"out": str(out), "held_out": info["held_out"], "train": info["train"],

@@ -9,6 +9,7 @@ from tilegraph.target import Target
 from tilegraph.testing import random_inputs, reference_outputs
 from tilegraph.tune.database import open_database
 from tilegraph.tune.options import TuneOptions
+from tilegraph.tune.result import RunResult
 from tilegraph.tune.strategy import STRATEGIES, get_strategy
 from tilegraph.tune.strategy.auto import AutoStrategy
 from tilegraph.tune.strategy.base import TuneContext
@@ -111,14 +112,22 @@ def test_auto_spends_its_time_budget_on_a_fake_clock(tune_dirs, monkeypatch):
     _assert_correct(wl, result.kernel)
 
 
-def test_gpu_targets_get_gensor_alone_from_auto_and_gpu_sketches_from_evolutionary():
+def test_gpu_targets_get_gensor_then_gpu_sketches_from_auto_and_gpu_sketches_from_evolutionary():
     from tilegraph.tune.space.sketch import space_for
 
     wl = _wl()
     ctx = TuneContext(wl, Target("opencl"), 0, None, trials_left=40)
     auto = AutoStrategy()
-    assert auto.propose(ctx, 64)
-    assert auto.propose(ctx, 8) == [] and auto.done()
+    first = auto.propose(ctx, 64)
+    assert first and {c.meta.get("strategy") for c in first} == {"gensor"}
+    auto.notify(ctx, first, [RunResult("ok", samples=(1e-4 * (1 + i),)) for i in range(len(first))])
+    then = auto.propose(ctx, 8)  # with a budget left, the evolutionary phase samples the GPU sketches
+    assert then and auto.phase == "evolutionary" and not auto.done()
+    assert {c.meta.get("sketch") for c in then} <= {"gpu_multi_level_tiling", "gpu_flat", None}
+    no_budget = TuneContext(wl, Target("opencl"), 0, None, budget_given=False)
+    plain = AutoStrategy()
+    assert plain.propose(no_budget, 64)
+    assert plain.propose(no_budget, 8) == [] and plain.done()
     assert space_for(wl, Target("opencl")) == ["gpu_multi_level_tiling", "gpu_flat"]
     assert space_for(wl, Target("cpu")) == ["multi_level_tiling"]
     proposed = EvolutionarySearch().propose(ctx, 4)

@@ -6,15 +6,15 @@ Gensor's ranked candidates are measured first (its kernels in seconds), so the r
 worse than this run's Gensor phase: the best record wins and Gensor's are among them. (Another
 Gensor run may pick other candidates: its walk is time-budgeted; docs/performance.md.) When a trial or time budget
 is left after them, EvolutionarySearch takes over with Gensor's measured programs in its population
-(mutated like any other) and in its cost model's training data. Without any budget, and on GPU
-targets (the sketches are CPU ones), auto is Gensor.
+(mutated like any other) and in its cost model's training data. Without any budget auto is Gensor.
+The same on every target: the evolutionary phase samples the target's design space (space_for:
+the CPU sketches, or the GPU sketches of tune/space/gpu_sketch.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilegraph.runtime.backends import backend_for
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 from tilegraph.tune.strategy.evolutionary import EvolutionarySearch
@@ -31,8 +31,7 @@ class AutoStrategy(SearchStrategy):
         self._gensor_seen: list[tuple[Candidate, RunResult]] = []
 
     def _switch(self, ctx: TuneContext) -> None:
-        # the sketches are CPU sketches (SSRSRS): on a GPU target auto is Gensor's GPU search alone
-        self.phase = "evolutionary" if ctx.has_budget and not backend_for(ctx.target).is_gpu else "done"
+        self.phase = "evolutionary" if ctx.has_budget else "done"
         if self.phase == "evolutionary":
             cands, results = zip(*self._gensor_seen) if self._gensor_seen else ((), ())
             self.evolution.seeds = [c.trace_json for c in cands]

@@ -38,7 +38,7 @@ from tilegraph.tune.gensor.state import IterSpace
 from tilegraph.tune.space.program import Program, recognise, sample
 
 NUM_MAX = 4096
-LANGUAGE_VERSION = 1
+LANGUAGE_VERSION = 2
 
 BOS, EOS, PAD = "<bos>", "<eos>", "<pad>"
 TILE, CATEGORICAL = "T", "C"
@@ -96,17 +96,26 @@ class Vocabulary:
     @property
     def digest(self) -> str:
         """A hash of the token list: a model trained on another vocabulary must not load."""
-        return hashlib.sha256("\n".join(self.tokens).encode()).hexdigest()[:16]
+        return self.prefix_digest(len(self.tokens))
+
+    def prefix_digest(self, size: int) -> str:
+        """The digest of the vocabulary's first `size` tokens (an earlier version of it, if it had that size)."""
+        return hashlib.sha256("\n".join(self.tokens[:size]).encode()).hexdigest()[:16]
 
 
 def number_token(n: int) -> str:
     return f"#{n}"
 
 
-# The sketches the language has words for: the CPU design space the shipped model was trained on.
-# The GPU sketches (tune/space/gpu_sketch.py) are not in the vocabulary: adding them is a new
-# vocabulary and a retrained model, not a code change here.
-LANGUAGE_SKETCHES = ("multi_level_tiling", "plain")
+# The sketches the language has words for, by the version that added them: v1 the CPU design space,
+# v2 the GPU sketches (tune/space/gpu_sketch.py; the ISA tokens isa:cuda / isa:opencl were in v1).
+_SKETCHES_V1 = ("multi_level_tiling", "plain")
+_SKETCHES_V2 = ("gpu_flat", "gpu_multi_level_tiling")
+LANGUAGE_SKETCHES = (*_SKETCHES_V1, *_SKETCHES_V2)
+# The vocabulary only grows at its end: version n's tokens are a prefix of version n+1's, so a model
+# trained on an earlier vocabulary keeps every token id and loads with the new rows grown
+# (weights.py). Removing or reordering a token is a new vocabulary and a retrained model.
+_ADDED_V2 = tuple(f"sketch:{s}" for s in _SKETCHES_V2)
 
 
 def _build_vocabulary() -> Vocabulary:
@@ -114,10 +123,10 @@ def _build_vocabulary() -> Vocabulary:
     isas = [f"isa:{i}" for i in (*CPU_ISAS, "cuda", "opencl", "other")]
     ops = [f"op:{o}" for o in sorted({*_TE_OPS_V1, *_GRAPH_OPS})] + [OTHER_OP]
     dtypes = [f"dtype:{d}" for d in _DTYPES_V1]
-    sketches = [f"sketch:{s}" for s in sorted(LANGUAGE_SKETCHES)]
+    sketches = [f"sketch:{s}" for s in sorted(_SKETCHES_V1)]
     digits = [f"d{i}" for i in range(10)]
     numbers = [number_token(n) for n in range(NUM_MAX + 1)]
-    return Vocabulary(tuple(specials + isas + ops + dtypes + sketches + digits + numbers))
+    return Vocabulary(tuple(specials + isas + ops + dtypes + sketches + digits + numbers + list(_ADDED_V2)))
 
 
 VOCAB = _build_vocabulary()
@@ -231,7 +240,7 @@ def render(workload: Workload, target: Any, program: Program) -> list[str]:
 
 def render_trace(workload: Workload, target: Any, trace_json: str) -> list[str] | None:
     """The sentence of a recorded trace; None when it is not a sketch's program (Gensor's picks)."""
-    program = recognise(workload, trace_json)
+    program = recognise(workload, trace_json, target)
     if program is None or program.sketch is None:
         return None
     return render(workload, target, program)

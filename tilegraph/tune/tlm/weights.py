@@ -6,14 +6,16 @@
 tlm.json records the format and language versions, the vocabulary's digest, the network's
 config, the command and seed that trained it, the dataset it saw and its held-out metrics. A
 file from another format or vocabulary is refused with one line saying so (a model silently
-reading another vocabulary would write nonsense). Weights are stored in float16 (half the size)
-and loaded as float32.
+reading another vocabulary would write nonsense); a model of an earlier version of this
+vocabulary (a prefix of it) loads with the new tokens' rows grown (`grow_vocabulary`). Weights
+are stored in float16 (half the size) and loaded as float32.
 """
 
 from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +46,41 @@ def read_meta(directory: str | Path = WEIGHTS_DIR) -> dict[str, Any]:
         raise LanguageError(f"no TLM model at {path.parent} (train one: python -m tilegraph.tlm.train)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise LanguageError(f"{path} is not a TLM model description ({err})") from None
-    if meta.get("format_version") != FORMAT_VERSION or meta.get("language_version") != LANGUAGE_VERSION:
+    language = meta.get("language_version")
+    if meta.get("format_version") != FORMAT_VERSION or not isinstance(language, int) \
+            or not 1 <= language <= LANGUAGE_VERSION:
         raise LanguageError(f"the TLM model at {path.parent} is format {meta.get('format_version')} / language "
-                            f"{meta.get('language_version')}; this tilegraph reads format {FORMAT_VERSION} / language "
-                            f"{LANGUAGE_VERSION}: retrain it (python -m tilegraph.tlm.train)")
-    if meta.get("vocabulary") != VOCAB.digest:
+                            f"{language}; this tilegraph reads format {FORMAT_VERSION} / language "
+                            f"1..{LANGUAGE_VERSION}: retrain it (python -m tilegraph.tlm.train)")
+    size = meta.get("config", {}).get("vocab") if isinstance(meta.get("config"), dict) else None
+    if not isinstance(size, int) or not 0 < size <= len(VOCAB) or meta.get("vocabulary") != VOCAB.prefix_digest(size):
         raise LanguageError(f"the TLM model at {path.parent} was trained on another vocabulary "
-                            f"({meta.get('vocabulary')} != {VOCAB.digest}): retrain it (python -m tilegraph.tlm.train)")
+                            f"({meta.get('vocabulary')} is not this vocabulary, {VOCAB.digest}, nor an earlier "
+                            "version of it): retrain it (python -m tilegraph.tlm.train)")
     return meta
+
+
+def grow_vocabulary(net: ScheduleLM) -> ScheduleLM:
+    """The model with an embedding row for every token the vocabulary gained since it was trained.
+
+    The vocabulary only grows at its end, so the old rows keep their ids. A new token starts as the
+    mean of the rows of its kind (`sketch:gpu_flat` as the mean of the other sketch tokens), the
+    closest thing the model knows, until training on sentences that use it moves it.
+    """
+    old = net.cfg.vocab
+    if old == len(VOCAB):
+        return net
+    grown = ScheduleLM(replace(net.cfg, vocab=len(VOCAB)))
+    state = net.state_dict()
+    weight = state["embed.weight"]
+    rows = [weight]
+    for token in VOCAB.tokens[old:]:
+        kind = token.split(":", 1)[0] + ":" if ":" in token else None
+        same = [i for i, t in enumerate(VOCAB.tokens[:old]) if kind and t.startswith(kind)]
+        rows.append(weight[same].mean(dim=0, keepdim=True) if same else weight.mean(dim=0, keepdim=True))
+    state["embed.weight"] = torch.cat(rows)
+    grown.load_state_dict(state)
+    return grown
 
 
 def load_model(directory: str | Path = WEIGHTS_DIR) -> tuple[ScheduleLM, dict[str, Any]]:
@@ -62,6 +91,7 @@ def load_model(directory: str | Path = WEIGHTS_DIR) -> tuple[ScheduleLM, dict[st
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
         net.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
+        net = grow_vocabulary(net)
     except FileNotFoundError:
         raise LanguageError(f"the TLM model description at {path.parent} has no weights file {WEIGHTS_FILE}") from None
     except (RuntimeError, KeyError, ValueError, EOFError, OSError, pickle.UnpicklingError) as err:
@@ -69,4 +99,4 @@ def load_model(directory: str | Path = WEIGHTS_DIR) -> tuple[ScheduleLM, dict[st
     return net.eval(), meta
 
 
-__all__ = ["FORMAT_VERSION", "WEIGHTS_DIR", "load_model", "read_meta", "save_model"]
+__all__ = ["FORMAT_VERSION", "WEIGHTS_DIR", "grow_vocabulary", "load_model", "read_meta", "save_model"]
