@@ -53,6 +53,19 @@ def test_train_command_writes_a_model_that_loads_with_its_metrics(tmp_path):
     assert meta["dataset"]["programs"] == 60
 
 
+def test_training_continues_from_a_model_and_never_ships_worse_than_its_start(tmp_path, tiny_model_dir):
+    data = _dataset(tmp_path / "ds", ["matmul:32,48,64", "softmax:16,100", "dense:4,32,16", "matmul:20,30,40"])
+    out = tmp_path / "w"
+    assert train.main(["--data", str(data), "--out", str(out), "--epochs", "1", "--lr", "1e-9",
+                       "--init", str(tiny_model_dir)]) == 0
+    net, meta = load_model(out)
+    history = meta["metrics"]["history"]
+    assert history[0]["epoch"] == 0 and history[0]["train_loss"] is None  # the start, measured first
+    assert meta["metrics"]["held_out"]["loss"] <= history[0]["held_out"]["loss"]
+    assert meta["init"]["trained"]["command"] == "tests: random tiny model" and net.cfg.width == 32
+    assert train.main(["--data", str(data), "--out", str(out), "--init", str(tmp_path / "none")]) == 2
+
+
 def test_bad_data_is_one_line(tmp_path, capsys):
     assert train.main(["--data", str(tmp_path / "none"), "--out", str(tmp_path / "w")]) == 2
     assert "no dataset here" in capsys.readouterr().err
