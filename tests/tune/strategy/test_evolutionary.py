@@ -7,6 +7,7 @@ import pytest
 import tilegraph as tg
 from tilegraph.target import Target
 from tilegraph.testing import random_inputs, reference_outputs
+from tilegraph.tune.cost_model.gpu_features import GPU_PER_STORE_FEATURES
 from tilegraph.tune.database import open_database
 from tilegraph.tune.options import TuneOptions
 from tilegraph.tune.result import RunResult
@@ -154,6 +155,8 @@ def test_evolutionary_tunes_an_opencl_target_with_checked_kernels(tune_dirs, spe
     np.testing.assert_allclose(got, reference_outputs(wl, args)[0], rtol=1e-4, atol=1e-4)
     records = open_database(db).records(wl.key)
     assert len(records) == 8 and {r.meta.get("sketch") for r in records} <= {"gpu_multi_level_tiling", "gpu_flat"}
+    # ranked with the GPU feature set, never the CPU one
+    assert {r.meta.get("features") for r in records} <= {GPU_PER_STORE_FEATURES.version, None}
 
 
 def test_tg_tune_without_a_budget_runs_auto_as_gensor_alone(tune_dirs):

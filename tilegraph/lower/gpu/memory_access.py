@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from tilegraph.loop.ir import BufferStore, For, Func, Stmt
 from tilegraph.loop.visit import stmt_children, stmt_exprs
 from tilegraph.lower.gpu.common import AXES, THREAD_IDX_KINDS
-from tilegraph.te.expr import BufferLoad, Const, Expr, Ramp, Var
+from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Ramp, Var
 from tilegraph.te.printer import expr_str
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import free_vars, substitute, walk
@@ -71,16 +71,17 @@ def _visit(s: Stmt, threads: list[For], block: tuple[int, int, int] | None, warp
         threads = [*threads, s]
     exprs = stmt_exprs(s)
     if isinstance(s, BufferStore) and s.buffer.scope in ("global", "shared"):
-        out.append(_report(s.buffer, "store", s.indices, threads, block, warp))
+        out.append(report_access(s.buffer, "store", s.indices, threads, block, warp))
     for e in exprs:
         for x in walk(e):
             if isinstance(x, BufferLoad) and x.buffer.scope in ("global", "shared"):
-                out.append(_report(x.buffer, "load", x.indices, threads, block, warp))
+                out.append(report_access(x.buffer, "load", x.indices, threads, block, warp))
     for k in stmt_children(s):
         _visit(k, threads, block, warp, out)
 
 
-def _report(buf, kind: str, indices: tuple[Expr, ...], threads: list[For], block, warp: int) -> AccessReport:  # noqa: ANN001
+def report_access(buf, kind: str, indices: tuple[Expr, ...], threads: list[For], block, warp: int) -> AccessReport:  # noqa: ANN001
+    """One access (a flattened index) as the first warp of `threads` executes it, other variables at 0."""
     index = indices[0] if len(indices) == 1 else None
     width = index.lanes if isinstance(index, Ramp) else 1
     nbytes = buf.dtype.bits // 8
@@ -119,14 +120,38 @@ def _lane_addresses(index: Expr, threads: list[For], block, warp: int) -> list[i
     out = []
     for lane in range(lanes):
         coords = {"threadIdx.x": lane % ex, "threadIdx.y": (lane // ex) % ey, "threadIdx.z": lane // (ex * ey)}
-        point: dict[Var, Expr] = dict(zero)
-        for kind, var in by_kind.items():
-            point[var] = Const(coords[kind])
-        value = simplify(substitute(base, point))
-        if not isinstance(value, Const):
-            return None
-        out.append(int(value.value))
+        env = {v.name: 0 for v in zero}
+        env.update({var.name: coords[kind] for kind, var in by_kind.items()})
+        value = _int_value(base, env)
+        if value is None:  # an operator the integer evaluator does not know: simplify says
+            point: dict[Var, Expr] = dict(zero)
+            for kind, var in by_kind.items():
+                point[var] = Const(coords[kind])
+            folded = simplify(substitute(base, point))
+            if not isinstance(folded, Const):
+                return None
+            value = int(folded.value)
+        out.append(value)
     return out
+
+
+_INT_OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+            "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b, "max": max, "min": min}
+
+
+def _int_value(e: Expr, env: dict[str, int]) -> int | None:
+    """The integer value of an index expression with every variable given (te's floordiv/floormod
+    are Python's floor semantics); None for anything else (then simplify decides)."""
+    if isinstance(e, Const):
+        return int(e.value) if isinstance(e.value, (int, bool)) else None
+    if isinstance(e, Var):
+        return env.get(e.name)
+    if isinstance(e, BinOp) and e.op in _INT_OPS:
+        a, b = _int_value(e.a, env), _int_value(e.b, env)
+        if a is None or b is None or (e.op in ("floordiv", "floormod") and b == 0):
+            return None
+        return int(_INT_OPS[e.op](a, b))
+    return None
 
 
 def summary(reports: list[AccessReport]) -> str:
@@ -141,4 +166,4 @@ def summary(reports: list[AccessReport]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["AccessReport", "analyze", "summary"]
+__all__ = ["AccessReport", "analyze", "report_access", "summary"]

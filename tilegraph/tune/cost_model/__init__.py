@@ -1,16 +1,32 @@
 """Cost models that rank programs for the search: the protocol (base.py), the per-store features
-(features.py) and LightGBM (gbt.py), the default."""
+(features.py, and gpu_features.py for GPU targets) and LightGBM (gbt.py), the default."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from tilegraph.tune.cost_model.base import CostModel, FeatureCache, FeatureSet
 
 
-def default_cost_model() -> CostModel:
-    """The model a strategy ranks with when it is given none: LightGBM over per-store features."""
+def default_cost_model(target: Any = None) -> CostModel:
+    """The model a strategy ranks with when it is given none: LightGBM over the per-store features
+    of the target's kind (GPU targets add the launch shape and the warp's memory behaviour)."""
     from tilegraph.tune.cost_model.gbt import GBTCostModel
 
-    return GBTCostModel()
+    return GBTCostModel(feature_set=feature_set_for(target))
 
 
-__all__ = ["CostModel", "FeatureCache", "FeatureSet", "default_cost_model"]
+def feature_set_for(target: Any = None) -> FeatureSet:
+    """The per-store feature set of a target's kind (CPU when None)."""
+    from tilegraph.runtime.backends import backend_for
+
+    if target is not None and backend_for(target).is_gpu:
+        from tilegraph.tune.cost_model.gpu_features import GPU_PER_STORE_FEATURES
+
+        return GPU_PER_STORE_FEATURES
+    from tilegraph.tune.cost_model.features import PER_STORE_FEATURES
+
+    return PER_STORE_FEATURES
+
+
+__all__ = ["CostModel", "FeatureCache", "FeatureSet", "default_cost_model", "feature_set_for"]

@@ -27,6 +27,7 @@ Hand-computed cases are in tests/tune/cost_model/test_features.py.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,11 +69,20 @@ def _log(x: float) -> float:
     return math.log2(1.0 + max(0.0, float(x)))
 
 
+StoreRow = Callable[[BufferStore, list[For], dict[str, Expr]], list[float]]
+
+
+def store_rows(func: Func, row: StoreRow) -> list[list[float]]:
+    """`row(store, enclosing loops, block bindings in scope)` for every BufferStore of `func` (a
+    reduction's init excluded), in program order: the one walk every per-store feature set takes."""
+    rows: list[list[float]] = []
+    _visit(func.body, [], {}, rows, row)
+    return rows
+
+
 def store_features(func: Func) -> list[list[float]]:
     """One feature row per BufferStore of `func`, in program order."""
-    rows: list[list[float]] = []
-    _visit(func.body, [], {}, rows)
-    return rows
+    return store_rows(func, store_row)
 
 
 def program_features(func: Func) -> np.ndarray:
@@ -84,29 +94,30 @@ def program_features(func: Func) -> np.ndarray:
 PER_STORE_FEATURES = FeatureSet("per-store", f"per-store-v1-{NUM_FEATURES}", NUM_FEATURES, program_features)
 
 
-def _visit(s: Stmt, loops: list[For], binding: dict[str, Expr], rows: list[list[float]]) -> None:
+def _visit(s: Stmt, loops: list[For], binding: dict[str, Expr], rows: list[list[float]], row: StoreRow) -> None:
     if isinstance(s, For):
-        _visit(s.body, [*loops, s], binding, rows)
+        _visit(s.body, [*loops, s], binding, rows, row)
         return
     if isinstance(s, Block):
         inner = dict(binding)
         inner.update({iv.var.name: b for iv, b in zip(s.iter_vars, s.bindings)})
-        _visit(s.body, loops, inner, rows)
+        _visit(s.body, loops, inner, rows, row)
         return
     if isinstance(s, BufferStore):
-        rows.append(_store_row(s, loops, binding))
+        rows.append(row(s, loops, binding))
         return
     for child in stmt_children(s):
-        _visit(child, loops, binding, rows)
+        _visit(child, loops, binding, rows, row)
 
 
-def _bound(e: Expr, binding: dict[str, Expr]) -> Expr:
+def bound(e: Expr, binding: dict[str, Expr]) -> Expr:
+    """`e` with block iteration variables replaced by their bindings (loop variables only remain)."""
     mapping = {v: binding[v.name] for v in free_vars(e) if v.name in binding}
     return substitute(e, mapping) if mapping else e
 
 
 def _index_coeffs(ix: Expr, binding: dict[str, Expr], loop_names: set[str]) -> dict[str, int]:
-    e = _bound(ix, binding)
+    e = bound(ix, binding)
     terms, _ = affine(e)
     out: dict[str, int] = {}
     for atom, c in terms.items():
@@ -120,7 +131,7 @@ def _index_coeffs(ix: Expr, binding: dict[str, Expr], loop_names: set[str]) -> d
     return out
 
 
-def _store_row(st: BufferStore, loops: list[For], binding: dict[str, Expr]) -> list[float]:
+def store_row(st: BufferStore, loops: list[For], binding: dict[str, Expr]) -> list[float]:
     names = {lp.var.name for lp in loops}
     extents = [lp.extent for lp in loops]
     iterations = math.prod(extents) if extents else 1

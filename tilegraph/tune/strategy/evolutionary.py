@@ -88,7 +88,8 @@ class EvolutionarySearch(SearchStrategy):
         self.shared = shared
         self.population = population
         self.generations = generations
-        self.model = model or default_cost_model()
+        self._given_model = model is not None
+        self.model = model or default_cost_model()  # replaced by the target's in _start when none is given
         self._rng: random.Random | None = None
         self._sketches: list[str] = []
         self._measured: dict[str, tuple[Program, float]] = {}  # trace hash -> (program, seconds or inf)
@@ -106,6 +107,9 @@ class EvolutionarySearch(SearchStrategy):
 
     # ------------------------------------------------------------------ setup
     def _start(self, ctx: TuneContext) -> None:
+        if not self._given_model:  # the target's feature set (GPU targets have their own columns)
+            self.model = default_cost_model(ctx.target)
+            self._feats = FeatureCache(self.model.feature_set)
         self._rng = random.Random(ctx.seed)
         self._sketches = space_for(ctx.workload, ctx.target)
         known: list[tuple[str, float]] = []

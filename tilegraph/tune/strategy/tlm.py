@@ -88,7 +88,8 @@ class TLMStrategy(SearchStrategy):
         self.untrained_order = untrained_order
         self.net: Any = None
         self.meta: dict[str, Any] = {}
-        self.model = model or default_cost_model()
+        self._given_model = model is not None
+        self.model = model or default_cost_model()  # replaced by the target's in _start when none is given
         self.rounds = 0
         self._sampler: Any = None
         self._sketches: list[str] = []
@@ -105,6 +106,9 @@ class TLMStrategy(SearchStrategy):
     def _start(self, ctx: TuneContext) -> None:
         from tilegraph.tune.tlm.language import LANGUAGE_SKETCHES
 
+        if not self._given_model:  # the target's feature set (GPU targets have their own columns)
+            self.model = default_cost_model(ctx.target)
+            self._feats = FeatureCache(self.model.feature_set)
         sketches = space_for(ctx.workload, ctx.target)
         unspoken = [s for s in sketches if s not in LANGUAGE_SKETCHES]
         if unspoken:
