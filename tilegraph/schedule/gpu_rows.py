@@ -82,29 +82,38 @@ def default_rows_per_block(wl: Workload) -> int:
     return max(n for n in ROWS_PER_BLOCK if n <= max(1, min(4, rows)))
 
 
-def row_gpu_schedule(wl: Workload, rows_per_block: int = 1, lanes: int = ROW_LANES) -> Schedule | None:
-    """The row kernel of `wl`, or None when `wl` is not a row operator or a primitive refuses."""
-    if not is_row_operator(wl):
-        return None
+def row_lanes(wl: Workload, lanes: int = ROW_LANES) -> int:
+    """The lanes a row takes: `lanes`, halved while half of them would still cover a short row."""
     out = wl.outputs[0]
     columns = math.prod(ax.extent for ax in out.op.reduce_axes) if out.op.reduce_axes else out.shape[-1]
     while lanes > 1 and lanes // 2 >= columns:  # a short row: fewer lanes, a power of two
         lanes //= 2
+    return lanes
+
+
+def row_gpu_schedule(wl: Workload, rows_per_block: int = 1, lanes: int = ROW_LANES) -> Schedule | None:
+    """The row kernel of `wl`, or None when `wl` is not a row operator or a primitive refuses."""
+    if not is_row_operator(wl):
+        return None
     try:
-        return _build(wl, rows_per_block, lanes)
+        sch = Schedule(wl)
+        apply_row_kernel(sch, rows_per_block, row_lanes(wl, lanes))
+        return sch
     except TilegraphError:
         return None
 
 
-def _build(wl: Workload, rows_per_block: int, lanes: int) -> Schedule:
-    sch = Schedule(wl)
+def apply_row_kernel(sch: Schedule, rows_per_block: int, lanes: int) -> None:
+    """Schedule the row operator `sch.workload` (unscheduled) as a row kernel, in place: `rows_per_block`
+    rows a block, `lanes` (a power of two up to 32) threads a row. Raises when a primitive refuses."""
+    wl = sch.workload
     out = wl.outputs[0]
     reductions = [t.name for t in wl.computes if t.op.reduce_axes]
     inline_producers(sch, "all", keep=set(reductions))
     if out.op.reduce_axes:
         row, ty = _rows(sch, out.name, sch.loops(out.name)[:len(out.shape)], rows_per_block)
         _cross_thread(sch, out.name, ty, lanes)
-        return sch
+        return
     loops = sch.loops(out.name)
     row_loop, ty = _rows(sch, out.name, loops[:-1], rows_per_block)
     cols, tx = sch.split(loops[-1], [None, lanes])
@@ -114,7 +123,6 @@ def _build(wl: Workload, rows_per_block: int, lanes: int) -> Schedule:
         if name in sch.block_names():
             sch.compute_at(name, ty)
             _cross_thread(sch, name, ty, lanes)
-    return sch
 
 
 def _rows(sch: Schedule, block: str, row_loops: list[str] | tuple[str, ...], rows_per_block: int) -> tuple[str, str]:
@@ -144,4 +152,5 @@ def _var(sch: Schedule, loop: str) -> Var:
     return find_loop(sch.func, loop).var
 
 
-__all__ = ["ROWS_PER_BLOCK", "ROW_LANES", "default_rows_per_block", "is_row_operator", "row_count", "row_gpu_schedule"]
+__all__ = ["ROWS_PER_BLOCK", "ROW_LANES", "apply_row_kernel", "default_rows_per_block", "is_row_operator", "row_count",
+           "row_gpu_schedule", "row_lanes"]

@@ -47,7 +47,7 @@ def test_gpu_sketch_programs_round_trip(spec):
     wl = workloads.from_spec(spec)
     rng = random.Random(zlib.crc32(spec.encode()))
     sketches = space_for(wl, OPENCL)
-    assert set(sketches) <= {"gpu_multi_level_tiling", "gpu_flat"}
+    assert set(sketches) <= {"gpu_rows", "gpu_multi_level_tiling", "gpu_flat"}
     for sketch in sketches:
         for _ in range(3):
             try:
@@ -64,7 +64,7 @@ def test_the_vocabulary_only_grows_at_its_end():
     # version 1's 4,207 tokens (the digest the first shipped model was trained on) stay a prefix,
     # so a model of an earlier version keeps every token's id and loads grown (weights.py)
     assert VOCAB.prefix_digest(4207) == "52aa2211bc4021da"
-    assert VOCAB.tokens[4207:] == ("sketch:gpu_flat", "sketch:gpu_multi_level_tiling")
+    assert VOCAB.tokens[4207:] == ("sketch:gpu_flat", "sketch:gpu_multi_level_tiling", "sketch:gpu_rows")
 
 
 def test_suite_workloads_round_trip_through_recorded_traces():

@@ -16,10 +16,17 @@ tiles (0, 1 or 4 elements) as categorical decisions:
           for k_inner: for v (vthread): for c (unrolled): C_local[...] += ...
         C[...] = C_local[...]
 
-gpu_flat (anything else): producers inlined, one output element per thread, the threads per block
-a categorical decision (32 to 512); row operators too (their warp-per-row kernels are Gensor's
-candidates, not a sketch yet). Every other block of a tiled workload gets one element per
-thread. A program whose block would need more threads than MAX_THREADS is refused by the sketch
+gpu_rows (row operators: softmax, normalisations, reductions along the last axis;
+schedule/gpu_rows.py): a block of rows, a row's lanes reducing across threads with warp shuffles;
+the rows per block (1 to 8) and the lanes per row (8, 16 or 32, at most what the row needs) as
+categorical decisions:
+
+    for b in blockIdx.x: for r in threadIdx.y (rows): for l in threadIdx.x (lanes):
+      m = warp_max(max over columns l, l + lanes, ... of x[row, c]);  s = warp_sum(...);  y = ...
+
+gpu_flat (anything else, and row operators too): producers inlined, one output element per
+thread, the threads per block a categorical decision (32 to 512). Every other block of a tiled
+workload gets one element per thread. A program whose block would need more threads than MAX_THREADS is refused by the sketch
 (ScheduleError), as the postprocessor refuses CPU programs that unroll too much.
 """
 
@@ -37,6 +44,7 @@ FLAT_THREADS = (32, 64, 128, 256, 512)
 MAX_THREADS = 1024  # threads per block every CUDA device and PoCL accept
 MAX_REGISTER_TILE = 64  # elements a thread accumulates (its c chunks over every axis, times vthreads)
 PADS = (0, 1, 4)
+ROW_LANE_CHOICES = (8, 16, 32)
 
 
 def gpu_tileable(workload: Workload) -> bool:
@@ -78,4 +86,18 @@ def gpu_flat(sch: Schedule, workload: Workload, decider: Decider) -> None:
         flat_gpu_schedule(sch, name, threads)
 
 
-__all__ = ["FLAT_THREADS", "MAX_THREADS", "gpu_flat", "gpu_multi_level_tiling", "gpu_tileable"]
+def gpu_rows(sch: Schedule, workload: Workload, decider: Decider) -> None:
+    from tilegraph.schedule.gpu_rows import ROW_LANES, ROWS_PER_BLOCK, apply_row_kernel, is_row_operator, row_count, row_lanes
+
+    if not is_row_operator(workload):
+        raise ScheduleError("gpu_rows: not a row operator")
+    rows = [n for n in ROWS_PER_BLOCK if n <= max(1, row_count(workload))]
+    cap = row_lanes(workload, ROW_LANES)
+    lanes = [n for n in ROW_LANE_CHOICES if n <= cap] or [cap]
+    per_block = decider.categorical(sch, rows)
+    width = decider.categorical(sch, lanes)
+    apply_row_kernel(sch, int(per_block), int(width))
+
+
+__all__ = ["FLAT_THREADS", "MAX_THREADS", "ROW_LANE_CHOICES", "gpu_flat", "gpu_multi_level_tiling", "gpu_rows",
+           "gpu_tileable"]

@@ -37,6 +37,7 @@ from tilegraph.loop.ir import Block, BufferStore, For
 from tilegraph.loop.visit import loads_under, reduce_loop_of, walk_stmts
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.defaults import inline_producers, is_padding
+from tilegraph.schedule.gpu_rows import is_row_operator
 from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
@@ -45,7 +46,7 @@ from tilegraph.te.visit import uses_var
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.state import IterSpace
 from tilegraph.tune.space.decider import Decider
-from tilegraph.tune.space.gpu_sketch import gpu_flat, gpu_multi_level_tiling, gpu_tileable
+from tilegraph.tune.space.gpu_sketch import gpu_flat, gpu_multi_level_tiling, gpu_rows, gpu_tileable
 
 SPATIAL_LEVELS = 4  # S S . S . S
 REDUCE_LEVELS = 2  # . . R . R .
@@ -66,7 +67,8 @@ def space_for(workload: Workload, target: Target | None = None) -> list[str]:
     (CPU: Ansor's rules above; GPU: tune/space/gpu_sketch.py). Strategies sample and mutate these
     programs without asking what the target is."""
     if target is not None and backend_for(target).is_gpu:
-        return ["gpu_multi_level_tiling", "gpu_flat"] if gpu_tileable(workload) else ["gpu_flat"]
+        rows = ["gpu_rows"] if is_row_operator(workload) else []
+        return [*rows, *(["gpu_multi_level_tiling"] if gpu_tileable(workload) else []), "gpu_flat"]
     return sketches_for(workload)
 
 
@@ -322,4 +324,5 @@ SKETCHES: dict[str, Callable[[Schedule, Workload, Decider], None]] = {
     "plain": plain,
     "gpu_multi_level_tiling": gpu_multi_level_tiling,
     "gpu_flat": gpu_flat,
+    "gpu_rows": gpu_rows,
 }

@@ -110,7 +110,7 @@ def number_token(n: int) -> str:
 # The sketches the language has words for, by the version that added them: v1 the CPU design space,
 # v2 the GPU sketches (tune/space/gpu_sketch.py; the ISA tokens isa:cuda / isa:opencl were in v1).
 _SKETCHES_V1 = ("multi_level_tiling", "plain")
-_SKETCHES_V2 = ("gpu_flat", "gpu_multi_level_tiling")
+_SKETCHES_V2 = ("gpu_flat", "gpu_multi_level_tiling", "gpu_rows")
 LANGUAGE_SKETCHES = (*_SKETCHES_V1, *_SKETCHES_V2)
 # The vocabulary only grows at its end: version n's tokens are a prefix of version n+1's, so a model
 # trained on an earlier vocabulary keeps every token id and loads with the new rows grown
