@@ -73,6 +73,9 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
                      help="bind an input that decides shapes to these values (repeatable)")
     run.add_argument("--output", default=None, help="a folder to write each output to as NAME.npy")
     run.add_argument("--bench", action="store_true", help="time the model (warm-up, alternating rounds, medians)")
+    run.add_argument("--profile", action="store_true",
+                     help="time every kernel inside the running model (with --vs onnxruntime: ORT's profile beside it)")
+    run.add_argument("--top", type=int_at_least(1), default=20, help="--profile: the slowest steps shown")
     run.add_argument("--vs", default="", help="peers to race and check against: onnxruntime,torch,torch.compile")
     run.add_argument("--threads", type=int_at_least(1), default=None, help="threads (default: all cores)")
     run.add_argument("--time", type=positive_float, default=2.0, help="seconds of timing per contender")
@@ -353,6 +356,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         report["spread"] = {k: round(v.spread, 3) for k, v in times.items()}
         for name in peers:
             report[f"ratio_{name}"] = times[name].median_s / times["tilegraph"].median_s
+    profile_lines: list[str] = []
+    if args.profile:
+        profile_lines = _profile(model, inputs, args, report, onnx_path, peers, thread_count)
     if args.output:
         out_dir = Path(args.output)
         try:
@@ -375,7 +381,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         for name, seconds in report["latency_s"].items():
             ratio = "" if name == "tilegraph" else f"  ({report[f'ratio_{name}']:.2f}x: {name} time / tilegraph time)"
             print(f"{name:>14}: {seconds * 1e3:9.3f} ms  spread {report['spread'][name]:.1%}{ratio}")
+    for line in profile_lines:
+        print(line)
     return 0
+
+
+def _profile(model: Any, inputs: dict[str, np.ndarray], args: argparse.Namespace, report: dict[str, Any],
+             onnx_path: Path | None, peers: list[str], thread_count: int) -> list[str]:
+    """--profile: the in-situ profile (and ONNX Runtime's by op type with --vs onnxruntime) into the
+    report; the lines to print."""
+    from tilegraph.graph.profile import compare_by_op, onnxruntime_profile
+
+    if model.target.kind != "cpu":
+        raise ValueError(f"--profile times kernels on the host; run the model with --target cpu "
+                         f"(this one runs on {model.target.kind})")
+    prof = model.profile(inputs, seconds=args.time)
+    report["profile"] = prof.to_json()
+    lines = ["", prof.table(top=args.top)]
+    if "onnxruntime" in peers and onnx_path is not None:
+        peer_inputs = {**inputs, **_bound_values(onnx_path, args.value)}
+        ort = onnxruntime_profile(str(onnx_path), peer_inputs, threads=thread_count)
+        report["onnxruntime_profile"] = {"by_op_s": ort.by_op, "end_to_end_s": ort.end_to_end_s, "calls": ort.calls}
+        lines += ["", compare_by_op(prof, ort)]
+    return lines
 
 
 __all__ = ["add_commands", "cmd_compile", "cmd_run", "input_values"]

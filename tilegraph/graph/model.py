@@ -3,6 +3,7 @@
     outs = model(x)                       # numpy arrays in (graph input order), a tuple out
     outs = model.run({"input_ids": ids})  # by name -> {output name: array}
     model.kernels                         # KernelInfo per kernel: name, nodes, workload key, tuned
+    print(model.profile({"x": x}).table())  # every step timed in place (graph/profile.py)
     model.arena_bytes, model.lower_bound_bytes
 
 Every kernel's arguments are bound once (pointers into the arena and the weights, checked by the
@@ -14,6 +15,7 @@ lock: one arena per model.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +110,17 @@ class CompiledModel:
         return tuple(results[name] for name in self.graph.outputs)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self._execute(inputs)
+
+    def profile(self, inputs: Mapping[str, np.ndarray], seconds: float = 2.0) -> Any:
+        """Every step timed inside the running model (graph/profile.py's ModelProfile): per kernel its
+        time, share, GFLOP/s and % of peak, and the end-to-end time the steps do not explain."""
+        from tilegraph.graph.profile import profile_model
+
+        return profile_model(self, inputs, seconds=seconds)
+
+    def _execute(self, inputs: Mapping[str, np.ndarray], step_ns: list[int] | None = None) -> dict[str, np.ndarray]:
+        """One call; with `step_ns`, each launch's wall time (nanoseconds, in step order) is appended to it."""
         if not isinstance(inputs, Mapping):
             raise GraphError(f"run takes a dict of input name -> array, got a {type(inputs).__name__}; "
                              "call model(*arrays) to pass them in order")
@@ -118,12 +131,18 @@ class CompiledModel:
                              + (f"unknown {unknown}" if unknown else "") + (" and " if unknown and missing else "")
                              + (f"missing {missing}" if missing else ""))
         arrays = {name: self._checked(name, inputs[name]) for name in self.graph.inputs}
+        clock = time.perf_counter_ns
         with self._lock:
             self._bind()
             for name, array in arrays.items():
                 np.copyto(self._input_views[name], array)
             for position, launch in enumerate(self._launches):
-                launch.run()
+                if step_ns is None:
+                    launch.run()
+                else:
+                    began = clock()
+                    launch.run()
+                    step_ns.append(clock() - began)
                 for check in self._step_checks.get(position, ()):
                     check.check(self.tensor_view(check.tensor), "tensor")
             return {name: np.array(self.tensor_view(name), copy=True) for name in self.graph.outputs}
