@@ -59,6 +59,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp.add_argument("--no-vendor", action="store_true", help="skip timing PyTorch's kernel for each task")
     comp.add_argument("--json", action="store_true", help="one JSON object describing the compiled model")
     comp.add_argument("--no-fuse", action="store_true", help="one kernel per graph node (to measure fusion)")
+    comp.add_argument("--no-construct", action="store_true",
+                      help="plain default schedules for tasks without a tuning record (not Gensor's constructed ones)")
     comp.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
                       help="greedy fusion, or the kernels a binary linear program picks from measured candidates "
                            f"(default {DEFAULT_ORCHESTRATION})")
@@ -84,6 +86,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
                      help="where an ONNX or reference model runs: cpu, or opencl / cuda (tensors stay in device "
                           "memory between kernels)")
     run.add_argument("--no-fuse", action="store_true", help="compile an ONNX model with one kernel per node")
+    run.add_argument("--no-construct", action="store_true",
+                     help="plain default schedules for tasks without a tuning record (not Gensor's constructed ones)")
     run.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
                      help=f"how an ONNX model's kernels are chosen (default {DEFAULT_ORCHESTRATION})")
 
@@ -144,6 +148,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             CompileProgress(onnx_path.stem, enabled=not args.json) as steps:
         model = compile_model(str(onnx_path), db=db, time_budget=args.time, fuse=not args.no_fuse,
                               orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite),
+                              construct=not args.no_construct,
                               trials=args.trials, num_threads=args.threads, tune_progress=show,
                               input_shapes=input_shapes(args.input_shape), values=input_values(args.value),
                               progress=steps)
@@ -151,7 +156,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
                  "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
-                 "tuned_kernels": sum(model.tuned), "arena_bytes": model.arena_bytes,
+                 "tuned_kernels": sum(model.tuned), "constructed_kernels": len(getattr(model, "constructed", ())),
+                 "arena_bytes": model.arena_bytes,
                  "arena_lower_bound_bytes": model.lower_bound_bytes, "compile_s": round(model.compile_seconds, 3),
                  "rewrites": len(model.rewrites), "fused_groups": sum(len(s.covers) > 1 for s in model.steps),
                  "fallbacks": list(model.fallbacks), "target": str(model.target),
@@ -328,6 +334,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         with CompileProgress(onnx_path.stem, enabled=not args.json) as steps:
             model = compile_model(str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse,
+                                  construct=not args.no_construct,
                                   orchestration=args.orchestration, input_shapes=input_shapes(args.input_shape),
                                   values=input_values(args.value), progress=steps)
     _require_static(model, args.model)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilegraph.errors import GraphError, ResourceError, RunTimeValueError
 from tilegraph.graph.compile_progress import stage
+from tilegraph.graph.construct import WithConstructed, construct_schedules
 from tilegraph.graph.device_model import DeviceModel
 from tilegraph.graph.fusion.choose import orchestrate_kernels
 from tilegraph.graph.fusion.compose import group_spec
@@ -52,6 +53,7 @@ from tilegraph.graph.ops.registry import op_def
 from tilegraph.graph.passes import optimize
 from tilegraph.graph.plan import ALIGN, plan_memory
 from tilegraph.graph.specialize import SpecializedModel
+from tilegraph.graph.tuning.tasks import extract_tasks
 from tilegraph.runtime.backends import backend_for, require_runnable
 from tilegraph.runtime.device_memory import device_alignment
 from tilegraph.target import Target, as_target, host_supports
@@ -92,7 +94,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   orchestration: str = DEFAULT_ORCHESTRATION, extra_rewrites: tuple[str, ...] = (),
                   trials: int | None = None, num_threads: int | None = None,
                   tune_progress: Callable[[Any, str], None] | None = None,
-                  input_shapes: Any = None, values: Any = None) -> CompiledModel | SpecializedModel:
+                  input_shapes: Any = None, values: Any = None, construct: bool = True) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
     onnx_model = isinstance(model, (str, os.PathLike)) or type(model).__name__ == "ModelProto"
     if values is not None and not onnx_model:
@@ -135,7 +137,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         proto = load_model(model)
         options = dict(target=tgt, db=db, time_budget=time_budget, optimize_graph=optimize_graph, workers=workers,
                        progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
-                       trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes)
+                       trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
+                       construct=construct)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     rewrites: list[str] = []
@@ -155,6 +158,12 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         timed_threads = num_threads or threads.configured_num_threads() or tgt.num_cores  # as the model runs
         report = tune_model(graph, groups, tgt, db, time_budget or None, trials, timed_threads, tune_progress)
         tuning_s = report.elapsed_s
+    constructed: dict[str, str] = {}
+    if construct and not gpu:  # tasks without a record get Gensor's pick, not the plain default (construct.py)
+        stage(progress, "constructing schedules")
+        constructed = construct_schedules(extract_tasks(graph, groups), tgt, db)
+        if constructed:
+            db = WithConstructed(db, constructed)
     fallbacks: list[str] = []
     chosen = None
     # BLP measures its candidates on this machine: the target must run here and be timeable
@@ -176,12 +185,22 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     align = device_alignment(tgt) if gpu else ALIGN
     plan = plan_memory([(s.inputs, s.outputs) for s in steps], graph, views, align)
     model_class = DeviceModel if gpu else CompiledModel
-    model_ = model_class(graph, steps, [built[k].kernel for k in keys], keys, [built[k].tuned for k in keys], plan,
-                           views, tgt, rewrites, time.perf_counter() - start - tuning_s)
+    spec_of = {spec.key: spec for spec in specs}
+    from_constructed = {k for k in keys if built[k].tuned and _schedule_key(spec_of[k]) in constructed}
+    model_ = model_class(graph, steps, [built[k].kernel for k in keys], keys,
+                         [built[k].tuned and k not in from_constructed for k in keys], plan,
+                         views, tgt, rewrites, time.perf_counter() - start - tuning_s)
+    model_.constructed = tuple(k for k in keys if k in from_constructed)
     model_.fallbacks = tuple(fallbacks)
     model_.tuning = report
     model_.orchestration = chosen
     return model_
+
+
+def _schedule_key(spec: Any) -> str:
+    """The workload whose schedule a kernel spec is built from: a fused group's anchor, else its own."""
+    anchor = getattr(spec, "anchor", None)
+    return anchor.workload.key if anchor is not None else spec.key
 
 
 def _check_tensor_sizes(graph: Graph) -> None:

@@ -69,6 +69,7 @@ class CompiledModel:
         self.fallbacks: tuple[str, ...] = ()  # fused groups that failed to build and run unfused, with why
         self.orchestration: Any = None  # orchestration="blp": fusion.choose.OrchestrationReport
         self.tuning: Any = None  # compiled with a tuning budget: graph.tuning.TuningReport
+        self.constructed: tuple[str, ...] = ()  # kernels built from Gensor's unmeasured picks (graph/construct.py)
         _require_memory(plan.arena_bytes, graph.name)
         self._base = aligned_bytes(max(plan.arena_bytes, 1), ALIGN)  # every planned offset aligned in memory too
         self._launches: list[Any] = []
@@ -150,8 +151,9 @@ class CompiledModel:
     def summary(self) -> str:
         counts = self.graph.op_counts()
         tuned = sum(self.tuned)
+        built = f"{tuned} tuned" + (f", {len(self.constructed)} constructed by Gensor" if self.constructed else "")
         return (f"{self.graph.name}: {len(self.graph.nodes)} nodes ({', '.join(f'{k} {v}' for k, v in counts.items())}); "
-                f"{len(self.steps)} kernel launches, {len(self.kernel_objects)} distinct kernels ({tuned} tuned); "
+                f"{len(self.steps)} kernel launches, {len(self.kernel_objects)} distinct kernels ({built}); "
                 f"arena {self.arena_bytes / 1e6:.2f} MB (lower bound {self.lower_bound_bytes / 1e6:.2f} MB); "
                 f"target {self.target.kind}/{self.target.isa}")
 

@@ -1,0 +1,84 @@
+"""Constructed schedules: tasks without a tuning record get Gensor's pick (no measurement, nothing
+recorded), their kernels compute what the graph means, and a record always wins."""
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph.graph.compile import as_graph
+from tilegraph.graph.construct import CONSTRUCT_MIN_FLOPS, CONSTRUCTED, WithConstructed, construct_schedules
+from tilegraph.graph.fusion.partition import partition
+from tilegraph.graph.passes import optimize
+from tilegraph.graph.tuning.tasks import extract_tasks
+from tilegraph.tune.database import open_database
+from tilegraph.tune.database.record import Record
+
+pytestmark = pytest.mark.needs_cc
+onnx = pytest.importorskip("onnx")
+
+BIG, SMALL = (96, 160, 128), (4, 6, 8)  # 96x160 . 160x128: 3.9 MFLOP (constructed); 4x6 . 6x8: tiny
+
+
+def _model(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    m, k, n = BIG
+    sm, sk, sn = SMALL
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"]),
+             helper.make_node("MatMul", ["u", "v"], ["z"])]
+    graph = helper.make_graph(
+        nodes, "two", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k]),
+                       helper.make_tensor_value_info("u", TensorProto.FLOAT, [sm, sk])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.standard_normal((sk, sn)).astype(np.float32), "v")])
+    path = tmp_path / "two.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return path
+
+
+def _tasks(path):
+    graph, _ = optimize(as_graph(str(path), None, None))
+    return extract_tasks(graph, partition(graph, fuse=True))
+
+
+def test_only_tasks_worth_it_and_without_a_record_are_constructed(tmp_path):
+    tasks = _tasks(_model(tmp_path))
+    target = tg.Target("cpu")
+    big = [t for t in tasks if t.workload.flops() >= CONSTRUCT_MIN_FLOPS]
+    assert len(big) == 1 and len(tasks) == 2
+    constructed = construct_schedules(tasks, target)
+    assert set(constructed) == {big[0].workload.key}
+    db = open_database(str(tmp_path / "t.db"))  # a record of the big task: nothing to construct
+    db.commit_workload(big[0].workload)
+    db.commit_record(Record(big[0].workload.key, str(target.fingerprint), constructed[big[0].workload.key], "ok",
+                            latency_s=1e-3))
+    assert construct_schedules(tasks, target, db) == {}
+    # the overlay: own records first, the constructed schedule where there is none
+    view = WithConstructed(db, {"nokey": constructed[big[0].workload.key]})
+    assert view.top_k(big[0].workload.key, str(target.fingerprint), 2)[0].latency_s == 1e-3
+    (made,) = view.top_k("nokey", str(target.fingerprint), 2)
+    assert made.meta["strategy"] == CONSTRUCTED and view.top_k("nokey", "fp", 0) == []
+    assert view.records(big[0].workload.key) == db.records(big[0].workload.key)  # the rest is the database's
+
+
+def test_a_compile_without_budget_builds_constructed_kernels_that_are_correct(tmp_path):
+    path = _model(tmp_path)
+    db_path = tmp_path / "empty.db"
+    open_database(str(db_path)).close()
+    model = tg.compile(str(path), db=str(db_path), orchestration="greedy")
+    assert len(model.constructed) == 1 and not any(model.tuned)
+    assert "1 constructed by Gensor" in model.summary()
+    assert open_database(str(db_path)).records() == []  # nothing measured, nothing recorded
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(BIG[:2]).astype(np.float32)
+    u = rng.standard_normal(SMALL[:2]).astype(np.float32)
+    w, v = (onnx.numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer)
+    y, z = model(x, u)
+    np.testing.assert_allclose(y, np.maximum(x.astype(np.float64) @ w, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(z, u.astype(np.float64) @ v, rtol=1e-5, atol=1e-5)
+    plain = tg.compile(str(path), orchestration="greedy", construct=False)
+    assert plain.constructed == () and plain.kernel_keys == model.kernel_keys
+    np.testing.assert_allclose(plain(x, u)[0], y, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,193 @@
+"""Constructed schedules: a good kernel for every task in seconds, without measuring.
+
+    constructed = construct_schedules(tasks, target, db)      # {workload key: trace}, Gensor's picks
+    source = WithConstructed(db, constructed)                  # what the kernels are built from
+
+Gensor's promise is kernels in seconds: its Markov walks over the construction graph, weighted by
+the hardware model, end in a state the model ranks first (tune/strategy/gensor.py). A compile
+takes that state's schedule for every task the database has no record of (no budget given, or a
+budget that did not reach every task), instead of the plain default schedule. Measured on an AMD
+EPYC (2 threads, batch 1), untuned models ran 4-13x slower than ONNX Runtime; ResNet-50 went from
+485 ms to 69 ms (docs/performance.md).
+
+Nothing is measured, so nothing is recorded: a constructed schedule is a default, like the plain
+one it replaces, and a later tuning run measures it like any other candidate. It is built by the
+same primitives and lowering as every tuned kernel (tests compare whole models built from them
+against ONNX Runtime). Tasks under CONSTRUCT_MIN_FLOPS keep the plain schedule: a walk costs
+about a second and a tiny kernel has nothing to win.
+
+    before: conv2d task, no record   ->  default schedule (one loop nest, vectorised inner loop)
+    after:  conv2d task, no record   ->  Gensor's top state: tiled for the caches, packed, parallel
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import logging
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tilegraph.errors import ScheduleError, TilegraphError
+from tilegraph.graph.kernels import best_schedule
+from tilegraph.schedule.schedule import Schedule
+from tilegraph.target import Target
+from tilegraph.te.workload import Workload
+
+log = logging.getLogger("tilegraph.graph.construct")
+
+CONSTRUCT_MIN_FLOPS = 2e6  # below this a task keeps the plain default schedule
+CONSTRUCTED = "gensor-construct"  # the strategy name a constructed schedule's (transient) record carries
+
+
+def construct_schedules(tasks: Sequence[Any], target: Target, db: Any = None,
+                        progress: Callable[[int, int], None] | None = None,
+                        workers: int | None = None) -> dict[str, str]:
+    """{workload key: trace JSON} of Gensor's best-ranked state for each task worth it (FLOPs at least
+    CONSTRUCT_MIN_FLOPS) that `db` has no record of on `target`. A task Gensor cannot construct
+    keeps the default schedule (logged, never raised).
+
+    Picks are cached on disk (cache_dir()/constructed, by workload, target fingerprint and
+    versions), so compiling the model again constructs nothing; the searches of a model's tasks run
+    in `workers` spawned processes (default: the target's cores) when there are several."""
+    todo = [t for t in tasks if t.workload.flops() >= CONSTRUCT_MIN_FLOPS]
+    todo = list({t.workload.key: t for t in todo if best_schedule(db, t.workload, target) is None}.values())
+    out: dict[str, str] = {}
+    missing = []
+    for task in todo:
+        cached = _cached(task.workload.key, target)
+        if cached is not None:
+            out[task.workload.key] = cached
+        else:
+            missing.append(task)
+    workers = max(1, workers or target.num_cores or 1)
+    began = time.perf_counter()
+    if len(missing) >= PARALLEL_FROM and workers > 1:
+        from tilegraph.tune.hardware import hardware_model
+        from tilegraph.tune.measure import die_with_parent, spawn_without_main
+
+        hardware_model(target)  # measured (and cached) once here, not by every worker at once
+        context = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(min(workers, len(missing)), mp_context=context,
+                                    initializer=die_with_parent) as pool:
+            with spawn_without_main():  # the user's script is not re-run in the workers (no main guard needed)
+                futures = {pool.submit(construct_one, t.workload, target): t for t in missing}
+            for n, future in enumerate(cf.as_completed(futures)):
+                _keep(futures[future], _result(future), target, out)
+                if progress is not None:
+                    progress(n + 1, len(missing))
+    else:
+        for n, task in enumerate(missing):
+            _keep(task, construct_one(task.workload, target), target, out)
+            if progress is not None:
+                progress(n + 1, len(missing))
+    if missing:
+        log.info("construct: %d schedules in %.1f s (%d cached)", len(missing), time.perf_counter() - began,
+                 len(todo) - len(missing))
+    return out
+
+
+PARALLEL_FROM = 4  # tasks to construct before worker processes pay for their start-up
+CONSTRUCT_VERSION = 1  # bump when the construction changes: cached picks of older versions are not read
+
+
+def construct_one(workload: Workload, target: Target) -> str | None:
+    """Gensor's top-ranked schedule of `workload` (its trace), or None when it has none."""
+    from tilegraph.tune.strategy.base import TuneContext
+    from tilegraph.tune.strategy.gensor import GensorStrategy
+
+    try:
+        ctx = TuneContext(workload, target, 0, None, trials_left=1)
+        candidates = GensorStrategy(top_k=1).propose(ctx, 1)
+    except TilegraphError as err:
+        log.info("construct: %s keeps its default schedule (%s)", workload.op_name, err)
+        return None
+    return candidates[0].trace_json if candidates else None
+
+
+def _result(future: cf.Future) -> str | None:
+    try:
+        return future.result()
+    except Exception as err:  # a worker that died or raised: that task keeps its default schedule
+        log.info("construct: a worker failed (%s: %s)", type(err).__name__, err)
+        return None
+
+
+def _keep(task: Any, trace: str | None, target: Target, out: dict[str, str]) -> None:
+    if trace is None:
+        return
+    out[task.workload.key] = trace
+    path = _cache_path(task.workload.key, target)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"workload": task.workload.key, "trace": trace}))
+        tmp.replace(path)  # atomic: a reader never sees half a file
+    except OSError as err:  # a read-only cache: the pick is used, just not kept
+        log.debug("construct: cannot cache %s (%s)", path, err)
+
+
+def _cache_path(key: str, target: Target) -> Path:
+    from tilegraph.config import cache_dir
+    from tilegraph.tune.hardware import HARDWARE_MODEL_VERSION
+    from tilegraph.version import __version__
+
+    tag = f"{key}|{target.fingerprint}|{__version__}|{HARDWARE_MODEL_VERSION}|{CONSTRUCT_VERSION}"
+    return cache_dir() / "constructed" / f"{hashlib.sha256(tag.encode()).hexdigest()[:32]}.json"
+
+
+def _cached(key: str, target: Target) -> str | None:
+    try:
+        data = json.loads(_cache_path(key, target).read_text())
+    except (OSError, ValueError):  # none yet, or unreadable: construct it again
+        return None
+    trace = data.get("trace") if isinstance(data, dict) and data.get("workload") == key else None
+    return trace if isinstance(trace, str) else None
+
+
+class WithConstructed:
+    """A tuning database seen through the constructed schedules: its own records first (what
+    `best_schedule` and `top_k` return whenever it has any), then the constructed schedule of a
+    workload it has none of. Everything else (recording BLP's measurements, reading) is the
+    database's own."""
+
+    def __init__(self, db: Any, constructed: Mapping[str, str]):
+        self.db = db
+        self.constructed = dict(constructed)
+
+    def __getattr__(self, name: str) -> Any:
+        if self.db is None:
+            raise AttributeError(name)
+        return getattr(self.db, name)
+
+    def has_own_record(self, workload: Workload, target: Target) -> bool:
+        return best_schedule(self.db, workload, target) is not None
+
+    def best_schedule(self, workload: Workload, target: Any = "cpu") -> Schedule | None:
+        own = best_schedule(self.db, workload, target)
+        if own is not None or workload.key not in self.constructed:
+            return own
+        try:
+            return Schedule.replay(workload, self.constructed[workload.key])
+        except ScheduleError:  # a cached pick that no longer replays: the default schedule serves
+            return None
+
+    def top_k(self, workload_key: str, target_fingerprint: str, k: int) -> list[Any]:
+        from tilegraph.tune.database.record import Record
+
+        own = self.db.top_k(workload_key, target_fingerprint, k) if self.db is not None and hasattr(self.db, "top_k") \
+            else []
+        if own or workload_key not in self.constructed or k < 1:
+            return own
+        return [Record(workload_key, target_fingerprint, self.constructed[workload_key], "ok", latency_s=math.inf,
+                       meta={"strategy": CONSTRUCTED})]
+
+
+__all__ = ["CONSTRUCTED", "CONSTRUCT_MIN_FLOPS", "CONSTRUCT_VERSION", "WithConstructed", "construct_one",
+           "construct_schedules"]
