@@ -250,3 +250,40 @@ def test_empty_tensors_become_constants_and_what_reads_only_them_folds():
     np.testing.assert_array_equal(out.constants[largest], np.full((2, 3), -np.inf))
     assert any("computes nothing" in f for f in fired) and any("drops empty operands" in f for f in fired)
     _same_outputs(g, out, data=np.zeros((2, 0, 3), np.float32), x=RNG.standard_normal((5, 3)).astype(np.float32))
+
+
+def test_pow_by_two_or_three_becomes_multiplies():
+    from tilegraph.graph.passes.pow_to_multiply import pow_to_multiply
+
+    b = GraphBuilder("powers")
+    x = b.input("x", TensorType((3, 5), "float32"))
+    cube = b.add("pow", [x, b.constant(np.array(3.0, np.float32))])
+    square = b.add("pow", [x, b.constant(np.full((5,), 2.0, np.float32))])
+    kept = [b.add("pow", [x, b.constant(np.array(2.5, np.float32))]),  # not a small integer
+            b.add("pow", [x, b.constant(np.array([2.0, 3.0, 2.0, 2.0, 2.0], np.float32))]),  # mixed
+            b.add("pow", [x, b.constant(np.full((2, 3, 5), 2.0, np.float32))])]  # broadcasts x to (2, 3, 5)
+    g = b.build([cube, square, *kept])
+    fired = []
+    after = pow_to_multiply(g, fired)
+    assert len(fired) == 2 and after.op_counts()["pow"] == 3 and after.op_counts()["mul"] == 3
+    assert after.outputs == g.outputs
+    data = RNG.standard_normal((3, 5)).astype(np.float32)
+    data[0, :3] = [np.inf, -np.inf, np.nan]
+    _same_outputs(g, after, x=data)
+
+
+def test_a_wide_gemm_with_an_awkward_column_count_is_padded_and_sliced():
+    from tilegraph.graph.passes.pad_gemm_columns import ALIGN, pad_gemm_columns
+
+    b = GraphBuilder("head")
+    x = b.input("x", TensorType((2, 3, 16), "float32"))
+    head = b.add("matmul", [x, b.constant(RNG.standard_normal((16, 2053)).astype(np.float32))])  # 2053: prime
+    fine = b.add("matmul", [x, b.constant(RNG.standard_normal((16, 2048)).astype(np.float32))])  # tiles already
+    narrow = b.add("matmul", [x, b.constant(RNG.standard_normal((16, 1001)).astype(np.float32))])  # cheap anyway
+    g = b.build([head, fine, narrow])
+    fired = []
+    after = pad_gemm_columns(g, fired)
+    assert len(fired) == 1 and "2053 -> 2176" in fired[0] and 2176 % ALIGN == 0
+    assert after.op_counts()["slice"] == 1 and after.outputs == g.outputs
+    assert after.type_of(head) == g.type_of(head)
+    _same_outputs(g, after, x=RNG.standard_normal((2, 3, 16)).astype(np.float32))

@@ -24,13 +24,15 @@ from tilegraph.graph.passes.fold_batch_norm import fold_batch_norm
 from tilegraph.graph.passes.fold_constants import fold_constants
 from tilegraph.graph.passes.fold_scale_into_weights import fold_scale_into_weights
 from tilegraph.graph.passes.merge_sibling_matmuls import merge_sibling_matmuls
+from tilegraph.graph.passes.pad_gemm_columns import pad_gemm_columns
+from tilegraph.graph.passes.pow_to_multiply import pow_to_multiply
 from tilegraph.graph.passes.sink_transposes import sink_transposes
 from tilegraph.graph.passes.to_channels_last import to_channels_last
 
 PIPELINE = (empty_tensors_as_constants, bfloat16_through_float, compute_half_in_float, fold_constants, eliminate_dead_code,
             eliminate_common_subexpressions, fold_batch_norm,
             to_channels_last, fold_constants, sink_transposes, fold_constants, eliminate_common_subexpressions,
-            fold_scale_into_weights, merge_sibling_matmuls, eliminate_dead_code,
+            fold_scale_into_weights, merge_sibling_matmuls, pow_to_multiply, pad_gemm_columns, eliminate_dead_code,
             empty_tensors_as_constants)  # again: merged empty constants come back as identities of graph outputs
 
 
