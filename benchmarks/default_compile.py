@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
     (out / "default_compile.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    lines = [f"`python -m benchmarks.default_compile --models {args.models} --threads {args.threads}`", "",
+    isa = os.environ.get("TILEGRAPH_HOST_ISA")
+    prefix = f"TILEGRAPH_HOST_ISA={isa} " if isa else ""
+    lines = [f"`{prefix}python -m benchmarks.default_compile --models {args.models} --threads {args.threads}`", "",
              "| model | default | compile s | constructed / kernels | tilegraph ms | ONNX Runtime ms "
              "| ORT time / tilegraph time | max rel. error |",
              "|---|---|---|---|---|---|---|---|"]
