@@ -62,6 +62,9 @@ def test_only_tasks_worth_it_and_without_a_record_are_constructed(tmp_path):
     (made,) = view.top_k("nokey", str(target.fingerprint), 2)
     assert made.meta["strategy"] == CONSTRUCTED and view.top_k("nokey", "fp", 0) == []
     assert view.records(big[0].workload.key) == db.records(big[0].workload.key)  # the rest is the database's
+    from tilegraph.graph.fusion.measure import _costs_database
+
+    assert _costs_database(view) is db  # BLP's measured costs go to the compile's own database
 
 
 def test_a_compile_without_budget_builds_constructed_kernels_that_are_correct(tmp_path):

@@ -71,8 +71,11 @@ def _close_runners() -> None:
 
 
 def _costs_database(db: Database | None) -> Database:
+    from tilegraph.graph.construct import WithConstructed
     from tilegraph.tune.database import Database, MemoryDatabase, open_database
 
+    if isinstance(db, WithConstructed):  # the compile's own database keeps the costs
+        db = db.db
     if isinstance(db, Database) and not getattr(db, "readonly", False):
         return db
     try:
