@@ -1,5 +1,5 @@
 """python -m benchmarks.run models: whole models, tuned and untuned tilegraph against ONNX Runtime,
-PyTorch eager and torch.compile, batch 1, 1 and 2 threads.
+OpenVINO (fp32 hint, where installed: --peers), PyTorch eager and torch.compile, batch 1, 1 and 2 threads.
 
     python -m benchmarks.run models [--models resnet50,bert] [--threads 1,2] [--budget 180] [--short]
 
@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import csv
 import datetime
+import importlib.util
 import io
 import os
 import sys
@@ -32,7 +33,8 @@ import time
 import warnings
 from pathlib import Path
 
-PEERS = ("onnxruntime", "torch", "torch.compile")
+# OpenVINO joins the default peers where it is installed (`pip install 'tilegraph[bench]'`)
+PEERS = ("onnxruntime", *(("openvino",) if importlib.util.find_spec("openvino") else ()), "torch", "torch.compile")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -187,7 +189,7 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-SYSTEMS = ("tilegraph tuned", "tilegraph", "onnxruntime", "torch.compile", "torch")
+SYSTEMS = ("tilegraph tuned", "tilegraph", "onnxruntime", "openvino", "torch.compile", "torch")
 
 
 def tuned_markdown(rows: list[dict]) -> str:
@@ -195,8 +197,9 @@ def tuned_markdown(rows: list[dict]) -> str:
     by_key = {(r["model"], r["threads"], r["system"]): r for r in rows}
     lines = ["", "Tuned: latency (ms) per system; ratios are that system's latency / tuned tilegraph's (above 1: "
              "tuned tilegraph is faster).", "",
-             "| model | threads | tuned | untuned | ORT | torch.compile | eager | ORT / tuned | torch.compile / tuned | "
-             "eager / tuned | tuning (s) | compile (s) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | threads | tuned | untuned | ORT | OpenVINO | torch.compile | eager | ORT / tuned | OpenVINO / tuned | "
+             "torch.compile / tuned | eager / tuned | tuning (s) | compile (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (model, threads, system), r in by_key.items():
         if system != "tilegraph tuned":
             continue
@@ -210,8 +213,9 @@ def tuned_markdown(rows: list[dict]) -> str:
             return f"{other['latency_ms'] / r['latency_ms']:.2f}x" if other else "-"
 
         lines.append(f"| {model} | {threads} | {r['latency_ms']:.2f} | {ms('tilegraph')} | {ms('onnxruntime')} | "
-                     f"{ms('torch.compile')} | {ms('torch')} | {ratio('onnxruntime')} | {ratio('torch.compile')} | "
-                     f"{ratio('torch')} | {r['tuning_s']:.0f} | {r['compile_s']:.0f} |")
+                     f"{ms('openvino')} | {ms('torch.compile')} | {ms('torch')} | {ratio('onnxruntime')} | "
+                     f"{ratio('openvino')} | {ratio('torch.compile')} | {ratio('torch')} | {r['tuning_s']:.0f} | "
+                     f"{r['compile_s']:.0f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -42,6 +42,13 @@ def test_compile_then_run_the_saved_model(mlp, tmp_path, capsys):
     np.testing.assert_allclose(np.load(tmp_path / "outs" / "y.npy"), np.maximum(x @ weight, 0), rtol=1e-5, atol=1e-6)
 
 
+def test_run_against_openvino(mlp, capsys):
+    pytest.importorskip("openvino")
+    assert main(["run", str(mlp), "--vs", "openvino", "--bench", "--time", "0.2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["openvino_relative_error"] < 1e-5 and report["latency_s"]["openvino"] > 0
+
+
 @pytest.mark.parametrize("argv,message", [
     (["compile", "missing.onnx"], "no such file"),
     (["run", "{mlp}", "--input", "nope=x.npy"], "the model's inputs are x"),

@@ -78,7 +78,7 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     run.add_argument("--profile", action="store_true",
                      help="time every kernel inside the running model (with --vs onnxruntime: ORT's profile beside it)")
     run.add_argument("--top", type=int_at_least(1), default=20, help="--profile: the slowest steps shown")
-    run.add_argument("--vs", default="", help="peers to race and check against: onnxruntime,torch,torch.compile")
+    run.add_argument("--vs", default="", help="peers to race and check against: onnxruntime,openvino,torch,torch.compile")
     run.add_argument("--threads", type=int_at_least(1), default=None, help="threads (default: all cores)")
     run.add_argument("--time", type=positive_float, default=2.0, help="seconds of timing per contender")
     run.add_argument("--json", action="store_true")

@@ -4,8 +4,9 @@
     times["tilegraph"].median_s, .spread          # median of the per-round medians; spread = (max-min)/median
 
 Contenders run one after another, never at once (on a 2-core machine two would share the cores).
-`peer(name, ...)` makes the callable of ONNX Runtime (ORT_ENABLE_ALL) or PyTorch eager with a thread
-count, or raises PeerUnavailable with the reason.
+`peer(name, ...)` makes the callable of ONNX Runtime (ORT_ENABLE_ALL), OpenVINO (CPU plugin, latency
+hint, one stream, fp32: `OPENVINO_PRECISION`; its default on CPUs with AVX512_BF16 is bf16) or
+PyTorch eager / torch.compile with a thread count, or raises PeerUnavailable with the reason.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import numpy as np
 
 from tilegraph.runtime.timer import measure
 
-PEERS = ("onnxruntime", "torch", "torch.compile")
+PEERS = ("onnxruntime", "openvino", "torch", "torch.compile")
+OPENVINO_PRECISION = "f32"  # the fp32 comparison; low precision is another issue's
 
 
 class PeerUnavailable(ValueError):
@@ -67,6 +69,8 @@ def peer(name: str, onnx_path: str | None, torch_module: Any, inputs: Mapping[st
             raise PeerUnavailable(f"onnxruntime cannot run this model: {reason[:200]}") from None
         feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
         return (lambda: session.run(None, feeds)), (lambda: session.run(None, feeds))
+    if name == "openvino":
+        return _openvino(onnx_path, inputs, threads)
     if name in ("torch", "torch.compile"):
         if torch_module is None:
             raise PeerUnavailable(f"{name} needs the model's PyTorch definition (a reference model name such as "
@@ -94,4 +98,30 @@ def peer(name: str, onnx_path: str | None, torch_module: Any, inputs: Mapping[st
     raise PeerUnavailable(f"unknown peer {name!r}; known peers: {', '.join(PEERS)}")
 
 
-__all__ = ["race", "peer", "RaceResult", "PeerUnavailable", "PEERS"]
+def _openvino(onnx_path: str | None, inputs: Mapping[str, np.ndarray],
+              threads: int) -> tuple[Callable[[], Any], Callable[[], Sequence[np.ndarray]]]:
+    if onnx_path is None:
+        raise PeerUnavailable("openvino needs the model as an ONNX file")
+    try:
+        import openvino as ov
+    except ImportError:
+        raise PeerUnavailable("openvino is not installed (pip install 'tilegraph[bench]')") from None
+    config = {"INFERENCE_PRECISION_HINT": OPENVINO_PRECISION, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+              "PERFORMANCE_HINT": "LATENCY"}
+    try:
+        core = ov.Core()
+        compiled = core.compile_model(core.read_model(str(onnx_path)), "CPU", config)
+    except Exception as e:  # OpenVINO refuses the model (an operator its CPU plugin lacks): one line
+        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        raise PeerUnavailable(f"openvino cannot run this model: {reason[:200]}") from None
+    request = compiled.create_infer_request()
+    feeds = {port.get_any_name(): inputs[port.get_any_name()] for port in compiled.inputs}
+
+    def outputs() -> list[np.ndarray]:
+        request.infer(feeds)
+        return [np.array(request.get_output_tensor(i).data, copy=True) for i in range(len(compiled.outputs))]
+
+    return (lambda: request.infer(feeds)), outputs
+
+
+__all__ = ["race", "peer", "RaceResult", "PeerUnavailable", "PEERS", "OPENVINO_PRECISION"]
