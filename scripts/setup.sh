@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs tilegraph and what it needs. Usage: scripts/setup.sh [test|main]
 #   test: the package with its test dependencies (pytest, hypothesis, ruff) and the system packages
-#   main: additionally the peers used by examples and benchmarks (torch CPU wheel, matplotlib)
+#   main: additionally the peers used by examples and benchmarks (torch CPU wheel, matplotlib, OpenVINO)
 set -euo pipefail
 mode="${1:-test}"
 if ! command -v gcc >/dev/null 2>&1; then
