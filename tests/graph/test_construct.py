@@ -85,3 +85,17 @@ def test_a_compile_without_budget_builds_constructed_kernels_that_are_correct(tm
     plain = tg.compile(str(path), orchestration="greedy", construct=False)
     assert plain.constructed == () and plain.kernel_keys == model.kernel_keys
     np.testing.assert_allclose(plain(x, u)[0], y, rtol=1e-4, atol=1e-4)
+
+
+def test_a_construction_that_fails_leaves_the_default_schedule(tmp_path, monkeypatch):
+    from tilegraph.tune.strategy.gensor import GensorStrategy
+
+    def broken(self, ctx, n):
+        raise RuntimeError("a bug in the walk")
+
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path / "cache"))  # nothing cached: the walk must run
+    monkeypatch.setattr(GensorStrategy, "propose", broken)
+    path = _model(tmp_path)
+    assert construct_schedules(_tasks(path), tg.Target("cpu")) == {}
+    model = tg.compile(str(path), orchestration="greedy")  # compiles, with the plain schedules
+    assert model.constructed == ()

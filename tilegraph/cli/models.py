@@ -399,10 +399,7 @@ def _profile(model: Any, inputs: dict[str, np.ndarray], args: argparse.Namespace
     report; the lines to print."""
     from tilegraph.graph.profile import compare_by_op, onnxruntime_profile
 
-    if model.target.kind != "cpu":
-        raise ValueError(f"--profile times kernels on the host; run the model with --target cpu "
-                         f"(this one runs on {model.target.kind})")
-    prof = model.profile(inputs, seconds=args.time)
+    prof = model.profile(inputs, seconds=args.time)  # a device model: one GraphError saying to profile on cpu
     report["profile"] = prof.to_json()
     lines = ["", prof.table(top=args.top)]
     if "onnxruntime" in peers and onnx_path is not None:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tilegraph.errors import ScheduleError, TilegraphError
+from tilegraph.errors import ScheduleError
 from tilegraph.graph.kernels import best_schedule
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
@@ -105,8 +105,8 @@ def construct_one(workload: Workload, target: Target) -> str | None:
     try:
         ctx = TuneContext(workload, target, 0, None, trials_left=1)
         candidates = GensorStrategy(top_k=1).propose(ctx, 1)
-    except TilegraphError as err:
-        log.info("construct: %s keeps its default schedule (%s)", workload.op_name, err)
+    except Exception as err:  # construction is an optimisation: whatever fails, the default schedule serves
+        log.info("construct: %s keeps its default schedule (%s: %s)", workload.op_name, type(err).__name__, err)
         return None
     return candidates[0].trace_json if candidates else None
 
@@ -165,9 +165,6 @@ class WithConstructed:
         if self.db is None:
             raise AttributeError(name)
         return getattr(self.db, name)
-
-    def has_own_record(self, workload: Workload, target: Target) -> bool:
-        return best_schedule(self.db, workload, target) is not None
 
     def best_schedule(self, workload: Workload, target: Any = "cpu") -> Schedule | None:
         own = best_schedule(self.db, workload, target)

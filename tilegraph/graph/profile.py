@@ -26,7 +26,8 @@ import json
 import statistics
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,7 +66,6 @@ class ModelProfile:
     threads: int
     peak_flops: float | None      # fp32 FLOP/s of `threads` cores; None when unknown
     spread: float = 0.0           # (p90 - p10) / median of the plain calls
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def kernel_sum_s(self) -> float:
@@ -111,7 +111,7 @@ class ModelProfile:
                   f"steps sum to {self.kernel_sum_s * 1e3:.3f} ms ({100 * self.kernel_sum_s / e2e:.1f}%); "
                   f"gap {self.gap_s * 1e3:.3f} ms ({100 * self.gap_s / e2e:.1f}%: input/output copies, Python "
                   f"between launches, thread start-up outside the kernels); timing each step cost "
-                  f"{(self.instrumented_s - e2e) * 1e3:+.3f} ms a call", *self.notes]
+                  f"{(self.instrumented_s - e2e) * 1e3:+.3f} ms a call"]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -230,7 +230,7 @@ def onnxruntime_profile(onnx_path: str, feeds: Mapping[str, np.ndarray], threads
             session.run(None, feed)
             times.append(time.perf_counter() - began)
         path = session.end_profiling()
-        events = json.loads(open(path).read())
+        events = json.loads(Path(path).read_text())
     runs = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][-calls:]
     kernels = [e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")]
     per_run: list[dict[str, float]] = []
