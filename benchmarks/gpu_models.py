@@ -6,8 +6,10 @@
 
 Per model: the transformers definition (random weights, seed 0) is exported to ONNX (dynamo
 exporter); tilegraph compiles it for the target untuned (each kernel's default GPU schedule) and
-tuned (time_budget=S into a fresh database: the task scheduler with Gensor's GPU states, every
-candidate built, checked against the float64 reference and timed on the device). Both are checked
+tuned (time_budget=S into a fresh database: the task scheduler's "auto" slices, Gensor's GPU states
+then evolutionary search over the GPU sketches, every candidate built, checked against the float64
+reference and timed on the device). A CUDA model replays its launches as one CUDA graph; the tuned
+model also runs kernel by kernel (one host launch each), to show what the graph saves. Both are checked
 against ONNX Runtime on the CPU (max |out - ref| / max |ref|). PyTorch eager runs the module on the
 device in fp32 with TF32 off (the same arithmetic). Every contender is numpy in, numpy out: the
 input goes up and the output comes down in each call, for tilegraph and torch alike. Timing:
@@ -69,6 +71,18 @@ def _torch_peer(name: str, small: bool, inputs: dict[str, np.ndarray], device: s
     return call, call
 
 
+KERNEL_BY_KERNEL = "tilegraph tuned, kernel by kernel"
+
+
+def _without_graph(model: Any, inputs: dict[str, np.ndarray]) -> Any:
+    """The tuned model with one host launch per kernel (what a CUDA graph replay saves)."""
+    model.device_graph = False
+    try:
+        return model.run(inputs)
+    finally:
+        model.device_graph = True
+
+
 def run_model(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     import onnxruntime as ort
 
@@ -105,7 +119,10 @@ def run_model(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, A
         row["tune_compile_s"] = time.perf_counter() - started
         row["tuned_error"] = _relative_error(tuned.run(inputs), expected)
         row["tasks"] = tuned.tuning.table()
+        row["launch_mode"], row["graph_note"] = getattr(tuned, "launch_mode", "-"), getattr(tuned, "graph_note", "")
         contenders["tilegraph tuned"] = lambda: tuned.run(inputs)
+        if row["launch_mode"] == "graph":
+            contenders[KERNEL_BY_KERNEL] = lambda: _without_graph(tuned, inputs)
     device = "cuda" if args.target == "cuda" else "cpu"
     try:
         call, outputs = _torch_peer(name, args.small, inputs, device)
@@ -122,8 +139,9 @@ def run_model(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, A
 def format_table(rows: list[dict[str, Any]], device: str, args: argparse.Namespace) -> str:
     lines = [f"Whole models on {device} (target {args.target}), batch 1, fp32 (torch: TF32 off); "
              f"median ms of {args.rounds} alternating rounds (spread); numpy in, numpy out; tuning {args.budget:g} s",
-             "", "| model | tilegraph | tilegraph tuned | torch eager | torch / tuned | error untuned | error tuned "
-             "| kernels | compile s | tune+compile s |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "", "| model | tilegraph | tilegraph tuned | tuned, kernel by kernel | torch eager | torch / tuned "
+             "| error untuned | error tuned | kernels | compile s | tune+compile s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(row: dict[str, Any], key: str) -> str:
         ms = row.get("latency_ms", {}).get(key)
@@ -131,12 +149,13 @@ def format_table(rows: list[dict[str, Any]], device: str, args: argparse.Namespa
 
     for r in rows:
         if "failed" in r:
-            lines.append(f"| {r['model']} | failed: {r['failed']} |||||||||")
+            lines.append(f"| {r['model']} | failed: {r['failed']} ||||||||||")
             continue
         torch_key = next((k for k in r["latency_ms"] if k.startswith("torch")), None)
         best = r["latency_ms"].get("tilegraph tuned", r["latency_ms"]["tilegraph"])
         ratio = f"{r['latency_ms'][torch_key] / best:.2f}x" if torch_key else "-"
         lines.append(f"| {r['model']} | {cell(r, 'tilegraph')} | {cell(r, 'tilegraph tuned')} | "
+                     f"{cell(r, KERNEL_BY_KERNEL)} | "
                      f"{cell(r, torch_key) if torch_key else '-'} | {ratio} | {r['untuned_error']:.1e} | "
                      f"{r.get('tuned_error', float('nan')):.1e} | {r['kernels']} | {r['compile_s']:.1f} | "
                      f"{r.get('tune_compile_s', float('nan')):.1f} |")

@@ -3,7 +3,8 @@
 # the environment, the GPU tests, the kernel benchmark and whole models (untuned and tuned). Each
 # part has its own time limit, so one that hangs or fails leaves the others' results.
 #   bash benchmarks/gpu_session.sh OUT_DIR [MODELS] [TUNING_S_PER_MODEL] [TOP_K]
-# Time limits (seconds) of the parts: TESTS_S (default 120), BENCH_S (150), MODELS_S (300).
+# Time limits (seconds) of the parts: TESTS_S (default 120), BENCH_S (150), MODELS_S (300); RACE_S:
+# timing seconds per contender and round in gpu_models (default 2).
 set -u
 out="${1:?usage: gpu_session.sh OUT_DIR [MODELS] [TUNING_S] [TOP_K]}"
 models="${2:-bert,gpt2,resnet50}"
@@ -20,10 +21,11 @@ py="${PYTHON:-python3}"
   "$py" -c "import tilegraph as tg; print(tg.Target('cuda'))"
   echo "== GPU tests"
   timeout "${TESTS_S:-120}" "$py" -m pytest -q -p no:cacheprovider -n 8 -m "needs_gpu or needs_nvcc" tests/runtime tests/codegen \
-    tests/graph/test_cuda_model.py tests/tune/test_cuda_device.py tests/schedule/test_gpu_rows.py tests/lower/gpu 2>&1 | tail -40
+    tests/graph/test_cuda_model.py tests/tune/test_cuda_device.py tests/tune/test_cuda_tuning.py tests/schedule/test_gpu_rows.py tests/lower/gpu --tb=short -rfE 2>&1 | tail -150
   echo "pytest rc=${PIPESTATUS[0]}"
 } > "$out/env_tests.txt" 2>&1
 timeout "${BENCH_S:-150}" "$py" -m benchmarks.gpu_bench --top-k "$top_k" --no-append > "$out/gpu_bench.txt" 2>&1
 echo "gpu_bench rc=$?" >> "$out/gpu_bench.txt"
-timeout "${MODELS_S:-300}" "$py" -m benchmarks.gpu_models --models "$models" --budget "$budget" > "$out/gpu_models.txt" 2>&1
+timeout "${MODELS_S:-300}" "$py" -m benchmarks.gpu_models --models "$models" --budget "$budget" \
+  --seconds "${RACE_S:-2}" > "$out/gpu_models.txt" 2>&1
 echo "gpu_models rc=$?" >> "$out/gpu_models.txt"

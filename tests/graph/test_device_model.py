@@ -175,3 +175,61 @@ def test_cli_runs_an_onnx_model_on_opencl(tmp_path, opencl_device, capsys):
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["onnxruntime_relative_error"] < 1e-5
     assert main(["run", str(path), "--target", "nonsense"]) == 2
+
+
+def _graph_model():
+    from tilegraph.graph.device_model import DeviceModel
+
+    model = tg.compile(_block_model(), target="opencl")
+    assert isinstance(model, DeviceModel)
+    return model
+
+
+def test_opencl_launches_kernel_by_kernel_and_says_why():
+    model = _graph_model()
+    x = np.random.default_rng(0).standard_normal((24, 64)).astype(np.float32)
+    model(x)
+    assert model.launch_mode == "kernels" and "opencl" in model.graph_note
+
+
+def test_a_replay_is_kept_only_if_it_recomputes_the_outputs(monkeypatch):
+    """The check behind CUDA graphs, with a stand-in capture on OpenCL: a replay that runs the steps
+    is kept (and used); one that launches nothing leaves the poisoned outputs and is dropped."""
+    x = np.random.default_rng(1).standard_normal((24, 64)).astype(np.float32)
+    want = _graph_model()(x)[0]
+
+    model = _graph_model()
+    replays = []
+
+    def capture(prepare_steps):
+        steps = prepare_steps()
+
+        def replay():
+            replays.append(1)
+            for step in steps:
+                step()
+        return replay
+
+    memory = model._bind_device()
+    monkeypatch.setattr(memory, "capture", capture)
+    np.testing.assert_array_equal(model(x)[0], want)
+    assert model.launch_mode == "graph" and replays == [1]
+    np.testing.assert_array_equal(model(x * 1)[0], want)
+    assert replays == [1, 1]
+    model.device_graph = False
+    np.testing.assert_array_equal(model(x)[0], want)
+    assert replays == [1, 1] and model.launch_mode == "kernels"
+
+    lazy = _graph_model()
+    monkeypatch.setattr(lazy._bind_device(), "capture", lambda prepare_steps: (lambda: None))
+    np.testing.assert_array_equal(lazy(x)[0], want)
+    assert lazy.launch_mode == "kernels" and "differs" in lazy.graph_note
+    np.testing.assert_array_equal(lazy(x)[0], want)
+
+    broken = _graph_model()
+
+    def fails(prepare_steps):
+        raise RuntimeError("operation not permitted when stream is capturing")
+    monkeypatch.setattr(broken._bind_device(), "capture", fails)
+    np.testing.assert_array_equal(broken(x)[0], want)
+    assert broken.launch_mode == "kernels" and "capture failed: RuntimeError" in broken.graph_note

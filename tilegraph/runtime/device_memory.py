@@ -8,6 +8,8 @@ the host between kernels).
     w = memory.constant(weights)                # uploaded once
     memory.upload(x, array); memory.launch(kernel, [x, w, y]); memory.synchronize()
     step = memory.prepare(kernel, [x, w, y]); step()   # the same launch, its arguments bound once
+    replay = memory.capture(lambda: [memory.prepare(kernel, [x, w, y])])   # CUDA: one graph of the
+    replay()                                                               # launches (None: not possible)
     memory.download(y, out)
 
 One implementation per device API, beside the protocol. CUDA memory is torch's allocator (the CUDA
@@ -35,6 +37,7 @@ class DeviceMemory(Protocol):
     def download(self, handle: Any, out: np.ndarray) -> None: ...
     def launch(self, kernel: Any, handles: Sequence[Any]) -> None: ...
     def prepare(self, kernel: Any, handles: Sequence[Any]) -> Callable[[], None]: ...
+    def capture(self, prepare_steps: Callable[[], list[Callable[[], None]]]) -> Callable[[], None] | None: ...
     def synchronize(self) -> None: ...
 
 
@@ -80,6 +83,9 @@ class OpenCLMemory:
     def prepare(self, kernel: Any, handles: Sequence[Any]) -> Callable[[], None]:
         return lambda: self.launch(kernel, handles)
 
+    def capture(self, prepare_steps: Callable[[], list[Callable[[], None]]]) -> Callable[[], None] | None:
+        return None  # OpenCL has no graph of launches: the steps run one by one
+
     def synchronize(self) -> None:
         self.queue.finish()
 
@@ -122,6 +128,21 @@ class CudaMemory:
         """The launch with its device pointers read once (the regions never move): a call is one
         foreign-function call, on torch's current stream."""
         return kernel.bound_launch(list(handles), self.torch.cuda.current_stream().cuda_stream)
+
+    def capture(self, prepare_steps: Callable[[], list[Callable[[], None]]]) -> Callable[[], None]:
+        """The steps recorded once as a CUDA graph: a replay launches them all with one host call,
+        on the current stream (per-kernel host work, a few microseconds a launch, is gone). The steps
+        are prepared inside the capture, so they launch on the capturing stream. Every step must have
+        run once before (a multi-kernel program's temporaries are made at its first launch, and an
+        allocation cannot be captured). Raises where the capture fails; the caller then launches the
+        steps one by one."""
+        torch = self.torch
+        graph = torch.cuda.CUDAGraph()
+        torch.cuda.synchronize()
+        with torch.cuda.graph(graph, stream=torch.cuda.Stream()):
+            for step in prepare_steps():
+                step()
+        return graph.replay
 
     def synchronize(self) -> None:
         self.torch.cuda.synchronize()
