@@ -42,6 +42,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=2.0, help="timing seconds per contender")
     p.add_argument("--small", action="store_true", help="the reduced reference models (checks the harness)")
     p.add_argument("--out", default=None, help="a folder for gpu_models.md, gpu_models.json and the task tables")
+    p.add_argument("--db-dir", default=None, help="keep each tuned model's database here (NAME-tuned.db; real GPU "
+                   "records for the cost model) instead of a temporary folder")
     args = p.parse_args(argv)
     args.models = [m for m in args.models.split(",") if m]
     unknown = [m for m in args.models if m not in MODELS]
@@ -115,7 +117,9 @@ def run_model(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, A
     contenders["tilegraph"] = lambda: untuned.run(inputs)
     if args.budget > 0:
         started = time.perf_counter()
-        tuned = tg.compile(str(path), target=args.target, db=str(workdir / f"{name}-tuned.db"), time_budget=args.budget)
+        db_dir = Path(args.db_dir) if args.db_dir else workdir
+        db_dir.mkdir(parents=True, exist_ok=True)
+        tuned = tg.compile(str(path), target=args.target, db=str(db_dir / f"{name}-tuned.db"), time_budget=args.budget)
         row["tune_compile_s"] = time.perf_counter() - started
         row["tuned_error"] = _relative_error(tuned.run(inputs), expected)
         row["tasks"] = tuned.tuning.table()

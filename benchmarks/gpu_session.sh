@@ -27,5 +27,5 @@ py="${PYTHON:-python3}"
 timeout "${BENCH_S:-150}" "$py" -m benchmarks.gpu_bench --top-k "$top_k" --no-append > "$out/gpu_bench.txt" 2>&1
 echo "gpu_bench rc=$?" >> "$out/gpu_bench.txt"
 timeout "${MODELS_S:-300}" "$py" -m benchmarks.gpu_models --models "$models" --budget "$budget" \
-  --seconds "${RACE_S:-2}" > "$out/gpu_models.txt" 2>&1
+  --seconds "${RACE_S:-2}" --db-dir "$out/db" > "$out/gpu_models.txt" 2>&1
 echo "gpu_models rc=$?" >> "$out/gpu_models.txt"
