@@ -20,7 +20,7 @@ py="${PYTHON:-python3}"
 'ort', onnxruntime.__version__, 'transformers', transformers.__version__)"
   "$py" -c "import tilegraph as tg; print(tg.Target('cuda'))"
   echo "== GPU tests"
-  timeout "${TESTS_S:-120}" "$py" -m pytest -q -p no:cacheprovider -n 8 -m "needs_gpu or needs_nvcc" tests/runtime tests/codegen \
+  timeout "${TESTS_S:-120}" "$py" -m pytest -v -p no:cacheprovider -n 8 --timeout 240 -m "needs_gpu or needs_nvcc" tests/runtime tests/codegen \
     tests/graph/test_cuda_model.py tests/tune/test_cuda_device.py tests/tune/test_cuda_tuning.py tests/schedule/test_gpu_rows.py tests/lower/gpu --tb=short -rfE 2>&1 | tail -150
   echo "pytest rc=${PIPESTATUS[0]}"
 } > "$out/env_tests.txt" 2>&1
