@@ -67,6 +67,36 @@ def test_only_tasks_worth_it_and_without_a_record_are_constructed(tmp_path):
     assert _costs_database(view) is db  # BLP's measured costs go to the compile's own database
 
 
+@pytest.mark.parametrize("spec,worth", [
+    ("softmax:1536,128", True), ("layer_norm:128,768", True),   # row operators under 2 MFLOP: row kernels pay
+    ("softmax:8,8", False), ("matmul:64,64,64", False), ("relu:1000000", False)])
+def test_row_operators_are_constructed_from_a_lower_size(spec, worth):
+    from tilegraph.graph.construct import CONSTRUCT_MIN_ROW_FLOPS, worth_constructing
+    from tilegraph.workloads import from_spec
+
+    wl = from_spec(spec)
+    assert wl.flops() < CONSTRUCT_MIN_FLOPS
+    assert worth_constructing(wl) is worth
+    if worth:
+        assert wl.flops() >= CONSTRUCT_MIN_ROW_FLOPS
+
+
+def test_a_constructed_row_kernel_is_correct(tmp_path):
+    """A softmax task under 2 MFLOP gets Gensor's row kernel, and it computes softmax."""
+    from tilegraph.graph.construct import construct_one
+    from tilegraph.schedule.schedule import Schedule
+    from tilegraph.testing import random_inputs, reference_outputs
+    from tilegraph.workloads import from_spec
+
+    wl = from_spec("softmax:600,200")
+    trace = construct_one(wl, tg.Target("cpu"))
+    assert trace is not None and "rfactor" in trace  # the row kernel's vector partial results
+    kernel = tg.build(Schedule.replay(wl, trace))
+    inputs = random_inputs(wl, 3)
+    (ref,) = reference_outputs(wl, inputs)
+    np.testing.assert_allclose(kernel(*inputs), ref, rtol=1e-5, atol=1e-6)
+
+
 def test_a_compile_without_budget_builds_constructed_kernels_that_are_correct(tmp_path):
     path = _model(tmp_path)
     db_path = tmp_path / "empty.db"
