@@ -61,6 +61,9 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp.add_argument("--no-fuse", action="store_true", help="one kernel per graph node (to measure fusion)")
     comp.add_argument("--no-construct", action="store_true",
                       help="plain default schedules for tasks without a tuning record (not Gensor's constructed ones)")
+    comp.add_argument("--no-prepack", action="store_true",
+                      help="keep packing weights inside the kernels at every call (not once at compile time; "
+                      "saves the packed copies' memory)")
     comp.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
                       help="greedy fusion, or the kernels a binary linear program picks from measured candidates "
                            f"(default {DEFAULT_ORCHESTRATION})")
@@ -88,6 +91,9 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     run.add_argument("--no-fuse", action="store_true", help="compile an ONNX model with one kernel per node")
     run.add_argument("--no-construct", action="store_true",
                      help="plain default schedules for tasks without a tuning record (not Gensor's constructed ones)")
+    run.add_argument("--no-prepack", action="store_true",
+                     help="keep packing weights inside the kernels at every call (not once at compile time; "
+                     "saves the packed copies' memory)")
     run.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
                      help=f"how an ONNX model's kernels are chosen (default {DEFAULT_ORCHESTRATION})")
 
@@ -148,7 +154,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             CompileProgress(onnx_path.stem, enabled=not args.json) as steps:
         model = compile_model(str(onnx_path), db=db, time_budget=args.time, fuse=not args.no_fuse,
                               orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite),
-                              construct=not args.no_construct,
+                              construct=not args.no_construct, prepack=not args.no_prepack,
                               trials=args.trials, num_threads=args.threads, tune_progress=show,
                               input_shapes=input_shapes(args.input_shape), values=input_values(args.value),
                               progress=steps)
@@ -157,6 +163,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
                  "kernel_launches": len(model.steps), "kernels": len(model.kernel_objects),
                  "tuned_kernels": sum(model.tuned), "constructed_kernels": len(getattr(model, "constructed", ())),
+                 "prepacked_weights": len(getattr(model, "prepacked", ())),
                  "arena_bytes": model.arena_bytes,
                  "arena_lower_bound_bytes": model.lower_bound_bytes, "compile_s": round(model.compile_seconds, 3),
                  "rewrites": len(model.rewrites), "fused_groups": sum(len(s.covers) > 1 for s in model.steps),
@@ -334,7 +341,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         with CompileProgress(onnx_path.stem, enabled=not args.json) as steps:
             model = compile_model(str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse,
-                                  construct=not args.no_construct,
+                                  construct=not args.no_construct, prepack=not args.no_prepack,
                                   orchestration=args.orchestration, input_shapes=input_shapes(args.input_shape),
                                   values=input_values(args.value), progress=steps)
     _require_static(model, args.model)

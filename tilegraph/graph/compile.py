@@ -52,6 +52,7 @@ from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
 from tilegraph.graph.passes import optimize
 from tilegraph.graph.plan import ALIGN, plan_memory
+from tilegraph.graph.prepack import prepack_weights
 from tilegraph.graph.specialize import SpecializedModel
 from tilegraph.graph.tuning.tasks import extract_tasks
 from tilegraph.runtime.backends import backend_for, require_runnable
@@ -94,7 +95,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   orchestration: str = DEFAULT_ORCHESTRATION, extra_rewrites: tuple[str, ...] = (),
                   trials: int | None = None, num_threads: int | None = None,
                   tune_progress: Callable[[Any, str], None] | None = None,
-                  input_shapes: Any = None, values: Any = None, construct: bool = True) -> CompiledModel | SpecializedModel:
+                  input_shapes: Any = None, values: Any = None, construct: bool = True,
+                  prepack: bool = True) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
     onnx_model = isinstance(model, (str, os.PathLike)) or type(model).__name__ == "ModelProto"
     if values is not None and not onnx_model:
@@ -138,7 +140,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         options = dict(target=tgt, db=db, time_budget=time_budget, optimize_graph=optimize_graph, workers=workers,
                        progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
                        trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
-                       construct=construct)
+                       construct=construct, prepack=prepack)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     rewrites: list[str] = []
@@ -181,16 +183,22 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     keys = list(dict.fromkeys(spec.key for spec in specs))
     index = {key: i for i, key in enumerate(keys)}
     steps = [Step(index[spec.key], spec.label, spec.arguments, spec.outputs, spec.nodes) for spec in specs]
+    kernel_objects = [built[k].kernel for k in keys]
+    prepacked: tuple[str, ...] = ()
+    if prepack and not gpu:  # weights a kernel packs at every call are packed once, here (prepack.py)
+        stage(progress, "prepacking weights")
+        graph, steps, kernel_objects, prepacked = prepack_weights(graph, steps, kernel_objects, tgt, workers or 2)
     stage(progress, "memory plan")
     align = device_alignment(tgt) if gpu else ALIGN
     plan = plan_memory([(s.inputs, s.outputs) for s in steps], graph, views, align)
     model_class = DeviceModel if gpu else CompiledModel
     spec_of = {spec.key: spec for spec in specs}
     from_constructed = {k for k in keys if built[k].tuned and _schedule_key(spec_of[k]) in constructed}
-    model_ = model_class(graph, steps, [built[k].kernel for k in keys], keys,
+    model_ = model_class(graph, steps, kernel_objects, keys,
                          [built[k].tuned and k not in from_constructed for k in keys], plan,
                          views, tgt, rewrites, time.perf_counter() - start - tuning_s)
     model_.constructed = tuple(k for k in keys if k in from_constructed)
+    model_.prepacked = prepacked
     model_.fallbacks = tuple(fallbacks)
     model_.tuning = report
     model_.orchestration = chosen

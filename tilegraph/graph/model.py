@@ -70,6 +70,7 @@ class CompiledModel:
         self.orchestration: Any = None  # orchestration="blp": fusion.choose.OrchestrationReport
         self.tuning: Any = None  # compiled with a tuning budget: graph.tuning.TuningReport
         self.constructed: tuple[str, ...] = ()  # kernels built from Gensor's unmeasured picks (graph/construct.py)
+        self.prepacked: tuple[str, ...] = ()  # constants packed once for kernels that packed them per call (prepack.py)
         _require_memory(plan.arena_bytes, graph.name)
         self._base = aligned_bytes(max(plan.arena_bytes, 1), ALIGN)  # every planned offset aligned in memory too
         self._launches: list[Any] = []
@@ -152,6 +153,8 @@ class CompiledModel:
         counts = self.graph.op_counts()
         tuned = sum(self.tuned)
         built = f"{tuned} tuned" + (f", {len(self.constructed)} constructed by Gensor" if self.constructed else "")
+        if self.prepacked:
+            built += f"; {len(self.prepacked)} weights prepacked"
         return (f"{self.graph.name}: {len(self.graph.nodes)} nodes ({', '.join(f'{k} {v}' for k, v in counts.items())}); "
                 f"{len(self.steps)} kernel launches, {len(self.kernel_objects)} distinct kernels ({built}); "
                 f"arena {self.arena_bytes / 1e6:.2f} MB (lower bound {self.lower_bound_bytes / 1e6:.2f} MB); "

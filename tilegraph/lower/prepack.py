@@ -1,0 +1,141 @@
+"""Prepacking: a kernel's packing of a constant operand taken out of the kernel, into a kernel of its
+own that runs once, when the model is compiled (ONNX Runtime and oneDNN prepack weights the same way).
+
+    split = split_constant_packing(lowered, "b", n_inputs=2)   # None: the kernel packs no such operand
+    split.pack       # Func (b) -> (b_packed): the packing nest, for every value of the loops around it
+    split.compute    # Func: the kernel, reading b_packed where it read its own packed copy of b
+
+A schedule that packs an operand (cache_read into a global buffer) copies it at every call; for a
+weight the copy is the same every time. Measured on an AMD EPYC (GPT-2's 128x3072 . 3072x768 GEMM,
+2 threads, caches flushed between calls as in a whole model): 1.45 ms with the copy, 1.32 ms
+prepacked.
+
+Before (lowered IR):
+
+    func f(a, b, c):
+      for j_0 in range(2) parallel:
+        allocate b_global: float32[1179648] scope=global
+          for ax0 in range(3072): for ax1 in range(24):
+            b_global[ramp(ax0*384 + ax1*16, 1, 16)] = b[ramp(ax0*768 + j_0*384 + ax1*16, 1, 16)]
+          <compute reading b_global[...]>
+
+After:
+
+    func f_pack(b, b_packed):                        # once per weight
+      for j_0 in range(2):
+        for ax0 in range(3072): for ax1 in range(24):
+          b_packed[ramp(j_0*1179648 + ax0*384 + ax1*16, 1, 16)] = b[ramp(ax0*768 + j_0*384 + ax1*16, 1, 16)]
+    func f(a, b_packed, c):
+      for j_0 in range(2) parallel:
+        <compute reading b_packed[j_0*1179648 + ...]>
+
+Legal when the path from the function's body to the allocation is loops and other allocations;
+the allocation's body is a sequence whose first statement writes only the allocated buffer and
+reads only the operand (an input of the function, read nowhere else); and nothing after it writes
+the buffer. Loops around it that the packing does not use do not index the packed copy (one slab
+serves them all); a packed copy more than MAX_GROWTH times the operand is not made. Both kernels
+are exact: the compute kernel reads the values the packing nest would have written.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from tilegraph.loop.edit import replace_buffer, replace_node
+from tilegraph.loop.ir import Allocate, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.verify import verify
+from tilegraph.loop.visit import loads_under, stmt_exprs, walk_stmts
+from tilegraph.te.expr import Const, Expr, Ramp
+from tilegraph.te.simplify import simplify
+from tilegraph.te.visit import free_vars
+
+MAX_GROWTH = 2.0  # the packed copy may be at most this many times the operand
+
+
+@dataclass(frozen=True)
+class PackSplit:
+    pack: Func      # params (operand, packed)
+    compute: Func   # the kernel's params with the operand replaced by `packed`, in its position
+    packed: Buffer
+
+
+def split_constant_packing(func: Func, param: str, n_inputs: int) -> PackSplit | None:
+    """The kernel `func` (lowered) split into the packing of its input `param` and the rest, or None
+    where it does not pack `param` in the form above."""
+    source = next((b for b in func.params[:n_inputs] if b.name == param), None)
+    if source is None or source.ndim != 1:
+        return None
+    enclosing: list[For] = []
+    node: Stmt = func.body
+    while isinstance(node, (For, Allocate)):
+        if isinstance(node, Allocate) and _packs(node, source):
+            return _split(func, source, node, enclosing)
+        if isinstance(node, For):
+            enclosing.append(node)
+        node = node.body
+    return None
+
+
+def _packs(alloc: Allocate, source: Buffer) -> bool:
+    """`alloc`'s body starts with a nest that fills its buffer from `source` alone, and nothing after
+    that writes the buffer or reads `source`."""
+    body, buffer = alloc.body, alloc.buffer
+    if not isinstance(body, Seq) or len(body.stmts) < 2 or buffer.ndim != 1 or buffer.dtype != source.dtype:
+        return False
+    fill, rest = body.stmts[0], body.stmts[1:]
+    stmts = list(walk_stmts(fill))
+    if not all(isinstance(s, (For, Seq, BufferStore, IfThenElse)) for s in stmts):
+        return False
+    stores = [s for s in stmts if isinstance(s, BufferStore)]
+    if not stores or any(s.buffer.name != buffer.name for s in stores):
+        return False
+    if any(load.buffer.name != source.name for load in loads_under(fill)):
+        return False
+    for s in rest:
+        if any(isinstance(x, BufferStore) and x.buffer.name == buffer.name for x in walk_stmts(s)):
+            return False
+        if any(load.buffer.name == source.name for load in loads_under(s)):
+            return False
+    return True
+
+
+def _split(func: Func, source: Buffer, alloc: Allocate, enclosing: list[For]) -> PackSplit | None:
+    fill, rest = alloc.body.stmts[0], alloc.body.stmts[1:]  # type: ignore[attr-defined]
+    own = {s.var.name for s in walk_stmts(fill) if isinstance(s, For)}
+    used = {v.name for s in walk_stmts(fill) for e in stmt_exprs(s) for v in free_vars(e)} - own
+    indexing = [loop for loop in enclosing if loop.var.name in used]
+    if used - {loop.var.name for loop in indexing}:
+        return None  # the packing reads a variable bound elsewhere: not a pure function of the operand
+    slab = alloc.buffer.size
+    copies = math.prod(loop.extent for loop in indexing)
+    if copies * slab > MAX_GROWTH * source.size:
+        return None
+    packed = Buffer(f"{source.name}_packed", (copies * slab,), source.dtype)
+    offset: Expr = Const(0)
+    stride = slab
+    for loop in reversed(indexing):
+        offset = offset + loop.var * stride
+        stride *= loop.extent
+
+    def into_packed(indices: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        (index,) = indices
+        if isinstance(index, Ramp):
+            return (Ramp(simplify(index.base + offset), index.stride, index.lanes),)
+        return (simplify(index + offset),)
+
+    pack_body: Stmt = replace_buffer(fill, alloc.buffer.name, packed, into_packed, loads=False)
+    for loop in reversed(indexing):
+        pack_body = For(loop.var, loop.extent, "serial", pack_body)
+    pack = Func(f"{func.name}_pack", (source, packed), pack_body)
+    kept = Seq(tuple(rest)) if len(rest) > 1 else rest[0]
+    kept = replace_buffer(kept, alloc.buffer.name, packed, into_packed, stores=False)
+    params = tuple(packed if b.name == source.name else b for b in func.params)
+    compute = replace_node(func, alloc, kept)
+    compute = replace(compute, params=params, allocs=tuple(b for b in compute.allocs if b.name != alloc.buffer.name))
+    verify(pack)
+    verify(compute)
+    return PackSplit(pack, compute, packed)
+
+
+__all__ = ["MAX_GROWTH", "PackSplit", "split_constant_packing"]
