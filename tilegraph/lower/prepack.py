@@ -29,7 +29,8 @@ After:
       for j_0 in range(2) parallel:
         <compute reading b_packed[j_0*1179648 + ...]>
 
-Legal when the path from the function's body to the allocation is loops and other allocations;
+Legal when the path from the function's body to the allocation is loops, other allocations and
+sequences;
 the allocation's body is a sequence whose first statement writes only the allocated buffer and
 reads only the operand (an input of the function, read nowhere else); and nothing after it writes
 the buffer. Loops around it that the packing does not use do not index the packed copy (one slab
@@ -66,14 +67,24 @@ def split_constant_packing(func: Func, param: str, n_inputs: int) -> PackSplit |
     source = next((b for b in func.params[:n_inputs] if b.name == param), None)
     if source is None or source.ndim != 1:
         return None
-    enclosing: list[For] = []
-    node: Stmt = func.body
-    while isinstance(node, (For, Allocate)):
-        if isinstance(node, Allocate) and _packs(node, source):
-            return _split(func, source, node, enclosing)
-        if isinstance(node, For):
-            enclosing.append(node)
-        node = node.body
+    found = _packing_allocation(func.body, source, [])
+    return None if found is None else _split(func, source, *found)
+
+
+def _packing_allocation(node: Stmt, source: Buffer, enclosing: list[For]) -> tuple[Allocate, list[For]] | None:
+    """The first allocation filled from `source` reached through loops, allocations and sequences
+    (with the loops around it), or None."""
+    if isinstance(node, Allocate):
+        if _packs(node, source):
+            return node, enclosing
+        return _packing_allocation(node.body, source, enclosing)
+    if isinstance(node, For):
+        return _packing_allocation(node.body, source, [*enclosing, node])
+    if isinstance(node, Seq):
+        for stmt in node.stmts:
+            found = _packing_allocation(stmt, source, enclosing)
+            if found is not None:
+                return found
     return None
 
 
