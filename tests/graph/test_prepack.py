@@ -11,6 +11,7 @@ from tilegraph.graph.compile import as_graph
 from tilegraph.graph.fusion.partition import partition
 from tilegraph.graph.passes import optimize
 from tilegraph.graph.tuning.tasks import extract_tasks
+from tilegraph.lower.prepack import split_constant_packing
 from tilegraph.tune.database import open_database
 from tilegraph.tune.database.record import Record
 
@@ -65,12 +66,20 @@ def test_packed_weights_compute_the_model_and_save(tmp_path):
     bound = {n for s in packed.steps for n in s.inputs}
     originals = {name.split(":packed:")[0] for name in packed.prepacked}
     assert set(packed.prepacked) <= bound and not originals & bound  # the steps read the packed copies
+    for step in packed.steps:  # no kernel of the model packs a constant operand any more
+        kernel = packed.kernel_objects[step.kernel]
+        for position, name in enumerate(step.inputs):
+            if name in packed.graph.constants:
+                param = kernel.lowered.params[position].name
+                assert split_constant_packing(kernel.lowered, param, len(kernel.inputs)) is None
     got = packed(x)[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got, plain(x)[0])
 
     packed.save(tmp_path / "m.tg")
     loaded = tg.load(tmp_path / "m.tg")
+    assert {n for s in loaded.steps for n in s.inputs} == bound  # the packed form is what was saved
+    assert all(np.array_equal(loaded.graph.constants[n], packed.graph.constants[n]) for n in packed.prepacked)
     np.testing.assert_array_equal(loaded(x)[0], got)
     x2 = np.random.default_rng(2).standard_normal((M, K)).astype(np.float32)
     np.testing.assert_array_equal(loaded(x2)[0], packed(x2)[0])
