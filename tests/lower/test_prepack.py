@@ -85,3 +85,27 @@ def test_every_split_of_gensors_schedules_is_exact(spec):
         kernel = tg.build(Schedule.replay(wl, candidate.trace_json))
         for position in range(len(kernel.inputs)):
             _check_split_is_exact(kernel, position, seed=position)
+
+
+def test_the_interpreter_agrees_that_pack_then_compute_is_the_kernel():
+    """The interpreter defines the IR's meaning: the original kernel, and the packing followed by the
+    rest, give the same output (packed buffer poisoned first; the rest reads only what was packed)."""
+    from tilegraph.loop.interpret import run_func
+
+    wl = from_spec("matmul:7,5,19")
+    kernel = tg.build(packing_schedule(wl, block_split=4))
+    lowered = kernel.lowered
+    split = split_constant_packing(lowered, lowered.params[1].name, 2)
+    assert split is not None
+    rng = np.random.default_rng(9)
+    a, b = (rng.standard_normal(p.shape).astype(np.float32) for p in lowered.params[:2])
+    want = {lowered.params[0].name: a, lowered.params[1].name: b,
+            lowered.params[2].name: np.full(lowered.params[2].shape, np.nan, np.float32)}
+    run_func(lowered, want)
+    packed = np.full(split.packed.shape, np.nan, np.float32)
+    run_func(split.pack, {lowered.params[1].name: b, split.packed.name: packed})
+    got = {lowered.params[0].name: a, split.packed.name: packed,
+           lowered.params[2].name: np.full(lowered.params[2].shape, np.nan, np.float32)}
+    run_func(split.compute, got)
+    np.testing.assert_array_equal(got[lowered.params[2].name], want[lowered.params[2].name])
+    assert not np.isnan(want[lowered.params[2].name]).any()
