@@ -143,6 +143,8 @@ def _split(func: Func, source: Buffer, alloc: Allocate, enclosing: list[For]) ->
     kept = replace_buffer(kept, alloc.buffer.name, packed, into_packed, stores=False)
     params = tuple(packed if b.name == source.name else b for b in func.params)
     compute = replace_node(func, alloc, kept)
+    if any(load.buffer.name == source.name for load in loads_under(compute.body)):
+        return None  # the kernel also reads the operand outside its packing: it needs both
     compute = replace(compute, params=params, allocs=tuple(b for b in compute.allocs if b.name != alloc.buffer.name))
     verify(pack)
     verify(compute)
