@@ -93,7 +93,7 @@ class DeviceModel(CompiledModel):
         try:
             replay = memory.capture(lambda: self._prepare_steps(memory))
         except Exception as e:  # no graph is a slower model, never a failed one
-            self.graph_note = f"graph capture failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+            self.graph_note = f"graph capture failed: {_first_line(e)}"
             return None
         if replay is None:
             self.graph_note = f"{self.target.kind} has no graphs of launches"
@@ -104,7 +104,7 @@ class DeviceModel(CompiledModel):
                 memory.upload(self._handle(name), poisoned(t.shape, t.dtype))
             again = self._launch(memory, arrays, replay)
         except Exception as e:
-            self.graph_note = f"graph replay failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+            self.graph_note = f"graph replay failed: {_first_line(e)}"
             return None
         differ = [n for n in expected if not np.array_equal(expected[n], again[n], equal_nan=True)]
         if differ:
@@ -137,6 +137,11 @@ class DeviceModel(CompiledModel):
         self._device_steps = self._prepare_steps(memory)
         self._memory = memory
         return memory
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
 
 
 __all__ = ["DeviceModel"]
