@@ -108,7 +108,7 @@ def construct_schedules(tasks: Sequence[Any], target: Target, db: Any = None,
 
 
 PARALLEL_FROM = 4  # tasks to construct before worker processes pay for their start-up
-CONSTRUCT_VERSION = 1  # bump when the construction changes: cached picks of older versions are not read
+CONSTRUCT_VERSION = 2  # bump when the construction changes: cached picks of older versions are not read
 
 
 def construct_one(workload: Workload, target: Target) -> str | None:

@@ -108,12 +108,13 @@ class IterSpace:
         op = anchor.op
         axes = (*op.axes, *op.reduce_axes)
         index_of = {a.var: i for i, a in enumerate(axes)}
+        unit = {len(op.axes) + i for i, a in enumerate(op.reduce_axes) if a.extent == 1}  # reduce axes of extent 1
         operands: dict[str, Operand] = {}
         source = op.body.source if isinstance(op.body, Reduce) else op.body
         outputs = {t.name for t in workload.outputs}
         for e in walk(_inline_spatial_reads(source, outputs)):
             if isinstance(e, TensorRead) and e.tensor.name not in operands:
-                dims = tuple(_affine_axes(ix, index_of) for ix in e.indices)
+                dims = tuple(_affine_axes(ix, index_of, unit) for ix in e.indices)
                 operands[e.tensor.name] = Operand(e.tensor.name, e.tensor.shape, e.tensor.dtype.bits // 8, dims)
         producers = tuple(t.name for t in workload.computes if t is not anchor and _feeds(t, anchor))
         others = tuple(t.name for t in workload.computes if t is not anchor)
@@ -165,14 +166,17 @@ def _feeds(t: Tensor, consumer: Tensor) -> bool:
     return False
 
 
-def _affine_axes(e: Expr, index_of: dict[Var, int]) -> tuple[tuple[int, ...], ...] | None:
+def _affine_axes(e: Expr, index_of: dict[Var, int], unit: set[int] = frozenset()) -> tuple[tuple[int, ...], ...] | None:
     """The terms of an index (see Operand.dims), or None if it is not affine in the axes and
-    floordivs of single axes by constants."""
+    floordivs of single axes by constants. Axes in `unit` (reduce axes of extent 1, always 0) add
+    no term: a depthwise convolution's channel index `co // 1 + rc` (rc of extent 1) reads along co
+    alone, so its input counts as contiguous along co and its padding is inlined (to_trace.py)."""
     coefs = _linear(e, index_of)
     if coefs is None:
         return None
     return tuple(sorted((key, abs(c)) if isinstance(key, int) else (key[0], abs(c), key[1])
-                        for key, c in coefs.items() if c != 0))
+                        for key, c in coefs.items()
+                        if c != 0 and (key if isinstance(key, int) else key[0]) not in unit))
 
 
 def _linear(e: Expr, index_of: dict[Var, int]) -> dict[Any, int] | None:
@@ -184,8 +188,10 @@ def _linear(e: Expr, index_of: dict[Var, int]) -> dict[Any, int] | None:
         if isinstance(atom, Var) and atom in index_of:
             inner: dict[Any, int] | None = {index_of[atom]: 1}
         elif (isinstance(atom, BinOp) and atom.op == "floordiv" and isinstance(atom.a, Var) and atom.a in index_of
-              and isinstance(atom.b, Const) and int(atom.b.value) > 1):
-            inner = {(index_of[atom.a], int(atom.b.value)): 1}
+              and isinstance(atom.b, Const) and int(atom.b.value) >= 1):
+            # a floordiv by 1 (a depthwise convolution's group of one channel) is the axis itself
+            divisor = int(atom.b.value)
+            inner = {(index_of[atom.a], divisor) if divisor > 1 else index_of[atom.a]: 1}
         elif isinstance(atom, BinOp) and atom.op in ("max", "min") and (isinstance(atom.a, Const) or isinstance(atom.b, Const)):
             # clamps of padding stages: max(h - 1, 0) moves like h - 1 except at the borders
             inner = _linear(atom.b if isinstance(atom.a, Const) else atom.a, index_of)
