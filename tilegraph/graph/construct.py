@@ -108,14 +108,19 @@ def construct_schedules(tasks: Sequence[Any], target: Target, db: Any = None,
 
 
 PARALLEL_FROM = 4  # tasks to construct before worker processes pay for their start-up
-CONSTRUCT_VERSION = 2  # bump when the construction changes: cached picks of older versions are not read
+CONSTRUCT_VERSION = 3  # bump when the construction changes: cached picks of older versions are not read
 
 
 def construct_one(workload: Workload, target: Target) -> str | None:
     """Gensor's top-ranked schedule of `workload` (its trace), or None when it has none."""
+    from tilegraph.schedule.attention import attention_schedule
     from tilegraph.tune.strategy.base import TuneContext
     from tilegraph.tune.strategy.gensor import GensorStrategy
 
+    if target.kind == "cpu":
+        fused = attention_schedule(workload, target)  # Gensor's walks do not model its six stages
+        if fused is not None:
+            return fused.trace.to_json()
     try:
         ctx = TuneContext(workload, target, 0, None, trials_left=1)
         candidates = GensorStrategy(top_k=1).propose(ctx, 1)

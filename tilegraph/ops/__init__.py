@@ -4,6 +4,7 @@ Every op returns a te.Tensor tagged with its op name; `tilegraph.testing.referen
 recomputes any workload built from these ops in numpy float64.
 """
 
+from tilegraph.ops.attention import attention
 from tilegraph.ops.conv import (
     conv1d_nlc,
     conv2d_capsule_nhwijc,
@@ -67,7 +68,7 @@ from tilegraph.ops.subgraphs import conv2d_bn_relu, transpose_batch_matmul
 from tilegraph.ops.transform import reshape, transpose
 
 __all__ = [
-    "conv1d_nlc", "conv2d_capsule_nhwijc", "conv2d_nchw", "conv2d_nhwc", "conv2d_transpose_nhwc", "conv3d_ndhwc",
+    "attention", "conv1d_nlc", "conv2d_capsule_nhwijc", "conv2d_nchw", "conv2d_nhwc", "conv2d_transpose_nhwc", "conv3d_ndhwc",
     "depthwise_conv2d_nhwc", "add", "div", "exp", "gelu", "maximum", "minimum", "mul", "relu", "sigmoid", "sub",
     "tanh", "batch_matmul", "dense", "matmul", "batch_norm", "layer_norm", "norm_bmn", "avg_pool2d",
     "global_avg_pool2d", "max_pool2d", "max", "mean", "min", "sum", "softmax", "conv2d_bn_relu",

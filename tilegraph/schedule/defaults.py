@@ -110,6 +110,12 @@ def default_schedule(wl: Workload, target: str | Target = "cpu") -> Schedule:
     """A simple, always-legal schedule: inline cheap producers (padding, elementwise), vectorise
     contiguous innermost spatial loops, fuse and parallelise the outer spatial loops."""
     tgt = as_target(target)
+    if tgt.kind == "cpu":
+        from tilegraph.schedule.attention import attention_schedule  # it builds on inline_producers below
+
+        fused = attention_schedule(wl, tgt)  # a fused attention operator: its row-block nest
+        if fused is not None:
+            return fused
     sch = Schedule(wl)
     inline_producers(sch, "cheap")
     for name in sch.block_names():

@@ -410,7 +410,21 @@ MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
+def attention(q: np.ndarray, kt: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
+              scale: float | None = None, divide: bool = False, nan_to_zero: bool = False) -> np.ndarray:
+    x = _f64(q) @ _f64(kt)
+    if scale is not None:
+        x = x / scale if divide else x * scale
+    if mask is not None:
+        x = x + _f64(mask)
+    p = softmax(x, -1)
+    if nan_to_zero:
+        p = np.where(np.isnan(p), 0.0, p)
+    return p @ _f64(v)
+
+
 REFERENCES: dict[str, Callable[..., np.ndarray]] = {
+    "attention": attention,
     "conv1d_nlc": conv1d_nlc, "conv2d_nhwc": conv2d_nhwc, "conv3d_ndhwc": conv3d_ndhwc, "conv2d_nchw": conv2d_nchw,
     "depthwise_conv2d_nhwc": depthwise_conv2d_nhwc, "conv2d_transpose_nhwc": conv2d_transpose_nhwc,
     "conv2d_capsule_nhwijc": conv2d_capsule_nhwijc, "matmul": matmul, "dense": dense, "batch_matmul": batch_matmul,

@@ -264,3 +264,28 @@ class GlobalAvgPool(OpDef):
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         return [ops.global_avg_pool2d(args[0], _layout(node))]
+
+
+@register("attention", arity=(3, 4))
+class Attention(OpDef):
+    """softmax(q @ kt * scale + mask) @ v (ops/attention.py), made by graph/passes/fuse_attention.py:
+    q (*B, S, D), kt (*B, D, T), v (*B, T, E), optional mask broadcastable to (*B, S, T)."""
+
+    def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
+        q, kt, v = types[:3]
+        if q.dtype != kt.dtype or q.dtype != v.dtype or min(len(q.shape), len(kt.shape), len(v.shape)) < 2:
+            raise GraphError(f"node {node.name!r} (attention): q {q}, kt {kt} and v {v} need one dtype and rank >= 2")
+        if q.shape[:-2] != kt.shape[:-2] or q.shape[:-2] != v.shape[:-2] or q.shape[-1] != kt.shape[-2] \
+                or kt.shape[-1] != v.shape[-2]:
+            raise GraphError(f"node {node.name!r} (attention): q {q}, kt {kt} and v {v} do not chain")
+        return [same(q, (*q.shape[:-1], v.shape[-1]))]
+
+    def reference(self, node: Node, xs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        mask = xs[3] if len(xs) > 3 else None
+        return [ref.attention(xs[0], xs[1], xs[2], mask, node.attr("scale", None), node.attr("divide", False),
+                              node.attr("nan_to_zero", False))]
+
+    def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
+        mask = args[3] if len(args) > 3 else None
+        return [ops.attention(args[0], args[1], args[2], mask, node.attr("scale", None), node.attr("divide", False),
+                              node.attr("nan_to_zero", False))]

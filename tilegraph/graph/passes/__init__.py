@@ -23,6 +23,7 @@ from tilegraph.graph.passes.empty_tensors_as_constants import empty_tensors_as_c
 from tilegraph.graph.passes.fold_batch_norm import fold_batch_norm
 from tilegraph.graph.passes.fold_constants import fold_constants
 from tilegraph.graph.passes.fold_scale_into_weights import fold_scale_into_weights
+from tilegraph.graph.passes.fuse_attention import fuse_attention
 from tilegraph.graph.passes.merge_sibling_matmuls import merge_sibling_matmuls
 from tilegraph.graph.passes.pad_gemm_columns import pad_gemm_columns
 from tilegraph.graph.passes.pow_to_multiply import pow_to_multiply
@@ -36,7 +37,7 @@ PIPELINE = (empty_tensors_as_constants, bfloat16_through_float, compute_half_in_
             empty_tensors_as_constants)  # again: merged empty constants come back as identities of graph outputs
 
 
-OPTIONAL = {"conv_to_gemm": conv_to_gemm}  # run after the layout pass and its constant folding
+OPTIONAL = {"conv_to_gemm": conv_to_gemm, "fuse_attention": fuse_attention}  # run after the layout pass and its constant folding
 VERIFY_ENV = "TILEGRAPH_VERIFY"
 
 
@@ -67,5 +68,6 @@ def _checked(graph_pass: object, graph: Graph, verify: bool) -> Graph:
 
 __all__ = ["optimize", "PIPELINE", "fold_constants", "eliminate_dead_code", "eliminate_common_subexpressions",
            "fold_batch_norm", "to_channels_last", "sink_transposes", "merge_sibling_matmuls", "conv_to_gemm",
-           "fold_scale_into_weights", "compute_half_in_float", "empty_tensors_as_constants", "bfloat16_through_float",
+           "fold_scale_into_weights", "fuse_attention", "compute_half_in_float", "empty_tensors_as_constants",
+           "bfloat16_through_float",
            "OPTIONAL"]
