@@ -5,7 +5,8 @@ one workload, so one kernel runs a block of query rows end to end while its scor
     attention(q, kt, v, mask=None, scale=None, divide=False, nan_to_zero=False)
       q (*B, S, D), kt (*B, D, T), v (*B, T, E), mask broadcastable to (*B, S, T)  ->  (*B, S, E)
 
-    qk[b, i, j]    = sum_d q[b, i, d] * kt[b, d, j]
+    kt'[b, d, j]   = kt[b, d, j]                  (a copy the schedule makes once per head)
+    qk[b, i, j]    = sum_d q[b, i, d] * kt'[b, d, j]
     x[b, i, j]     = qk * scale (qk / scale with divide) + mask[b, i, j]      (inlined where read)
     max[b, i]      = max_j x
     exp[b, i, j]   = exp(x - max)
@@ -60,8 +61,11 @@ def attention(q: Tensor, kt: Tensor, v: Tensor, mask: Tensor | None = None, scal
     nb = len(batch)
     rows_shape = (*batch, s)
 
+    # kt copied as a stage of its own: the schedule packs it once per head (contiguous along the
+    # keys, whatever layout the projection wrote), the inlined prologue reading the source once
+    kt_copy = stage(kt.shape, lambda *i: kt[i], name=f"{name}_kt")
     rd = te.reduce_axis(d, "rd")
-    qk = stage(scores_shape, lambda *i: te.sum(q[(*i[:nb], i[nb], rd)] * kt[(*i[:nb], rd, i[nb + 1])], axis=rd),
+    qk = stage(scores_shape, lambda *i: te.sum(q[(*i[:nb], i[nb], rd)] * kt_copy[(*i[:nb], rd, i[nb + 1])], axis=rd),
                name=f"{name}_qk")
 
     def logits(idx: tuple[Expr, ...]) -> Expr:

@@ -4,7 +4,8 @@ query rows, every stage computed at that block, so its scores never leave the ca
     sch = attention_schedule(workload, target, rows=8)     # None when the workload has no attention
 
     for (batch, i_outer) in B x S/rows (parallel):
-      qk[rows, T]     = q[rows, :] @ kt              for ii, d: for j (vector)     (kt read along j)
+      kt'[D, T]       = kt                           once per head (when the heads fill the cores)
+      qk[rows, T]     = q[rows, :] @ kt'             for ii, d: for j (vector)     (kt' read along j)
       max[rows]       = max_j (qk * scale + mask)
       exp[rows, T]    = exp(x - max)                 for ii: for j (vector)
       expsum[rows]    = sum_j exp
@@ -37,7 +38,7 @@ DEFAULT_ROWS = 8
 # rows per loaded kt / v vector pays more than the spills cost
 ACCUMULATORS_PER_LANES = {16: 32, 8: 16, 4: 16}
 PARALLEL_MIN_HEADS = 4  # batches x heads per core before the row blocks need not share the parallel loop
-_STAGES = ("qk", "max", "exp", "expsum", "p", "out")
+_STAGES = ("kt", "qk", "max", "exp", "expsum", "p", "out")
 
 
 def attention_stages(workload: Workload) -> dict[str, Tensor] | None:
@@ -83,9 +84,10 @@ def _build(workload: Workload, stages: dict[str, Tensor], rows: int, lanes: int,
     # parallel over the batches (heads) alone when they are enough: the row-block loop stays
     # serial inside, so no index divides a fused loop variable
     heads = math.prod(stages["out"].shape[:-2])
+    per_head = None  # the loop over heads, when the row blocks run inside it
     if heads >= PARALLEL_MIN_HEADS * cores and batch:
-        par = sch.fuse(*batch) if len(batch) > 1 else batch[0]
-        sch.parallel(par)
+        per_head = sch.fuse(*batch) if len(batch) > 1 else batch[0]
+        sch.parallel(per_head)
         outer = io
     else:
         outer = sch.fuse(*batch, io) if batch else io
@@ -106,6 +108,13 @@ def _build(workload: Workload, stages: dict[str, Tensor], rows: int, lanes: int,
         if part:  # vector partial results: a chain of T/lanes dependent operations, not T
             sch.rfactor(names[role], part, "local")
             sch.vectorize(part)
+    if per_head is not None:  # kt packed once per head, read contiguously by every row block
+        sch.compute_at(names["kt"], per_head)
+        _, kt_vec = _vector_split(sch, sch.loops(names["kt"])[-1], stages["kt"].shape[-1], lanes)
+        if kt_vec:
+            sch.vectorize(kt_vec)
+    else:
+        sch.compute_inline(names["kt"])
     qk_rows = sch.loops(names["qk"])[-3:-2] if rows > 1 else []  # the block's own row loop
     _register_product(sch, names["qk"], qk_rows, stages["qk"].shape[-1], lanes, vectors, write_back=False)
     return sch
