@@ -77,6 +77,8 @@ CASES = {
                                      "pads": [2, 1, 2, 1]}, inits=[W, ("bias", np.arange(4, dtype=np.float32))]),
     "ConvGroupsAsymmetric": _model("Conv", [("x", F, [1, 4, 8, 8])], attrs={"group": 2, "pads": [0, 1, 1, 0]},
                                    inits=[("w", RNG.standard_normal((6, 2, 3, 3)).astype(np.float32))]),
+    "ConvAsymmetricStrided": _model("Conv", [("x", F, [1, 3, 9, 8])], attrs={"strides": [2, 2], "pads": [0, 1, 2, 0]},
+                                    inits=[W]),
     "ConvDepthwiseSame": _model("Conv", [("x", F, [1, 4, 7, 7])], attrs={"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2]},
                                 inits=[("w", RNG.standard_normal((4, 1, 3, 3)).astype(np.float32))]),
     "BatchNormalization": _model("BatchNormalization", [X], inits=[

@@ -100,3 +100,14 @@ def test_conv_references_agree_with_direct_sums():
     transposed = REFERENCES["conv2d_transpose_nhwc"](xt, wt.transpose(0, 1, 3, 2), stride=2, padding=1)
     assert conv.shape == xt.shape
     np.testing.assert_allclose(np.sum(conv * xt), np.sum(y * transposed))
+
+
+@pytest.mark.parametrize("groups", [1, 6])
+def test_conv2d_nhwc_asymmetric_padding(check, groups):
+    """padding (top, left) and padding_after (bottom, right) apart, as TensorFlow's SAME padding of a
+    stride-2 window writes it: the reference pads with numpy, the op in its own padding stage."""
+    x = te.placeholder((1, 9, 8, 6), name="x")
+    w = te.placeholder((3, 3, 6 // groups, 4 * groups // groups if groups == 1 else 6), name="w")
+    out = ops.conv2d_nhwc(x, w, stride=2, padding=(0, 1), groups=groups, padding_after=(2, 0))
+    assert out.shape == (1, (9 + 0 + 2 - 3) // 2 + 1, (8 + 1 + 0 - 3) // 2 + 1, w.shape[-1])
+    check([x, w], out)

@@ -47,10 +47,12 @@ def _conv_arguments(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTupl
 
 
 def _conv_channels_last(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTuple, dilation: IntOrTuple,
-                        groups: int, name: str) -> Tensor:
-    """x (N, *S, CI), w (*K, CI/groups, CO) -> (N, *O, CO), for 1 to 3 spatial dimensions."""
+                        groups: int, name: str, padding_after: IntOrTuple | None = None) -> Tensor:
+    """x (N, *S, CI), w (*K, CI/groups, CO) -> (N, *O, CO), for 1 to 3 spatial dimensions; `padding`
+    before each spatial dimension and `padding_after` after it (default: the same, symmetric)."""
     dims = x.ndim - 2
     strides, pads, dilations = _conv_arguments(x, w, stride, padding, dilation, dims)
+    after = pads if padding_after is None else as_tuple(padding_after, dims, "padding_after", 0)
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ValueError(f"argument groups must be a positive int, got {groups!r}")
     ci, co = x.shape[-1], w.shape[-1]
@@ -62,9 +64,9 @@ def _conv_channels_last(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOr
                          f"{ci_per_group} = x channels {ci} / groups {groups}")
     kernel = w.shape[:dims]
     out_spatial = tuple(
-        conv_out_size(x.shape[1 + d], kernel[d], strides[d], pads[d], pads[d], dilations[d], f"argument w ({name})")
+        conv_out_size(x.shape[1 + d], kernel[d], strides[d], pads[d], after[d], dilations[d], f"argument w ({name})")
         for d in range(dims))
-    padded = pad(x, (0, *pads, 0), (0, *pads, 0), 0.0, name=f"{name}_pad")
+    padded = pad(x, (0, *pads, 0), (0, *after, 0), 0.0, name=f"{name}_pad")
     spatial_names = _SPATIAL_NAMES[dims]
     reduce_spatial = tuple(te.reduce_axis(k, f"r{n}") for k, n in zip(kernel, spatial_names))
     rc = te.reduce_axis(ci_per_group, "rc")
@@ -89,10 +91,11 @@ def conv1d_nlc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTuple
 
 @operator("conv2d_nhwc")
 def conv2d_nhwc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
-                groups: int = 1, name: str = "conv2d_nhwc") -> Tensor:
-    """x (N, H, W, CI), w (KH, KW, CI/groups, CO) -> (N, OH, OW, CO)."""
+                groups: int = 1, name: str = "conv2d_nhwc", padding_after: IntOrTuple | None = None) -> Tensor:
+    """x (N, H, W, CI), w (KH, KW, CI/groups, CO) -> (N, OH, OW, CO); `padding_after` (bottom, right)
+    when it differs from `padding` (top, left), as TensorFlow's SAME padding of a stride-2 window."""
     check_tensor(x, "x", 4)
-    return _conv_channels_last(x, w, stride, padding, dilation, groups, name)
+    return _conv_channels_last(x, w, stride, padding, dilation, groups, name, padding_after)
 
 
 @operator("conv3d_ndhwc")

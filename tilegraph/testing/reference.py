@@ -59,11 +59,12 @@ def _window(padded: np.ndarray, start: Sequence[int], count: Sequence[int], step
 
 
 def _conv_channels_last(x: np.ndarray, w: np.ndarray, stride: IntOrTuple, padding: IntOrTuple,
-                        dilation: IntOrTuple, groups: int = 1) -> np.ndarray:
+                        dilation: IntOrTuple, groups: int = 1, padding_after: IntOrTuple | None = None) -> np.ndarray:
     x, w = _f64(x), _f64(w)
     dims = x.ndim - 2
     strides, pads, dils = _tuple(stride, dims), _tuple(padding, dims), _tuple(dilation, dims)
-    padded = np.pad(x, [(0, 0), *((p, p) for p in pads), (0, 0)])
+    after = pads if padding_after is None else _tuple(padding_after, dims)
+    padded = np.pad(x, [(0, 0), *zip(pads, after), (0, 0)])
     kernel = w.shape[:dims]
     out_sp = [(padded.shape[1 + d] - dils[d] * (kernel[d] - 1) - 1) // strides[d] + 1 for d in range(dims)]
     ci, co = x.shape[-1], w.shape[-1]
@@ -91,8 +92,8 @@ def conv1d_nlc(x: np.ndarray, w: np.ndarray, stride: IntOrTuple = 1, padding: In
 
 
 def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
-                dilation: IntOrTuple = 1, groups: int = 1) -> np.ndarray:
-    return _conv_channels_last(x, w, stride, padding, dilation, groups)
+                dilation: IntOrTuple = 1, groups: int = 1, padding_after: IntOrTuple | None = None) -> np.ndarray:
+    return _conv_channels_last(x, w, stride, padding, dilation, groups, padding_after)
 
 
 def conv3d_ndhwc(x: np.ndarray, w: np.ndarray, stride: IntOrTuple = 1, padding: IntOrTuple = 0,

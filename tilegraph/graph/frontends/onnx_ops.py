@@ -218,9 +218,7 @@ def _conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
     kernel = tuple(e.type_of(w).shape[2:])
     strides = tuple(attrs.get("strides", (1, 1)))
     dilations = tuple(attrs.get("dilations", (1, 1)))
-    pads = _spatial_pads(node, attrs, e.type_of(x).shape[2:], kernel, strides, dilations)
-    if pads[:2] != pads[2:]:
-        x, pads = _pad_explicitly(e, x, pads, 0.0, node.name), (0, 0, 0, 0)
+    pads = _spatial_pads(node, attrs, e.type_of(x).shape[2:], kernel, strides, dilations)  # asymmetric too
     inputs = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] else [])
     conv_attrs = {"layout": "NCHW", "strides": strides, "pads": pads, "dilations": dilations,
                   "groups": int(attrs.get("group", 1))}

@@ -42,8 +42,18 @@ def _symmetric(node: Node) -> tuple[int, int]:
     return top, left
 
 
-def _out_extent(size: int, kernel: int, stride: int, pad: int, dilation: int = 1) -> int:
-    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+def _out_extent(size: int, kernel: int, stride: int, pad: int, dilation: int = 1, pad_after: int | None = None) -> int:
+    after = pad if pad_after is None else pad_after
+    return (size + pad + after - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _conv_pads(node: Node) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A convolution's ((top, left), (bottom, right)); they may differ (TensorFlow's SAME padding of
+    a stride-2 window pads one more after), the padding computed inside the kernel either way."""
+    top, left, bottom, right = node.attr("pads", (0, 0, 0, 0))
+    if min(top, left, bottom, right) < 0:
+        raise GraphError(f"node {node.name!r} ({node.op}): negative pads {(top, left, bottom, right)}")
+    return (top, left), (bottom, right)
 
 
 @register("conv2d", arity=(2, 3))
@@ -59,9 +69,9 @@ class Conv2d(OpDef):
             raise GraphError(f"node {node.name!r} (conv2d): x has {c} channels, w {w} with groups={groups}")
         if len(types) == 3 and types[2] is not None and types[2].shape != (o,):
             raise GraphError(f"node {node.name!r} (conv2d): bias must have shape ({o},), got {types[2]}")
-        ph, pw = _symmetric(node)
+        (ph, pw), (pb, pr) = _conv_pads(node)
         (sh, sw), (dh, dw) = node.attr("strides", (1, 1)), node.attr("dilations", (1, 1))
-        oh, ow = _out_extent(h, kh, sh, ph, dh), _out_extent(wd, kw, sw, pw, dw)
+        oh, ow = _out_extent(h, kh, sh, ph, dh, pb), _out_extent(wd, kw, sw, pw, dw, pr)
         if oh <= 0 or ow <= 0:
             raise GraphError(f"node {node.name!r} (conv2d): window {kh}x{kw} does not fit input {x}")
         return [TensorType((n, o, oh, ow) if layout == "NCHW" else (n, oh, ow, o), x.dtype)]
@@ -71,8 +81,9 @@ class Conv2d(OpDef):
         nhwc = _layout(node) == "NHWC"
         x_nhwc = x if nhwc else x.transpose(0, 2, 3, 1)
         w_hwio = w if nhwc else w.transpose(2, 3, 1, 0)
-        out = ref.conv2d_nhwc(x_nhwc, w_hwio, node.attr("strides", (1, 1)), _symmetric(node),
-                              node.attr("dilations", (1, 1)), node.attr("groups", 1))
+        before, after = _conv_pads(node)
+        out = ref.conv2d_nhwc(x_nhwc, w_hwio, node.attr("strides", (1, 1)), before,
+                              node.attr("dilations", (1, 1)), node.attr("groups", 1), after)
         if len(xs) == 3 and xs[2] is not None:
             out = out + f64(xs[2])
         return [out if nhwc else out.transpose(0, 3, 1, 2)]
@@ -80,16 +91,16 @@ class Conv2d(OpDef):
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         x, w = args[0], args[1]
         stride, dilation, groups = node.attr("strides", (1, 1)), node.attr("dilations", (1, 1)), node.attr("groups", 1)
-        padding = _symmetric(node)
+        padding, after = _conv_pads(node)
         if _layout(node) == "NHWC":
-            out = ops.conv2d_nhwc(x, w, stride, padding, dilation, groups)
+            out = ops.conv2d_nhwc(x, w, stride, padding, dilation, groups, padding_after=after)
             bias = args[2] if len(args) == 3 else None
             return [out if bias is None else ops.add(out, bias)]
-        if groups == 1:
+        if groups == 1 and padding == after:
             out = ops.conv2d_nchw(x, w, stride, padding, dilation)
-        else:  # grouped NCHW (only when the layout pass is off): transpose around the NHWC conv, in-kernel
+        else:  # grouped or asymmetric NCHW (only when the layout pass is off): transposes around the NHWC conv
             out = ops.transpose(ops.conv2d_nhwc(ops.transpose(x, (0, 2, 3, 1)), ops.transpose(w, (2, 3, 1, 0)),
-                                                stride, padding, dilation, groups), (0, 3, 1, 2))
+                                                stride, padding, dilation, groups, padding_after=after), (0, 3, 1, 2))
         if len(args) == 3:
             out = ops.add(out, ops.reshape(args[2], (args[2].shape[0], 1, 1)))
         return [out]
