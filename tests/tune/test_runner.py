@@ -66,3 +66,31 @@ def test_references_fall_back_to_library(tune_dirs):
     x = [np.ones((8, 8), np.float32), np.ones((8, 8), np.float32)]
     (ref,) = Runner().references(wl, x)
     assert np.allclose(ref, 8.0)
+
+
+def test_a_lower_timeout_for_one_candidate_kills_a_hang_sooner(tune_dirs):
+    """A candidate measured as a tuning budget ends gets the time left, not the policy's 30 s."""
+    import time
+
+    wl = matmul_workload()
+    with SourceBuilder(max_workers=1) as builder:
+        (hang,) = builder.build([MeasureInput(wl, '{"n": 0}', {"source": HANG_C})])
+    with Runner(MeasurePolicy(min_time_s=0.01, timeout_s=30.0), reference=matmul_reference) as runner:
+        began = time.monotonic()
+        r = runner.run(wl, hang, seed=0, timeout_s=0.5)
+        assert r.kind == "timeout" and "0.5 s" in r.message
+        assert time.monotonic() - began < 15  # the policy's 30 s would not fit
+
+
+def test_budget_timeout_caps_only_near_the_deadline():
+    import time
+    from types import SimpleNamespace
+
+    from tilegraph.tune.search_loop import BUDGET_TIMEOUT_FLOOR_S, _budget_timeout
+
+    now = time.monotonic()
+    assert _budget_timeout(SimpleNamespace(deadline=None), 3, 30.0) is None
+    assert _budget_timeout(SimpleNamespace(deadline=now + 5), 0, 30.0) is None  # the first candidate: always measured
+    assert _budget_timeout(SimpleNamespace(deadline=now + 100), 3, 30.0) is None  # the policy's ends first
+    assert 4.0 < _budget_timeout(SimpleNamespace(deadline=now + 5), 3, 30.0) <= 5.0
+    assert _budget_timeout(SimpleNamespace(deadline=now - 1), 3, 30.0) == BUDGET_TIMEOUT_FLOOR_S

@@ -203,19 +203,22 @@ class Runner:
         return [np.asarray(o, dtype=np.float64) for o in outs]
 
     # ------------------------------------------------------------------ measuring
-    def run(self, workload: Workload, build: BuildResult, seed: int) -> RunResult:
-        """Check then time one candidate on fresh random inputs; never raises for a bad candidate."""
+    def run(self, workload: Workload, build: BuildResult, seed: int, timeout_s: float | None = None) -> RunResult:
+        """Check then time one candidate on fresh random inputs; never raises for a bad candidate.
+        `timeout_s` lowers the policy's timeout for this candidate (a tuning budget about to end)."""
         if not build.ok:
             return RunResult(build.error_kind or "build_error", build.message)
         inputs = random_inputs(workload, seed)
-        return self.run_on(build, inputs, self.references(workload, inputs))
+        return self.run_on(build, inputs, self.references(workload, inputs), timeout_s)
 
-    def run_on(self, build: BuildResult, inputs: Sequence[np.ndarray], references: Sequence[np.ndarray]) -> RunResult:
+    def run_on(self, build: BuildResult, inputs: Sequence[np.ndarray], references: Sequence[np.ndarray],
+               timeout_s: float | None = None) -> RunResult:
         """Check one candidate against `references` on `inputs`, then time it (in the worker)."""
         if not build.ok:
             return RunResult(build.error_kind or "build_error", build.message)
+        timeout = self.policy.timeout_s if timeout_s is None else min(self.policy.timeout_s, timeout_s)
         with self.lock:
-            return self._run_locked(build, list(inputs), list(references))
+            return self._run_locked(build, list(inputs), list(references), timeout)
 
     def check_here(self, kernel: Any, inputs: Sequence[np.ndarray], references: Sequence[np.ndarray]) -> RunResult:
         """Check a kernel in this process, never timing it: the final re-check of a tuned kernel
@@ -233,7 +236,8 @@ class Runner:
         ok, max_error, message = compare_outputs(outputs, references, self.policy.rtol, self.policy.atol_scale)
         return RunResult("ok", max_error=max_error) if ok else RunResult("wrong_answer", message, max_error=max_error)
 
-    def _run_locked(self, build: BuildResult, inputs: list[np.ndarray], refs: list[np.ndarray]) -> RunResult:
+    def _run_locked(self, build: BuildResult, inputs: list[np.ndarray], refs: list[np.ndarray],
+                    timeout_s: float) -> RunResult:
         if self._proc is None or not self._proc.is_alive():
             if self._proc is not None:
                 self._stop_worker(kill=True)
@@ -241,13 +245,13 @@ class Runner:
         conn, proc = self._conn, self._proc
         try:
             conn.send(("measure", build, inputs, refs, self.policy))
-            if conn.poll(self.policy.timeout_s):
+            if conn.poll(timeout_s):
                 return conn.recv()[1]
         except (EOFError, OSError):
             return self._crashed(proc)
         self._stop_worker(kill=True)
         self.restarts += 1
-        return RunResult("timeout", f"no result within {self.policy.timeout_s:g} s; the worker was killed")
+        return RunResult("timeout", f"no result within {timeout_s:g} s; the worker was killed")
 
     def _crashed(self, proc: Any) -> RunResult:
         proc.join(5)

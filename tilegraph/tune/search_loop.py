@@ -76,7 +76,10 @@ def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: 
         for n_cand, (cand, build) in enumerate(zip(fresh, builds)):
             if out_of_budget():
                 break
-            run = runner.run(wl, build, seed=_check_seed(ctx.seed, len(ctx.measured) + n_cand))
+            cap = _budget_timeout(ctx, measured_here, runner.policy.timeout_s)
+            run = runner.run(wl, build, seed=_check_seed(ctx.seed, len(ctx.measured) + n_cand), timeout_s=cap)
+            if run.kind == "timeout" and cap is not None:
+                break  # the budget ended while it ran: no verdict on the candidate, so nothing is recorded
             if run.ok and run.median is not None and best_s is not None and run.median < best_s:
                 run = _confirmed(runner, wl, build, run, _check_seed(ctx.seed + 1, len(ctx.measured) + n_cand))
             if run.ok and run.median is not None and (best_s is None or run.median < best_s):
@@ -96,6 +99,20 @@ def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: 
         if done_cands:
             search.notify(ctx, done_cands, results)
             per_candidate_s = (time.monotonic() - round_start) / len(done_cands)
+
+
+BUDGET_TIMEOUT_FLOOR_S = 2.0  # the least a candidate measured near the end of a time budget may take
+
+
+def _budget_timeout(ctx: TuneContext, measured_here: int, policy_timeout_s: float) -> float | None:
+    """A lower timeout for a candidate when the time budget ends before the policy's would: a hanging
+    candidate then costs the time left (at least BUDGET_TIMEOUT_FLOOR_S), not the whole policy
+    timeout past the budget (`tilegraph tune --time 20` once took 44 s so). None: the policy's
+    (no deadline, or the first candidate of the run, which the budget always measures)."""
+    if ctx.deadline is None or measured_here == 0:
+        return None
+    left = max(BUDGET_TIMEOUT_FLOOR_S, ctx.deadline - time.monotonic())
+    return left if left < policy_timeout_s else None
 
 
 def _confirmed(runner: Any, wl: Workload, build: Any, run: RunResult, seed: int) -> RunResult:
