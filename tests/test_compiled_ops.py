@@ -340,6 +340,8 @@ OP_CASES.update({
     "gather_elements": _typed(ops.gather_elements, [((4, 6), F32), ((4, 3), I64)], axis=1),
     "broadcast_to": _typed(ops.broadcast_to, [((3, 1), F32)], shape=(2, 3, 5)),
     "pad_constant": _typed(ops.pad_constant, [((4, 6), F32)], before=(1, -1), after=(2, 0), value=-2.0),
+    "attention": _typed(ops.attention, [((2, 7, 3), F32), ((2, 3, 5), F32), ((2, 5, 9), F32), ((7, 5), F32)],
+                        scale=0.7),
 })
 
 

@@ -85,3 +85,28 @@ def test_no_fusion_when_an_intermediate_is_read_elsewhere():
     out = b.add("matmul", [b.add("softmax", [b.add("matmul", [q, kt])], {"axis": -1}), v])
     g2 = b.build([out])
     assert fuse_attention(g2) is g2
+
+
+@pytest.mark.needs_cc
+def test_tuning_a_fused_attention_measures_its_row_block_schedules(tmp_path):
+    """The attention task is tuned like any other: Gensor's candidates are the row-block schedules
+    (checked against float64 by the measurer), the model is built from the best record."""
+    from tilegraph.tune.database import open_database
+
+    g = _attention_graph("gpt2")
+    inputs = _inputs()
+    model = tg.compile(g, db=tmp_path / "t.db", trials=5, extra_rewrites=("fuse_attention",), orchestration="greedy")
+    db = open_database(tmp_path / "t.db", readonly=True)
+    records = list(db.records())
+    db.close()
+    assert len(records) == 5 and all(r.kind == "ok" for r in records)
+    # the scheduler's first measurement is the default schedule (the row-block one, 8 rows); Gensor
+    # then proposes the other rows choices (its own 8-row schedule is the same trace: not measured twice)
+    assert [r.meta.get("strategy") for r in records].count("default") == 1
+    assert sorted(r.meta["attention_rows"] for r in records if r.meta.get("strategy") == "gensor") == [1, 2, 4, 16]
+    assert all(model.tuned)
+    want = run_reference(g, inputs)[g.outputs[0]]
+    got = model.run(inputs)
+    got = got[g.outputs[0]] if isinstance(got, dict) else got[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))

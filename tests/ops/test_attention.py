@@ -121,3 +121,21 @@ def test_attention_reference_is_registered(check):
     v = te.placeholder((2, 7, 4), "float32", name="v")
     mask = te.placeholder((5, 7), "float32", name="mask")
     check([q, kt, v, mask], ops.attention(q, kt, v, mask, scale=0.3))
+
+
+def test_gensor_proposes_the_row_block_schedules_of_an_attention_workload():
+    """Gensor's walks do not model the seven stages: its candidates for an attention workload are
+    the row-block schedule at each rows choice (the default first), each replaying."""
+    from tilegraph.tune.strategy.base import TuneContext
+    from tilegraph.tune.strategy.gensor import GensorStrategy
+
+    arrays = _case((1, 2), 9, 8, 4, 4, (1, 1, 9, 8), seed=1)
+    wl, args = _workload(arrays, 0.5, False, True)
+    target = tg.Target("cpu", isa="avx2")
+    cands = GensorStrategy(top_k=2).propose(TuneContext(wl, target, 0, None, trials_left=8), 8)
+    rows = [c.meta["attention_rows"] for c in cands]
+    assert rows[0] == 8 and sorted(set(rows)) == sorted(ATTENTION_ROWS)
+    want = _reference(*arrays, 0.5, False, True)
+    for c in cands:
+        np.testing.assert_allclose(tg.interpret(tg.Schedule.replay(wl, c.trace_json), *args), want,
+                                   rtol=1e-5, atol=1e-5)

@@ -15,7 +15,8 @@ def test_output_records_op_params_and_argument_positions():
     out = ops.conv2d_nhwc(x, w, stride=(2, 2), padding=[1, 1])
     attrs = dict(out.op.attrs)
     assert attrs["ref_op"] == "conv2d_nhwc"
-    assert dict(attrs["ref_params"]) == {"stride": (2, 2), "padding": (1, 1), "dilation": 1, "groups": 1}
+    assert dict(attrs["ref_params"]) == {"stride": (2, 2), "padding": (1, 1), "dilation": 1, "groups": 1,
+                                         "padding_after": None}
     assert dict(attrs["ref_args"]) == {"x": 0, "w": 1}
     assert dict(out.inputs[0].op.attrs) == {"stage_of": "conv2d_nhwc"}
 

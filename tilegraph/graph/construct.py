@@ -37,6 +37,7 @@ from typing import Any
 
 from tilegraph.errors import ScheduleError
 from tilegraph.graph.kernels import best_schedule
+from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.gpu_rows import is_row_operator
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
@@ -117,8 +118,8 @@ def construct_one(workload: Workload, target: Target) -> str | None:
     from tilegraph.tune.strategy.base import TuneContext
     from tilegraph.tune.strategy.gensor import GensorStrategy
 
-    if target.kind == "cpu":
-        fused = attention_schedule(workload, target)  # Gensor's walks do not model its six stages
+    if not backend_for(target).is_gpu:
+        fused = attention_schedule(workload, target)  # Gensor's walks do not model its seven stages
         if fused is not None:
             return fused.trace.to_json()
     try:

@@ -3,19 +3,21 @@ query rows, every stage computed at that block, so its scores never leave the ca
 
     sch = attention_schedule(workload, target, rows=8)     # None when the workload has no attention
 
-    for (batch, i_outer) in B x S/rows (parallel):
-      kt'[D, T]       = kt                           once per head (when the heads fill the cores)
-      qk[rows, T]     = q[rows, :] @ kt'             for ii, d: for j (vector)     (kt' read along j)
-      max[rows]       = max_j (qk * scale + mask)
-      exp[rows, T]    = exp(x - max)                 for ii: for j (vector)
-      expsum[rows]    = sum_j exp
-      p[rows, T]      = exp / expsum                 for ii: for j (vector)
-      out[rows, E]    = p @ v                        for ii, j: for e (vector)   (v read along e)
-      epilogue rows   (the transposes/reshapes the graph fused after it)
+    for head in B (parallel; with too few heads for the cores, (head, i_outer) is the parallel loop):
+      kt'[D, T]       = kt                           once per head (else inlined into qk's reads)
+      for i_outer in S / rows:
+        qk[rows, T]   = q[rows, :] @ kt'             for d: for ii, j (vector)     (kt' read along j)
+        max[rows]     = max_j (qk * scale + mask)    vector partial maxima
+        exp[rows, T]  = exp(x - max)                 for ii: for j (vector)
+        expsum[rows]  = sum_j exp                    vector partial sums
+        p[rows, T]    = exp / expsum                 for ii: for j (vector)
+        out[rows, E]  = p @ v                        for j: for ii, e (vector), in registers
+        epilogue rows (the transposes/reshapes the graph fused after it)
 
 Prologue stages (the slices, reshapes, transposes and scalings that bring q, kt and v from the
 projections' layout) are inlined into the reads. Built from public primitives only, so the trace
-replays and the tuner measures it like any schedule; `rows` (query rows per block) is its decision.
+replays and the tuner measures it like any schedule; `rows` (query rows per block) is its decision
+(Gensor proposes each of ATTENTION_ROWS for such a workload, tune/strategy/gensor.py).
 Before: six loop nests over the whole (B, S, T) score tensor. After: the nest above.
 """
 
@@ -42,7 +44,7 @@ _STAGES = ("kt", "qk", "max", "exp", "expsum", "p", "out")
 
 
 def attention_stages(workload: Workload) -> dict[str, Tensor] | None:
-    """The six stages of the workload's one attention operator by role, or None."""
+    """The seven stages of the workload's one attention operator by role, or None."""
     tagged = [t for t in workload.computes if t.op.tag == "attention"]
     if len(tagged) != len(_STAGES):
         return None
@@ -122,12 +124,12 @@ def _build(workload: Workload, stages: dict[str, Tensor], rows: int, lanes: int,
 
 def _register_product(sch: Schedule, block: str, own_rows: list[str], columns: int, lanes: int, vectors: int,
                       write_back: bool = True) -> None:
-    accumulators = ACCUMULATORS_PER_LANES.get(lanes, 8)
     """A product block (rows x columns, one reduction) as a register tile: its rows times `vectors`
     vectors of columns accumulate in registers over the whole reduction, then are written back.
 
         for c_outer: for r (reduction): for row (unrolled): for c_vec (unrolled): for lane (vector)
     """
+    accumulators = ACCUMULATORS_PER_LANES.get(lanes, 8)
     loops = sch.loops(block)
     column, red = loops[-2], loops[-1]
     width = lanes

@@ -133,7 +133,8 @@ def test_foreign_traces_have_no_sentence():
 # would be appended, as version 2 appended the GPU sketches). Elementwise ops: never a task's anchor.
 ADDED_AFTER_THE_VOCABULARY = {"floor", "ceil", "round", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
                               "asinh", "acosh", "atanh", "mod", "fmod", "reduce_min", "reduce_prod", "bitand", "bitor", "bitxor",
-                              "shl", "shr", "bitcast"}
+                              "shl", "shr", "bitcast",
+                              "attention"}  # an anchor (the optional fuse_attention rewrite): op:other until version 3
 
 
 def test_every_graph_op_has_a_token():

@@ -79,11 +79,12 @@ def _match(graph: Graph, out: Node, producers: dict[str, Node], consumers: dict[
     if node is not None and node.op == "add":
         a, b = node.inputs
         scores_type = graph.type_of(node.outputs[0])
-        left, right = producers.get(a), producers.get(b)
-        first, mask = (a, b) if left is not None and left.op in ("matmul", "mul", "div") else (b, a)
-        if graph.type_of(first) != scores_type:
+        # the scores are the operand a (scaled) product made; the mask the other, broadcast into them
+        made = [(x, y) for x, y in ((a, b), (b, a)) if graph.type_of(x) == scores_type
+                and getattr(sole(x), "op", None) in ("matmul", "mul", "div")]
+        if not made:
             return None
-        del right
+        first, mask = made[0]
         taken.append(node.name)
         node = sole(first)
     scale, divide = None, False

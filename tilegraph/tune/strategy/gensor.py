@@ -118,6 +118,9 @@ class GensorStrategy(ModelGuidedStrategy):
         self.walk: WalkResult | None = None
 
     def _search(self, ctx: TuneContext) -> list[Candidate]:
+        attention = _attention_candidates(ctx)
+        if attention is not None:
+            return attention
         if backend_for(ctx.target).is_gpu:
             from tilegraph.tune.gensor.gpu_state import gpu_candidates
 
@@ -132,6 +135,22 @@ class GensorStrategy(ModelGuidedStrategy):
         best = sorted(set(states), key=lambda st: (setup.model.predict(st), repr(st)))[: self.top_k]
         states += polish(setup.graph, best)  # one greedy descent from the walk's best states
         return candidates_from_states(setup, states, self.top_k, self.name, dict(self.walk.visits))
+
+
+def _attention_candidates(ctx: TuneContext) -> list[Candidate] | None:
+    """A fused attention operator's states are its row-block schedule's choices of rows per block
+    (schedule/attention.py), the default first; Gensor's walks do not model its seven stages. None
+    for any other workload (or a GPU target)."""
+    from tilegraph.schedule.attention import ATTENTION_ROWS, DEFAULT_ROWS, attention_schedule, is_attention
+
+    if backend_for(ctx.target).is_gpu or not is_attention(ctx.workload):
+        return None
+    out = []
+    for rows in dict.fromkeys([DEFAULT_ROWS, *ATTENTION_ROWS]):
+        sch = attention_schedule(ctx.workload, ctx.target, rows=rows)
+        if sch is not None:
+            out.append(Candidate(sch.trace.to_json(), None, {"strategy": "gensor", "attention_rows": rows}))
+    return out
 
 
 __all__ = ["GensorStrategy", "ModelGuidedStrategy", "candidates_from_states"]
