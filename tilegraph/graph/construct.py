@@ -37,7 +37,6 @@ from typing import Any
 
 from tilegraph.errors import ScheduleError
 from tilegraph.graph.kernels import best_schedule
-from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.gpu_rows import is_row_operator
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
@@ -114,14 +113,9 @@ CONSTRUCT_VERSION = 3  # bump when the construction changes: cached picks of old
 
 def construct_one(workload: Workload, target: Target) -> str | None:
     """Gensor's top-ranked schedule of `workload` (its trace), or None when it has none."""
-    from tilegraph.schedule.attention import attention_schedule
     from tilegraph.tune.strategy.base import TuneContext
     from tilegraph.tune.strategy.gensor import GensorStrategy
 
-    if not backend_for(target).is_gpu:
-        fused = attention_schedule(workload, target)  # Gensor's walks do not model its seven stages
-        if fused is not None:
-            return fused.trace.to_json()
     try:
         ctx = TuneContext(workload, target, 0, None, trials_left=1)
         candidates = GensorStrategy(top_k=1).propose(ctx, 1)

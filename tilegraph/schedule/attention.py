@@ -35,10 +35,11 @@ from tilegraph.te.workload import Workload
 
 ATTENTION_ROWS = (1, 2, 4, 8, 16)  # query rows per block the tuner may choose among
 DEFAULT_ROWS = 8
-# accumulator vectors of a register tile by vector width. Measured on GPT-2's heads (AMD EPYC,
-# AVX-512, 2 threads): 8 rows x 4 vectors (32, some spilled) 0.167 ms, 4 x 4 (16) 0.285 ms: more
-# rows per loaded kt / v vector pays more than the spills cost
-ACCUMULATORS_PER_LANES = {16: 32, 8: 16, 4: 16}
+# accumulator vectors of a register tile by vector width. Measured on GPT-2's heads (AMD EPYC, 2
+# threads, default 8 rows): AVX-512 (32 registers) 8 rows x 4 vectors (32, some spilled) 0.167 ms
+# against 4 x 4 (16) 0.285 ms; the same code for AVX2 (16 registers, vectors of 8) 4 x 2 (8)
+# 0.289 ms against 8 x 2 (16) 0.362 ms. NEON (4 lanes, 32 registers) is not measured.
+ACCUMULATORS_PER_LANES = {16: 32, 8: 8, 4: 8}
 PARALLEL_MIN_HEADS = 4  # batches x heads per core before the row blocks need not share the parallel loop
 _STAGES = ("kt", "qk", "max", "exp", "expsum", "p", "out")
 
@@ -94,8 +95,7 @@ def _build(workload: Workload, stages: dict[str, Tensor], rows: int, lanes: int,
     else:
         outer = sch.fuse(*batch, io) if batch else io
         sch.parallel(outer)
-    consumers = [t for t in workload.computes if t.name in sch.block_names() and t.name not in names.values()
-                 and not t.name.endswith("_wb")]
+    consumers = [t for t in workload.computes if t.name in sch.block_names() and t.name not in names.values()]
     for t in consumers:  # epilogues (the transpose/reshape of the output) follow each row block
         sch.reverse_compute_at(t.name, outer)
     for role in ("p", "expsum", "exp", "max", "qk"):

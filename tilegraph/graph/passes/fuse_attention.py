@@ -90,12 +90,8 @@ def _match(graph: Graph, out: Node, producers: dict[str, Node], consumers: dict[
     scale, divide = None, False
     if node is not None and node.op in ("mul", "div"):
         a, b = node.inputs
-        c = _scalar(graph, b) if node.op == "div" else (_scalar(graph, b) if _scalar(graph, b) is not None
-                                                          else _scalar(graph, a))
-        if c is None:
-            return None
-        scores = a if node.op == "div" or _scalar(graph, b) is not None else b
-        if graph.type_of(scores) != graph.type_of(node.outputs[0]):
+        scores, c = (a, _scalar(graph, b)) if _scalar(graph, b) is not None or node.op == "div" else (b, _scalar(graph, a))
+        if c is None or graph.type_of(scores) != graph.type_of(node.outputs[0]):
             return None
         scale, divide = c, node.op == "div"
         taken.append(node.name)
