@@ -42,7 +42,7 @@ from tilegraph.schedule.primitives.nest import (
     remove_nest,
     writers,
 )
-from tilegraph.te.expr import BufferLoad
+from tilegraph.te.expr import BufferLoad, Const
 from tilegraph.te.visit import uses_var, walk
 
 
@@ -66,11 +66,10 @@ def reverse_compute_at(func: Func, block: str, loop: str) -> tuple[Func, tuple[s
     read = [b.name for b in func.buffers if b.name != out.name and block_reads(consumer, b.name)]
     produced = [n for n in read if writers(target.body, n)]
     require(bool(produced), f"{where}: no block under loop {loop} writes a buffer that {block} reads")
-    own_point = tuple(iv.var for iv in consumer.iter_vars)
     above = [*loops_enclosing(stripped, target), target]
     for name in produced:
         for x in _loads(consumer, name):
-            require(x.indices == own_point, f"{where}: block {block} must read {name} at its own iteration point")
+            require(_at_own_point(x.indices, consumer), f"{where}: block {block} must read {name} at its own iteration point")
         outside = [w for w in writers(stripped.body, name) if w not in writers(target.body, name)]
         require(not outside, f"{where}: block(s) {outside} outside loop {loop} also write {name}")
         for w in blocks(target.body):
@@ -100,6 +99,15 @@ def reverse_compute_at(func: Func, block: str, loop: str) -> tuple[Func, tuple[s
     result = insert_beside(stripped, anchor, new_nest, after=True)
     check_dataflow(result, where)
     return result, ()
+
+
+def _at_own_point(indices: tuple, b: Block) -> bool:
+    """Whether `indices` name `b`'s own iteration point. Index 0 on an iteration variable of extent 1
+    is that point too: a broadcast of a size-1 dimension reads it so (`add[n, h] = conv[0, h] + bias`)."""
+    if len(indices) != len(b.iter_vars):
+        return False
+    return all(index == iv.var or (iv.extent == 1 and isinstance(index, Const) and index.value == 0)
+               for index, iv in zip(indices, b.iter_vars))
 
 
 def _loads(b: Block, name: str) -> list[BufferLoad]:
