@@ -74,6 +74,7 @@ class CompiledModel:
         _require_memory(plan.arena_bytes, graph.name)
         self._base = aligned_bytes(max(plan.arena_bytes, 1), ALIGN)  # every planned offset aligned in memory too
         self._launches: list[Any] = []
+        self._runners: list[tuple[Any, int]] | None = None  # the launches as native calls (_step_runners)
         self._bound_threads: int | None = None
         self._lock = threading.Lock()
         self._input_views = {name: self.tensor_view(name) for name in graph.inputs}
@@ -138,6 +139,12 @@ class CompiledModel:
             self._bind()
             for name, array in arrays.items():
                 np.copyto(self._input_views[name], array)
+            if step_ns is None and self._runners is not None:  # runs of launches between checks, each one C call
+                for runner, position in self._runners:
+                    runner.run()
+                    for check in self._step_checks.get(position, ()):
+                        check.check(self.tensor_view(check.tensor), "tensor")
+                return {name: np.array(self.tensor_view(name), copy=True) for name in self.graph.outputs}
             for position, launch in enumerate(self._launches):
                 if step_ns is None:
                     launch.run()
@@ -227,6 +234,24 @@ class CompiledModel:
             outs = [self.tensor_view(n, kernel.outputs[i].shape) for i, n in enumerate(step.outputs)]
             launches.append(kernel.bind(ins, outs, num_threads=wanted))
         self._launches, self._bound_threads = launches, wanted
+        self._runners = self._step_runners(launches)
+
+    def _step_runners(self, launches: list[Any]) -> list[tuple[Any, int]] | None:
+        """[(runner, position of its last launch)]: the launches cut after every step with checks
+        (runtime/step_runner.py), or None where a run of them cannot be one native call."""
+        from tilegraph.runtime.step_runner import step_runner
+
+        cuts = sorted(p for p in self._step_checks if 0 <= p < len(launches))
+        bounds = [-1, *cuts] + ([len(launches) - 1] if not cuts or cuts[-1] != len(launches) - 1 else [])
+        runners = []
+        for first, last in zip(bounds, bounds[1:]):
+            if last < first + 1:
+                continue
+            runner = step_runner(launches[first + 1:last + 1])
+            if runner is None:
+                return None
+            runners.append((runner, last))
+        return runners
 
 
 def _require_memory(nbytes: int, what: str) -> None:
