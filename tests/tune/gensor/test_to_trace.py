@@ -191,7 +191,8 @@ def test_rfactored_reductions_compile_and_match(kind):
             np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 
-def test_softmax_runs_every_stage_per_row_with_exp_computed_once_and_vectorized():
+@pytest.mark.parametrize("columns", [96, 37])  # 37: full vectors then a guarded tail (was 37 scalar exps)
+def test_softmax_runs_every_stage_per_row_with_exp_computed_once_and_vectorized(columns):
     import tilegraph as tg
     from tilegraph import workloads
     from tilegraph.loop.visit import loops_above
@@ -199,7 +200,7 @@ def test_softmax_runs_every_stage_per_row_with_exp_computed_once_and_vectorized(
     from tilegraph.tune.strategy.base import TuneContext
     from tilegraph.tune.strategy.gensor import GensorStrategy
 
-    wl = workloads.from_spec("softmax:6,96")
+    wl = workloads.from_spec(f"softmax:6,{columns}")
     target = Target("cpu", isa="avx2", num_cores=2)
     cand = GensorStrategy(top_k=1, measure_hardware=False).propose(TuneContext(wl, target, seed=0, db=None), 1)[0]
     sch = tg.Schedule.replay(wl, cand.trace_json)
@@ -207,9 +208,24 @@ def test_softmax_runs_every_stage_per_row_with_exp_computed_once_and_vectorized(
     out_loops = loops_above(sch.func, "softmax")
     assert exp_loops[0] is out_loops[0] and exp_loops[0].kind == "parallel", "one parallel loop over rows"
     assert exp_loops[-1].kind == "vectorized"
-    x = np.random.default_rng(0).standard_normal((6, 96)).astype("float32")
+    x = np.random.default_rng(0).standard_normal((6, columns)).astype("float32")
     want = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(tg.interpret(sch, x), want / want.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("spec", ["softmax:5,37", "softmax:2,3,19", "layer_norm:7,19"])
+def test_row_kernels_with_a_vector_tail_compute_the_reference_in_c(spec):
+    """Rows the vector width does not divide: full vectors, then a guarded tail (host target)."""
+    from tilegraph.graph.construct import construct_one
+
+    wl = workloads.from_spec(spec)
+    sch = tg.Schedule.replay(wl, construct_one(wl, tg.Target("cpu")))
+    args = random_inputs(wl, seed=4)
+    outs = tuple(np.full(t.shape, np.nan, dtype=np.float32) for t in wl.outputs)
+    tg.build(sch, target="cpu")(*args, out=outs, num_threads=2)
+    for got, ref in zip(outs, reference_outputs(wl, args)):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("spec, inlined", [

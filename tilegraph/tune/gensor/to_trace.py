@@ -241,15 +241,19 @@ def _absorb_epilogue(sch: Schedule, workload: Workload, space: IterSpace, wb: st
     return readers[0].name if _try(sch.compute_inline, wb) else wb
 
 
-def _vectorize_tile_nest(sch: Schedule, block: str, vec_width: int, unroll_outer: bool = True) -> None:
+def _vectorize_tile_nest(sch: Schedule, block: str, vec_width: int, unroll_outer: bool = True,
+                         tail: bool = False) -> None:
     """Own loops of a copy / write-back block that sits on a tile: innermost split by the vector
-    width and vectorized, the others unrolled (so local accumulators are full constant vectors)."""
+    width and vectorized, the others unrolled (so local accumulators are full constant vectors).
+    With `tail`, an extent the width does not divide is vectorized too (full vectors, then one
+    guarded tail: a row of 159 runs 9 vectors and a tail instead of 159 scalar steps)."""
     own = _own_loops(sch, block)
     if not own:
         return
     inner = own[-1]
     extent = get_loop(sch.func, inner).extent
-    width = vec_width if vec_width > 1 and extent % vec_width == 0 else 0
+    divides = extent % vec_width == 0 or (tail and extent > vec_width)
+    width = vec_width if vec_width > 1 and divides else 0
     rest = own[:-1]
     if width and extent > width:
         outer_part, inner = sch.split(inner, [None, width])
@@ -381,7 +385,7 @@ def _stages_at_rows(sch: Schedule, workload: Workload, vec_width: int = 1) -> No
     row = loops[-2]
     for t in reversed(stages):
         if t.name in sch.block_names() and _try(sch.compute_at, t.name, row) and not t.op.reduce_axes:
-            _try(_vectorize_tile_nest, sch, t.name, vec_width, False)  # its row, a vector at a time
+            _try(_vectorize_tile_nest, sch, t.name, vec_width, False, True)  # its row, a vector at a time
 
 
 def _schedule_other_blocks(sch: Schedule, workload: Workload, space: IterSpace, vec_width: int) -> None:
