@@ -36,25 +36,43 @@ from typing import Any
 
 from tilegraph.errors import ScheduleError
 from tilegraph.graph.kernels import best_schedule
+from tilegraph.schedule.gpu_rows import is_row_operator
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
 from tilegraph.te.workload import Workload
 
 log = logging.getLogger("tilegraph.graph.construct")
 
-# Below this a task keeps the plain default schedule. Small models are made of small tasks, and
-# Gensor's picks beat the plain schedule there too: 13 reduced transformers/CNNs/audio models of the
-# coverage study (AMD EPYC Zen 4, 2 threads), the threshold 2e6 -> 3e4 ran wav2vec2 0.94 -> 0.46 ms,
-# segformer 0.39 -> 0.18, a UNet block 0.17 -> 0.10, whisper's encoder 0.19 -> 0.13, none slower; the
-# four reference models gain 1-5 more tasks each. Row operators (softmax, layer norms) are above it
-# from a few rows: their row kernels beat the plain stage-by-stage schedule 1.3-3x.
+# Contractions (matmul, convolutions) and row operators (softmax, normalisations) are constructed
+# from CONSTRUCT_MIN_FLOPS; other anchors (pooling, reductions over outer axes) from
+# CONSTRUCT_MIN_OTHER_FLOPS: below it the plain schedule served them as well or better (ResNet-50's
+# global average pool, 7 x 7 x 2048: 9 us plain, 23 us constructed). Small models are made of small
+# tasks: on 13 reduced transformers/CNNs/audio models of the coverage study (AMD EPYC Zen 4, 2
+# threads) the contractions' threshold 2e6 -> 3e4 ran wav2vec2 0.94 -> 0.46 ms, segformer 0.39 ->
+# 0.18, a UNet block 0.17 -> 0.10, whisper's encoder 0.19 -> 0.13, none slower; the four reference
+# models gain 1-4 more tasks each. Row kernels beat the plain stage-by-stage schedule 1.3-3x.
 CONSTRUCT_MIN_FLOPS = 3e4
+CONSTRUCT_MIN_OTHER_FLOPS = 2e6
 CONSTRUCTED = "gensor-construct"  # the strategy name a constructed schedule's (transient) record carries
 
 
 def worth_constructing(workload: Workload) -> bool:
-    """At least CONSTRUCT_MIN_FLOPS."""
-    return workload.flops() >= CONSTRUCT_MIN_FLOPS
+    """A contraction or row operator of at least CONSTRUCT_MIN_FLOPS, or any task of at least
+    CONSTRUCT_MIN_OTHER_FLOPS."""
+    flops = workload.flops()
+    if flops >= CONSTRUCT_MIN_OTHER_FLOPS:
+        return True
+    return flops >= CONSTRUCT_MIN_FLOPS and (is_row_operator(workload) or _is_contraction(workload))
+
+
+def _is_contraction(workload: Workload) -> bool:
+    """Whether Gensor tiles it as a register micro-kernel (an operand misses a spatial axis: reuse)."""
+    from tilegraph.tune.gensor.state import IterSpace
+
+    try:
+        return IterSpace.from_workload(workload).kind == "reuse"
+    except Exception:  # noqa: BLE001 (a workload the analysis cannot read is not one it tiles)
+        return False
 
 
 def construct_schedules(tasks: Sequence[Any], target: Target, db: Any = None,
@@ -209,5 +227,5 @@ class WithConstructed:
                        meta={"strategy": CONSTRUCTED})]
 
 
-__all__ = ["CONSTRUCTED", "CONSTRUCT_MIN_FLOPS", "CONSTRUCT_VERSION", "WithConstructed",
+__all__ = ["CONSTRUCTED", "CONSTRUCT_MIN_FLOPS", "CONSTRUCT_MIN_OTHER_FLOPS", "CONSTRUCT_VERSION", "WithConstructed",
            "construct_one", "construct_schedules", "worth_constructing"]
