@@ -80,8 +80,8 @@ def _runner_function() -> Any:
 
 
 class StepRunner:
-    """Launches [first, last) of a bound model as one native call. Holds the argument arrays (and
-    the launches, which hold the tensors) for as long as it lives."""
+    """A run of a bound model's launches as one native call. Holds the argument arrays (and the
+    launches, which hold the tensors) for as long as it lives."""
 
     def __init__(self, function: Any, launches: Sequence[Any]):
         self.function = function

@@ -252,8 +252,7 @@ def _vectorize_tile_nest(sch: Schedule, block: str, vec_width: int, unroll_outer
         return
     inner = own[-1]
     extent = get_loop(sch.func, inner).extent
-    divides = extent % vec_width == 0 or (tail and extent > vec_width)
-    width = vec_width if vec_width > 1 and divides else 0
+    width = vec_width if vec_width > 1 and (extent % vec_width == 0 or (tail and extent > vec_width)) else 0
     rest = own[:-1]
     if width and extent > width:
         outer_part, inner = sch.split(inner, [None, width])
