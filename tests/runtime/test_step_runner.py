@@ -85,3 +85,21 @@ def test_launches_it_cannot_call_run_one_by_one():
         arguments = [0] * (MAX_POINTERS + 1) + [1]
 
     assert step_runner([Wide()]) is None
+
+
+def test_a_new_thread_setting_rebinds_the_runner(tmp_path):
+    from tilegraph.runtime import threads
+
+    model = tg.compile(str(_chain(tmp_path, 4)), fuse=False)
+    x = np.ones((7, 5), np.float32)
+    want = model(x)[0]
+    try:
+        threads.set_num_threads(1)
+        np.testing.assert_array_equal(model(x)[0], want)
+        (runner, _), = model._runners
+        assert all(step.threads == 1 for step in runner._steps)
+        assert all(k.last_num_threads == 1 for k in model.kernel_objects)
+    finally:
+        threads.reset_num_threads()
+    model(x)
+    assert all(step.threads == model.target.num_cores for step in model._runners[0][0]._steps)
