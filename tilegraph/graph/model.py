@@ -75,6 +75,7 @@ class CompiledModel:
         self._base = aligned_bytes(max(plan.arena_bytes, 1), ALIGN)  # every planned offset aligned in memory too
         self._launches: list[Any] = []
         self._runners: list[tuple[Any, int]] | None = None  # the launches as native calls (_step_runners)
+        self._one_by_one: list[tuple[Any, int]] = []  # (launch, its position): the launches as ctypes calls
         self._bound_threads: int | None = None
         self._lock = threading.Lock()
         self._input_views = {name: self.tensor_view(name) for name in graph.inputs}
@@ -139,18 +140,15 @@ class CompiledModel:
             self._bind()
             for name, array in arrays.items():
                 np.copyto(self._input_views[name], array)
-            if step_ns is None and self._runners is not None:  # runs of launches between checks, each one C call
-                for runner, position in self._runners:
-                    runner.run()
-                    for check in self._step_checks.get(position, ()):
-                        check.check(self.tensor_view(check.tensor), "tensor")
-                return {name: np.array(self.tensor_view(name), copy=True) for name in self.graph.outputs}
-            for position, launch in enumerate(self._launches):
+            # a run of launches (one native call each, or one ctypes call each when timed or when
+            # no runner serves), then the checks of the step that ends it
+            runs = self._runners if step_ns is None and self._runners is not None else self._one_by_one
+            for run, position in runs:
                 if step_ns is None:
-                    launch.run()
+                    run.run()
                 else:
                     began = clock()
-                    launch.run()
+                    run.run()
                     step_ns.append(clock() - began)
                 for check in self._step_checks.get(position, ()):
                     check.check(self.tensor_view(check.tensor), "tensor")
@@ -235,22 +233,21 @@ class CompiledModel:
             launches.append(kernel.bind(ins, outs, num_threads=wanted))
         self._launches, self._bound_threads = launches, wanted
         self._runners = self._step_runners(launches)
+        self._one_by_one = [(launch, position) for position, launch in enumerate(launches)]
 
     def _step_runners(self, launches: list[Any]) -> list[tuple[Any, int]] | None:
         """[(runner, position of its last launch)]: the launches cut after every step with checks
         (runtime/step_runner.py), or None where a run of them cannot be one native call."""
         from tilegraph.runtime.step_runner import step_runner
 
-        cuts = sorted(p for p in self._step_checks if 0 <= p < len(launches))
-        bounds = [-1, *cuts] + ([len(launches) - 1] if not cuts or cuts[-1] != len(launches) - 1 else [])
-        runners = []
-        for first, last in zip(bounds, bounds[1:]):
-            if last < first + 1:
-                continue
-            runner = step_runner(launches[first + 1:last + 1])
+        ends = sorted({p for p in self._step_checks if p < len(launches)} | {len(launches) - 1})
+        runners, first = [], 0
+        for last in ends:
+            runner = step_runner(launches[first:last + 1])
             if runner is None:
                 return None
             runners.append((runner, last))
+            first = last + 1
         return runners
 
 
