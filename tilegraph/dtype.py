@@ -30,8 +30,30 @@ class DType:
 
     @property
     def numpy(self) -> np.dtype:
-        """The numpy dtype that stores this type (bfloat16 has none: it is stored as uint16)."""
+        """The numpy dtype that stores this type (bfloat16 is stored as its uint16 bits)."""
         return np.dtype(_NUMPY_NAMES[self.name])
+
+    @property
+    def array_numpy(self) -> np.dtype:
+        """The numpy dtype of arrays of this type at the API: ml_dtypes' bfloat16 where ml_dtypes is
+        installed (its bits are the storage), else the storage dtype."""
+        if self.name == "bfloat16":
+            try:
+                import ml_dtypes
+            except ImportError:
+                return self.numpy
+            return np.dtype(ml_dtypes.bfloat16)
+        return self.numpy
+
+    def holds(self, array_dtype: np.dtype) -> bool:
+        """Whether arrays of numpy dtype `array_dtype` hold this type (bfloat16: also as its uint16 bits)."""
+        return array_dtype == self.numpy or array_dtype == self.array_numpy
+
+    @property
+    def value_numpy(self) -> np.dtype:
+        """The numpy dtype its values are computed in: bfloat16 values are float32 numbers that
+        bfloat16 represents exactly (every operation on them rounds back, see round_bfloat16)."""
+        return np.dtype(np.float32) if self.name == "bfloat16" else self.numpy
 
     def with_lanes(self, lanes: int) -> DType:
         return DType(self.name, self.bits, self.kind, lanes)
@@ -87,6 +109,37 @@ def wrap_int(value: int, dtype: DType) -> int:
         return value % (1 << dtype.bits)
     half = 1 << (dtype.bits - 1)
     return (value + half) % (1 << dtype.bits) - half
+
+
+def bfloat16_bits(x: np.ndarray | float) -> np.ndarray:
+    """float32 values as bfloat16 bits (uint16): round to nearest, ties to even; a NaN becomes
+    the quiet NaN 0x7FC0 with its sign (as ml_dtypes converts); subnormals are kept, not flushed. The
+    one definition the interpreter, the printers and the graph passes share:
+
+        0x3F800000 (1.0)  -> 0x3F80      0x3F808000 (1 + 2**-8, a tie) -> 0x3F80 (even)
+        0x3F818000        -> 0x3F82      0x7F7FFFFF (max float32)      -> 0x7F80 (inf)
+    """
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    return np.where(nan, ((u >> 16) & 0x8000) | 0x7FC0, rounded).astype(np.uint16)
+
+
+def bfloat16_values(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bits (uint16) as the float32 numbers they are (exact: the bits are the top half)."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def round_bfloat16(x: np.ndarray | float) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 number, kept as float32."""
+    return bfloat16_values(bfloat16_bits(x))
+
+
+def round_to(value: float, dtype: DType) -> float:
+    """A Python float rounded to a float dtype's precision (how constants of that dtype mean)."""
+    if dtype.name == "bfloat16":
+        return float(round_bfloat16(np.float32(value)))
+    return float(dtype.numpy.type(value))
 
 
 def as_dtype(value: str | DType | np.dtype | type) -> DType:

@@ -202,6 +202,16 @@ def host_supports(target: Target) -> bool:
     return wanted <= host["flags"]
 
 
+def has_bf16_dot(target: object) -> bool:
+    """Whether code for `target` may use AVX512_BF16's vdpbf16ps: an x86 AVX-512 CPU target whose
+    flags name the extension, or that compiles for this machine (-march=native) when this machine
+    has it. TILEGRAPH_HOST_ISA=avx2 makes the host target AVX2, so it never does."""
+    if not isinstance(target, Target) or target.kind != "cpu" or target.arch != "x86_64" or target.isa != "avx512":
+        return False
+    flags = target.cflags or ()
+    return "-mavx512bf16" in flags or ("-march=native" in flags and "avx512_bf16" in _detect_cpu()["flags"])
+
+
 # ---- parsing -------------------------------------------------------------------------------
 def _parse_value(name: str, annotation: str, text: str, spec: str) -> Any:
     annotation = str(annotation)

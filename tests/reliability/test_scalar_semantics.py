@@ -1,6 +1,7 @@
-"""One meaning for every scalar operator: random expressions over int8, int32 and float32, checked
-interpreter == compiled C == OpenCL on PoCL, and, for integers, against an arbitrary-precision
-oracle written from the definition in te/expr.py.
+"""One meaning for every scalar operator: random expressions over int8, int32, float32 and bfloat16,
+checked interpreter == compiled C == OpenCL on PoCL, and, for integers, against an arbitrary-precision
+oracle written from the definition in te/expr.py. bfloat16 arithmetic is float32 arithmetic rounded
+to bfloat16 after every operation (dtype.bfloat16_bits), bit for bit everywhere.
 
 Integer semantics under test: `//` and `%` are floor division and its remainder; `x // 0 == x % 0
 == 0`; `INT_MIN // -1 == INT_MIN`; 8-bit arithmetic wraps at every operation; int32 overflow of
@@ -29,6 +30,8 @@ SPECIAL = {
     "int32": [-(2**31), -(2**31) + 1, -1, 0, 1, 2, 3, 7, 2**31 - 1, -100000, 65536],
     "float32": [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -7.25, 1e30, -1e-30, math.inf, -math.inf, math.nan],
 }
+SPECIAL["bfloat16"] = SPECIAL["float32"] + [1.00390625, 3.3895314e38, 9.2e-41]  # a tie, max bfloat16, subnormal
+FLOATS = ("float32", "bfloat16")
 INT_OPS = ("add", "sub", "mul", "floordiv", "floormod", "max", "min", "select", "neg")
 FLOAT_OPS = INT_OPS + ("div", "abs")
 EXPRS_PER_KERNEL = 12
@@ -49,7 +52,7 @@ def _expr_tree(ops: tuple[str, ...], n_inputs: int) -> st.SearchStrategy:
 
 
 def _consts(dtype: str) -> list:
-    if dtype == "float32":
+    if dtype in FLOATS:
         return [0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -7.25, 1e30, -0.0, 1e-3, 5.0]
     return (SPECIAL[dtype] + [5, -2])[:11]
 
@@ -115,11 +118,15 @@ def _oracle(tree, values: list[int], dtype: str):  # noqa: ANN001, ANN202
 
 
 def _inputs(draw_values: list, dtype: str, n_inputs: int) -> list[np.ndarray]:
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return [np.array(draw_values[k * N:(k + 1) * N], np.float32).astype(ml_dtypes.bfloat16) for k in range(n_inputs)]
     return [np.array(draw_values[k * N:(k + 1) * N], dtype=dtype) for k in range(n_inputs)]
 
 
 def _value_strategy(dtype: str) -> st.SearchStrategy:
-    if dtype == "float32":
+    if dtype in FLOATS:
         return st.one_of(st.sampled_from(SPECIAL[dtype]), st.floats(-1e4, 1e4, width=32))
     info = np.iinfo(dtype)
     return st.one_of(st.sampled_from(SPECIAL[dtype]), st.integers(-20, 20), st.integers(int(info.min), int(info.max)))
@@ -153,6 +160,8 @@ def _workload(trees, dtype: str, n_inputs: int) -> tg.Workload:
 def _same(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> bool:
     if mask is not None:
         a, b = a[mask], b[mask]
+    if a.dtype.name == "bfloat16":  # widening is exact: equal as float32 means the same bfloat16 number
+        a, b = a.astype(np.float32), b.astype(np.float32)
     if a.dtype.kind == "f":
         return bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
     return bool(np.array_equal(a, b))
@@ -165,7 +174,7 @@ def check_expressions(trees, values, dtype: str, n_inputs: int, opencl: bool) ->
     compiled = tg.build(tg.Schedule(wl), target=_exact_target())(*arrays)
     for j, tree in enumerate(trees):
         mask = None
-        if dtype != "float32":
+        if dtype not in FLOATS:
             expected = [_oracle(tree, [int(a[e]) for a in arrays], dtype) for e in range(N)]
             mask = np.array([v is not None for v in expected])
             ref = np.array([0 if v is None else v for v in expected], dtype=dtype)
@@ -175,7 +184,7 @@ def check_expressions(trees, values, dtype: str, n_inputs: int, opencl: bool) ->
         got = _exact_opencl_kernel(wl)(*arrays)
         got = got if isinstance(got, tuple) else (got,)
         for j, tree in enumerate(trees):
-            mask = None if dtype == "float32" else np.array(
+            mask = None if dtype in FLOATS else np.array(
                 [_oracle(tree, [int(a[e]) for a in arrays], dtype) is not None for e in range(N)])
             assert _same(got[j], interpreted[j], mask), ("opencl", tree, arrays, got[j], interpreted[j])
 
@@ -189,7 +198,7 @@ def _opencl_available() -> bool:
 
 
 def _case(dtype: str) -> st.SearchStrategy:
-    ops = FLOAT_OPS if dtype == "float32" else INT_OPS
+    ops = FLOAT_OPS if dtype in FLOATS else INT_OPS
     return st.integers(1, 3).flatmap(lambda n: st.tuples(
         st.just(n),
         st.lists(_expr_tree(ops, n), min_size=EXPRS_PER_KERNEL, max_size=EXPRS_PER_KERNEL),
@@ -197,7 +206,7 @@ def _case(dtype: str) -> st.SearchStrategy:
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("dtype", ["int8", "int32", "float32"])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "float32", "bfloat16"])
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_random_expressions_mean_the_same_everywhere(dtype, data):
@@ -208,7 +217,7 @@ def test_random_expressions_mean_the_same_everywhere(dtype, data):
 
 @pytest.mark.slow
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("dtype", ["int8", "int32", "float32"])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "float32", "bfloat16"])
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_random_expressions_mean_the_same_everywhere_long(dtype, data):

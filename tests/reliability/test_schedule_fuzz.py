@@ -22,6 +22,7 @@ from tests.schedule.primitives.prim_workloads import conv_with_pad, matmul, matm
 from tests.schedule.test_property import _random_step
 from tests.schedule.test_property_compiled import _annotate_for_codegen
 from tilegraph import ops, te
+from tilegraph.dtype import poisoned
 from tilegraph.errors import LoweringError, ScheduleError
 from tilegraph.loop.interpret import interpret
 
@@ -55,6 +56,25 @@ def _transpose_add(m: int, n: int) -> tg.Workload:
     return tg.Workload([x, y], [te.compute((m, n), lambda i, j: x[i, j] + y[j, i] * 0.5, name="T")])
 
 
+def _bfloat16_matmul(m: int, n: int, k: int) -> tg.Workload:
+    """bfloat16 operands and result, float32 accumulation (the shape of a bf16 model's GEMM)."""
+    a = te.placeholder((m, k), "bfloat16", name="A")
+    b = te.placeholder((k, n), "bfloat16", name="B")
+    c = ops.matmul(a, b, accumulate="float32")
+    return tg.Workload([a, b], [te.compute((m, n), lambda i, j: te.cast("bfloat16", te.max_(c[i, j], 0.0)), name="D")])
+
+
+def _array(t: te.Tensor, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(t.shape).astype("float32").astype(t.dtype.array_numpy)
+
+
+def _close(got: np.ndarray, want: np.ndarray, msg: str) -> None:
+    """float32 results within 1e-4; bfloat16 ones within two of their units in the last place (one
+    float32 rounding of the accumulation can move a result across a bfloat16 rounding boundary)."""
+    tol = 2 ** -7 if want.dtype.name == "bfloat16" else 1e-4
+    np.testing.assert_allclose(got.astype("float32"), want.astype("float32"), rtol=tol, atol=tol, err_msg=msg)
+
+
 WORKLOADS = st.one_of(
     st.builds(matmul, SIZES, SIZES, SIZES),
     st.builds(matmul_relu, SIZES, SIZES, SIZES),
@@ -62,6 +82,7 @@ WORKLOADS = st.one_of(
     st.builds(_softmax, SIZES, SIZES),
     st.builds(_layer_norm, SIZES, SIZES),
     st.builds(_transpose_add, SIZES, SIZES),
+    st.builds(_bfloat16_matmul, SIZES, SIZES, SIZES),
     st.builds(conv_with_pad, st.integers(1, 3), st.integers(2, 6), st.integers(2, 6), st.integers(1, 3)),
 )
 
@@ -89,24 +110,24 @@ def check_case(wl: tg.Workload, data) -> None:  # noqa: ANN001
     gpu_sch = tg.Schedule.replay(wl, sch.trace)  # before the CPU annotations below
     _annotate_for_codegen(data, sch)
     seed = data.draw(st.integers(0, 2**16), label="seed")
-    arrays = [np.random.default_rng(seed).standard_normal(t.shape).astype("float32") for t in wl.inputs]
+    arrays = [_array(t, seed) for t in wl.inputs]
     if "G" in {t.name for t in wl.inputs}:
         arrays = [a if t.name != "X" else a * 100 + 50 for a, t in zip(arrays, wl.inputs)]  # offset rows
     meaning = interpret(wl, *arrays)
     scheduled = interpret(sch, *arrays)
-    np.testing.assert_allclose(scheduled, meaning, rtol=1e-4, atol=1e-4, err_msg=f"interpreter\n{sch}")
+    _close(scheduled, meaning, f"interpreter\n{sch}")
     kernel = tg.build(sch)
     (out_buffer,) = kernel.outputs
-    got = np.full(out_buffer.shape, np.nan, out_buffer.dtype.numpy)
+    got = poisoned(out_buffer.shape, out_buffer.dtype.numpy).view(out_buffer.dtype.array_numpy)
     kernel(*arrays, out=got)
-    np.testing.assert_allclose(got, scheduled, rtol=1e-4, atol=1e-4, err_msg=f"C\n{sch}\n{kernel.source}")
+    _close(got, scheduled, f"C\n{sch}\n{kernel.source}")
     COUNTS["cases"] += 1
     COUNTS["c"] += 1
     cl = _opencl_kernel(gpu_sch)
     if cl is None:
         COUNTS["opencl_refused"] += 1
     else:
-        np.testing.assert_allclose(cl(*arrays), scheduled, rtol=1e-4, atol=1e-4, err_msg=f"OpenCL\n{gpu_sch}")
+        _close(cl(*arrays), scheduled, f"OpenCL\n{gpu_sch}")
         COUNTS["opencl"] += 1
 
 

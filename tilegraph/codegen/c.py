@@ -28,9 +28,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from tilegraph import dtype as dt
+from tilegraph.codegen import bfloat16 as bf16
 from tilegraph.codegen.names import NameTable
 from tilegraph.codegen.vector_math import VECTOR_MATH, vector_math_helpers
 from tilegraph.codegen.writer import CodeWriter
@@ -44,13 +43,14 @@ from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Con
 C_TYPES = {
     "float32": "float", "float64": "double", "float16": "tg_half", "int8": "int8_t", "uint8": "uint8_t",
     "int16": "int16_t", "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
-    "uint64": "uint64_t", "bool": "uint8_t",
+    "uint64": "uint64_t", "bool": "uint8_t", "bfloat16": "float",  # a bfloat16 value (codegen/bfloat16.py)
 }
 # C computes operands narrower than int in int: the IR's arithmetic on them wraps at every operation
 NARROW_INTS = ("int8_t", "uint8_t", "int16_t", "uint16_t")
 # integer types beside int32_t/int64_t, with max/min (and, unsigned, floordiv/floormod) helpers
 OTHER_INTS = ("int8_t", "uint8_t", "int16_t", "uint16_t", "uint32_t", "uint64_t")
 _VECTOR_SUFFIX = {"float32": "sf", "int32": "si"}
+_VALUE_SUFFIX = {**_VECTOR_SUFFIX, "bfloat16": "sf"}  # bfloat16 lanes are held in float vectors
 _VECTOR_ELEMENT = {"float32": "float", "int32": "int32_t"}
 _VECTOR_WIDTHS = (4, 8, 16)
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&&", "or": "||", "bitand": "&", "bitor": "|",
@@ -79,7 +79,12 @@ def ctype(d: DType) -> str:
 
 
 def vector_type(elem: DType, lanes: int) -> str:
-    return f"v{lanes}{_VECTOR_SUFFIX[elem.name]}"
+    return f"v{lanes}{_VALUE_SUFFIX[elem.name]}"
+
+
+def storage_ctype(d: DType) -> str:
+    """The C type of a buffer's elements (a bfloat16 buffer holds uint16_t bits)."""
+    return bf16.STORAGE if d.name == "bfloat16" and d.lanes == 1 else ctype(d)
 
 
 def c_const(c: Const) -> str:
@@ -88,8 +93,8 @@ def c_const(c: Const) -> str:
     if d.kind == "bool":
         return "1" if c.value else "0"
     if d.is_float:
-        narrow = d.bits <= 32  # float16 constants are float literals of the float16 value (exact)
-        value = float({16: np.float16, 32: np.float32}.get(d.bits, float)(c.value))
+        narrow = d.bits <= 32  # float16/bfloat16 constants are float literals of their value (exact)
+        value = dt.round_to(c.value, d.scalar)
         suffix = "f" if narrow else ""
         if math.isnan(value):
             return "NAN" if narrow else "((double)NAN)"
@@ -203,6 +208,8 @@ class _Printer:
         self.w = CodeWriter()
         self.parallel_depth = 0
         self.vector_math: set[tuple[str, int]] = set()  # (intrinsic, lanes) helpers the code calls
+        self.bfloat16_lanes: set[int] | None = None  # vector widths of bfloat16 helpers used; None: no bfloat16
+        self.bfloat16_dot = False  # whether the code calls tgh_bf16_dot2_v16sf
         # int32 index arithmetic unless a buffer or loop is too large for it: then every int32
         # variable is declared int64_t and C's promotions carry the 64 bits through each index.
         self.index_type = "int64_t" if _needs_wide_index(func) else "int32_t"
@@ -223,7 +230,23 @@ class _Printer:
         return self.names.get("register", f"{b.name}_{slot}")
 
     # ------------------------------------------------------------------ expressions
+    def uses_bfloat16(self, lanes: int) -> str:
+        """Note that the bfloat16 helpers of `lanes` are needed; returns their suffix."""
+        if self.bfloat16_lanes is None:
+            self.bfloat16_lanes = set()
+        if lanes > 1:
+            self.bfloat16_lanes.add(lanes)
+            return f"_v{lanes}sf"
+        return ""
+
     def expr(self, e: Expr) -> str:
+        text = self._expr(e)
+        if e.dtype.name == "bfloat16" and isinstance(e, (BinOp, Cast, Call)):
+            # computed in float: rounded back to bfloat16 after every operation, as the interpreter does
+            return f"tgh_round_bf16{self.uses_bfloat16(lanes_of(e))}({text})"
+        return text
+
+    def _expr(self, e: Expr) -> str:
         if isinstance(e, Var):
             return self.var(e)
         if isinstance(e, Const):
@@ -270,16 +293,19 @@ class _Printer:
         if e.op in ("max", "min", "floordiv", "floormod"):
             return f"tgh_{e.op}_{self.int_type(e.dtype) if t == 'int32_t' else t}({a}, {b})"
         if e.op == "pow":
-            f = "powf" if e.dtype.scalar == dt.float32 else "pow"
+            f = "powf" if e.dtype.scalar in (dt.float32, dt.bfloat16) else "pow"
             return f"(({t}){f}({a}, {b}))"
         raise LoweringError(f"the C printer has no spelling for the operator {e.op!r}")
 
     def call(self, e: Call) -> str:
+        if e.name == "bf16_dot2":
+            return self.bf16_dot2(e)
         x = self.expr(e.args[0])
         d = e.dtype.scalar
         lanes = lanes_of(e)
         if lanes > 1:
-            if e.name not in VECTOR_MATH or d not in (dt.float32, dt.int32) or (d == dt.int32 and e.name != "abs"):
+            if e.name not in VECTOR_MATH or d not in (dt.float32, dt.bfloat16, dt.int32) or \
+                    (d == dt.int32 and e.name != "abs"):
                 raise LoweringError(f"the C printer has no vector spelling for {e.name} of {d}")
             self.vector_math.add((e.name, lanes))
             return f"tgh_{e.name}_{vector_type(d, lanes)}({x})"
@@ -304,6 +330,8 @@ class _Printer:
         (idx,) = e.indices
         if b.dtype.lanes > 1:
             return self.register(b, _const_slot(idx, b))
+        if b.dtype.name == "bfloat16":
+            return self.load_bfloat16(b, idx)
         if isinstance(idx, Ramp):
             vt = vector_type(b.dtype, idx.lanes)
             if idx.stride == 1:
@@ -312,6 +340,28 @@ class _Printer:
             lanes = ", ".join(f"{self.buf(b)}[{tmp} + {k * idx.stride}]" for k in range(idx.lanes))
             return f"({{ {self.index_type} {tmp} = {self.expr(idx.base)}; ({vt}){{{lanes}}}; }})"
         return f"{self.buf(b)}[{self.expr(idx)}]"
+
+    def bf16_dot2(self, e: Call) -> str:
+        """acc + a0*b0 + a1*b1 (lower/passes/pair_bf16_products.py): a0, a1 as bits, b0, b1 as addresses."""
+        acc, a0, a1, b0, b1 = e.args
+        if not all(isinstance(x, BufferLoad) for x in (a0, a1, b0, b1)) or lanes_of(e) != 16:
+            raise LoweringError("bf16_dot2 takes a 16-lane accumulator and four bfloat16 loads")
+        self.uses_bfloat16(16)
+        self.bfloat16_dot = True
+        bits = [f"{self.buf(x.buffer)}[{self.expr(x.indices[0])}]" for x in (a0, a1)]  # type: ignore[attr-defined]
+        rows = [f"{self.buf(x.buffer)} + {self.expr(x.indices[0].base)}" for x in (b0, b1)]  # type: ignore[attr-defined]
+        return f"tgh_bf16_dot2_v16sf({self.expr(acc)}, {bits[0]}, {bits[1]}, {rows[0]}, {rows[1]})"
+
+    def load_bfloat16(self, b: Buffer, idx: Expr) -> str:
+        if not isinstance(idx, Ramp):
+            self.uses_bfloat16(1)
+            return f"tgh_bf16_value({self.buf(b)}[{self.expr(idx)}])"
+        if idx.stride == 1:
+            return f"tgh_bf16_load{self.uses_bfloat16(idx.lanes)}({self.buf(b)} + {self.expr(idx.base)})"
+        self.uses_bfloat16(1)
+        tmp = self.names.fresh("temp", "base")
+        lanes = ", ".join(f"tgh_bf16_value({self.buf(b)}[{tmp} + {k * idx.stride}])" for k in range(idx.lanes))
+        return f"({{ {self.index_type} {tmp} = {self.expr(idx.base)}; ({vector_type(b.dtype, idx.lanes)}){{{lanes}}}; }})"
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: Stmt) -> None:
@@ -358,6 +408,11 @@ class _Printer:
         value = self.expr(s.value)
         if b.dtype.lanes > 1:
             self.w.line(f"{self.register(b, _const_slot(idx, b))} = {value};")
+        elif b.dtype.name == "bfloat16" and isinstance(idx, Ramp):
+            self.w.line(f"tgh_bf16_store{self.uses_bfloat16(idx.lanes)}({self.buf(b)} + {self.expr(idx.base)}, {value});")
+        elif b.dtype.name == "bfloat16":
+            self.uses_bfloat16(1)
+            self.w.line(f"{self.buf(b)}[{self.expr(idx)}] = tgh_bf16_bits({value});")
         elif isinstance(idx, Ramp):
             vt = vector_type(b.dtype, idx.lanes)
             self.w.line(f"*({vt}_u*)({self.buf(b)} + {self.expr(idx.base)}) = {value};")
@@ -369,10 +424,10 @@ class _Printer:
             regs = ", ".join(self.register(b, k) for k in range(b.size))
             self.w.line(f"{ctype(b.dtype)} {regs};")
         elif b.scope == "global":
-            t = ctype(b.dtype)
+            t = storage_ctype(b.dtype)
             self.w.line(f"{t}* restrict {self.buf(b)} = ({t}*)tgh_alloc({b.size} * sizeof({t}));")
         else:
-            self.w.line(f"{ctype(b.dtype)} {self.buf(b)}[{b.size}] __attribute__((aligned(64)));")
+            self.w.line(f"{storage_ctype(b.dtype)} {self.buf(b)}[{b.size}] __attribute__((aligned(64)));")
 
     def release(self, b: Buffer) -> None:
         if b.dtype.lanes == 1 and b.scope == "global":
@@ -382,7 +437,7 @@ class _Printer:
     def function(self) -> str:
         f = self.func
         entry = self.names.get("func", f.name)
-        params = [f"{ctype(b.dtype)}* restrict {self.buf(b)}" for b in f.params]
+        params = [f"{storage_ctype(b.dtype)}* restrict {self.buf(b)}" for b in f.params]
         params.append("int32_t num_threads")
         allocated_inside = {s.buffer.name for s in walk_stmts(f.body) if isinstance(s, Allocate)}
         top = [b for b in f.allocs if b.name not in allocated_inside]
@@ -419,7 +474,10 @@ def codegen_c(func: Func) -> CSource:
     printer = _Printer(func)
     entry = printer.function()
     signature = f'const char {entry}_signature[] = "{kernel_signature(func.params)}";\n'
-    return CSource(_prelude() + vector_math_helpers(printer.vector_math) + "\n" + printer.w.text() + signature, entry)
+    helpers = vector_math_helpers(printer.vector_math)
+    if printer.bfloat16_lanes is not None:
+        helpers += bf16.bfloat16_helpers(printer.bfloat16_lanes, dot=printer.bfloat16_dot)
+    return CSource(_prelude() + helpers + "\n" + printer.w.text() + signature, entry)
 
 
 __all__ = ["CFamilyPrinter", "CSource", "VECTOR_MATH", "codegen_c", "c_const", "ctype", "kernel_signature",

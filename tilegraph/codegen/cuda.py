@@ -18,7 +18,7 @@ Exported C entry points (<name> is the sanitised program name):
 
 from __future__ import annotations
 
-from tilegraph.codegen.c import ctype
+from tilegraph.codegen.c import storage_ctype
 from tilegraph.codegen.gpu_dialect import CUDA, GpuSource, print_kernels
 from tilegraph.codegen.names import NameTable
 from tilegraph.codegen.writer import CodeWriter
@@ -44,9 +44,9 @@ def _host(program: GpuProgram, entries: tuple[str, ...]) -> str:
     w.raw("#include <cuda_runtime.h>")
     e = entry_names(program)
     p = [names.get("buffer", b.name) for b in program.params]
-    typed = [f"{ctype(b.dtype)}* {n}" for b, n in zip(program.params, p)]
+    typed = [f"{storage_ctype(b.dtype)}* {n}" for b, n in zip(program.params, p)]
     temps = [names.get("buffer", b.name) for b in program.temporaries]
-    typed_temps = [f"{ctype(b.dtype)}* {t}" for b, t in zip(program.temporaries, temps)]
+    typed_temps = [f"{storage_ctype(b.dtype)}* {t}" for b, t in zip(program.temporaries, temps)]
     with w.block(f'extern "C" int {e["launch_tmp"]}({", ".join([*typed, *typed_temps, "cudaStream_t stream"])})'):
         by_name = {b.name: n for b, n in zip([*program.params, *program.temporaries], [*p, *temps])}
         for k, entry in zip(program.kernels, entries):
@@ -56,8 +56,8 @@ def _host(program: GpuProgram, entries: tuple[str, ...]) -> str:
         w.line("return (int)cudaGetLastError();")
     with w.block(f'extern "C" int {e["launch"]}({", ".join([*typed, "cudaStream_t stream"])})'):
         for b, t in zip(program.temporaries, temps):
-            w.line(f"{ctype(b.dtype)}* {t} = 0;")
-            w.line(f"if (cudaMalloc((void**)&{t}, {b.size} * sizeof({ctype(b.dtype)})) != cudaSuccess) {OOM}")
+            w.line(f"{storage_ctype(b.dtype)}* {t} = 0;")
+            w.line(f"if (cudaMalloc((void**)&{t}, {b.size} * sizeof({storage_ctype(b.dtype)})) != cudaSuccess) {OOM}")
         w.line(f"int err = {e['launch_tmp']}({', '.join([*p, *temps, 'stream'])});")
         for t in temps:
             w.line(f"cudaFree({t});")
@@ -65,15 +65,16 @@ def _host(program: GpuProgram, entries: tuple[str, ...]) -> str:
     with w.block(f'extern "C" int {e["run_host"]}({", ".join([*typed, "int32_t n_inputs"])})'):
         dev = [f"d_{n}" for n in p]
         for b, d in zip(program.params, dev):
-            t = ctype(b.dtype)
+            t = storage_ctype(b.dtype)
             w.line(f"{t}* {d} = 0;")
             w.line(f"if (cudaMalloc((void**)&{d}, {b.size} * sizeof({t})) != cudaSuccess) {OOM}")
         for i, (b, n, d) in enumerate(zip(program.params, p, dev)):
-            w.line(f"if ({i} < n_inputs) cudaMemcpy({d}, {n}, {b.size} * sizeof({ctype(b.dtype)}), cudaMemcpyHostToDevice);")
+            size = f"{b.size} * sizeof({storage_ctype(b.dtype)})"
+            w.line(f"if ({i} < n_inputs) cudaMemcpy({d}, {n}, {size}, cudaMemcpyHostToDevice);")
         w.line(f"int err = {e['launch']}({', '.join([*dev, '0'])});")
         w.line("if (err == 0) err = (int)cudaDeviceSynchronize();")
         for i, (b, n, d) in enumerate(zip(program.params, p, dev)):
-            size = f"{b.size} * sizeof({ctype(b.dtype)})"
+            size = f"{b.size} * sizeof({storage_ctype(b.dtype)})"
             w.line(f"if (err == 0 && {i} >= n_inputs) err = (int)cudaMemcpy({n}, {d}, {size}, cudaMemcpyDeviceToHost);")
         for d in dev:
             w.line(f"cudaFree({d});")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilegraph.codegen.c import CFamilyPrinter, ctype, division_helpers
+from tilegraph.codegen.bfloat16 import bfloat16_helpers
+from tilegraph.codegen.c import CFamilyPrinter, ctype, division_helpers, storage_ctype
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Stmt
@@ -188,6 +189,9 @@ class GpuPrinter(CFamilyPrinter):
         if self.dialect.shuffle_xor is None:
             raise LoweringError(f"{self.dialect.name} has no warp shuffles: lowering should have replaced "
                                 f"allreduce({s.buffer.name})")
+        if s.buffer.dtype.name == "bfloat16":
+            raise LoweringError(f"allreduce({s.buffer.name}): a cross-thread reduction in bfloat16 is not supported "
+                                "(accumulate in float32)")
         threads = self.kernel.threads
         mask = "0xffffffffu" if threads >= 32 else f"{(1 << threads) - 1:#x}u"
         t, name = ctype(s.buffer.dtype), self.buf(s.buffer)
@@ -221,7 +225,7 @@ class GpuPrinter(CFamilyPrinter):
         elif isinstance(s, Allocate):
             with self.w.block(""):
                 # aligned for the 16-byte vector copies vectorize_copies/double_buffer make
-                self.w.line(f"{self.dialect.local_align}{ctype(s.buffer.dtype)} {self.buf(s.buffer)}[{s.buffer.size}];")
+                self.w.line(f"{self.dialect.local_align}{storage_ctype(s.buffer.dtype)} {self.buf(s.buffer)}[{s.buffer.size}];")
                 self.stmt(s.body)
         else:
             super().stmt(s)
@@ -229,7 +233,7 @@ class GpuPrinter(CFamilyPrinter):
     def kernel_source(self) -> str:
         k, d = self.kernel, self.dialect
         entry = self.names.get("func", k.name)
-        params = [d.global_pointer.format(t=ctype(b.dtype), name=self.buf(b)) for b in k.func.params]
+        params = [d.global_pointer.format(t=storage_ctype(b.dtype), name=self.buf(b)) for b in k.func.params]
         bx, by, bz = k.block
         bounds = d.launch_bounds.format(threads=k.threads, bx=bx, by=by, bz=bz)
         with self.w.block(f"{d.kernel_qualifier} void {bounds} {entry}({', '.join(params)})"):
@@ -238,7 +242,7 @@ class GpuPrinter(CFamilyPrinter):
                 if isinstance(x, Allocate) and x.buffer.scope == "shared":
                     shared.setdefault(x.buffer.name, x.buffer)
             for b in shared.values():
-                self.w.line(d.shared_decl.format(t=ctype(b.dtype), name=self.buf(b), size=b.size))
+                self.w.line(d.shared_decl.format(t=storage_ctype(b.dtype), name=self.buf(b), size=b.size))
             self.stmt(k.func.body)
         self.entry = entry
         return self.w.text()
@@ -255,10 +259,15 @@ def print_kernels(program: GpuProgram, dialect: Dialect) -> tuple[str, tuple[str
     """The prelude, helpers and every kernel of `program`; returns (code, entry names)."""
     parts = [dialect.prelude, helpers(dialect)]
     entries = []
+    bfloat16 = False
     for k in program.kernels:
         printer = GpuPrinter(k, dialect)
         parts.append(printer.kernel_source())
         entries.append(printer.entry)
+        bfloat16 = bfloat16 or printer.bfloat16_lanes is not None
+    if bfloat16:  # scalar only: the GPU printers vectorise nothing but 32-bit copies
+        typedef = "typedef ushort uint16_t;\n" if dialect is OPENCL else ""
+        parts.insert(2, typedef + bfloat16_helpers(set(), dialect.function_qualifier))
     return "\n".join(parts), tuple(entries)
 
 

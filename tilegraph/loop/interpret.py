@@ -6,9 +6,12 @@
 Semantics (see tilegraph.loop.ir): a loop runs its body for var = 0 .. extent-1 whatever its
 kind; a block binds its variables, is skipped where its predicate is false and runs `init`
 first in the instance where every reduce variable is 0. Float arithmetic happens in the buffer
-dtype (float32 stays float32). Outputs, allocs and Allocate'd buffers start poisoned (NaN, or
-the most negative integer), so elements nobody wrote show up. An out-of-bounds index raises
-IndexError naming the buffer (numpy's negative-index wrap-around is never used).
+dtype (float32 stays float32); bfloat16 is a storage type (uint16 bits in memory) whose values
+are float32 numbers, every operation on them rounded back to bfloat16 (dtype.bfloat16_bits:
+to nearest, ties to even), and bfloat16 arrays pass in and out as ml_dtypes.bfloat16. Outputs,
+allocs and Allocate'd buffers start poisoned (NaN, or the most negative integer), so elements
+nobody wrote show up. An out-of-bounds index raises IndexError naming the buffer (numpy's
+negative-index wrap-around is never used).
 
 Speed comes from lanes: a loop whose iterations are independent becomes a numpy axis
 ("lane axis") and every expression under it is evaluated for all its iterations at once.
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.special
 
-from tilegraph.dtype import DType, poisoned, wrap_int
+from tilegraph.dtype import DType, bfloat16_bits, bfloat16_values, poisoned, round_bfloat16, round_to, wrap_int
 from tilegraph.errors import LoweringError
 from tilegraph.loop.interpret_gpu import butterfly, run_threads
 from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
@@ -99,8 +102,6 @@ def run_func(func: Func, buffers: dict[str, np.ndarray], thread_order: str = "lo
     stores: dict[str, Store] = {}
     for b in func.buffers:
         arr = buffers.get(b.name)
-        if b.dtype.name == "bfloat16":
-            raise TypeError(f"interpret: buffer {b.name} is bfloat16, which numpy cannot compute in")
         if arr is None and b in func.params:
             raise ValueError(f"buffers: no array for param {b.name} of {func.name}")
         if arr is None:
@@ -153,6 +154,8 @@ def _output_params(func: Func, outputs: int | Sequence[str] | None) -> list[Buff
 def _checked_input(b: Buffer, a: object) -> np.ndarray:
     if not isinstance(a, np.ndarray):
         raise TypeError(f"input {b.name}: expected a numpy array, got {type(a).__name__}")
+    if b.dtype.holds(a.dtype):  # bfloat16 as ml_dtypes' type: its bits are the storage
+        a = a.view(b.dtype.numpy)
     if a.dtype != b.dtype.numpy:
         raise TypeError(f"input {b.name}: expected dtype {b.dtype}, got {a.dtype}")
     if b.ndim == 1 and a.ndim > 1 and a.size == b.shape[0]:
@@ -170,7 +173,7 @@ def _storage_shape(b: Buffer) -> tuple[int, ...]:
 
 
 def _visible(arr: np.ndarray, b: Buffer) -> np.ndarray:
-    return arr[tuple(slice(0, s) for s in b.shape)].copy()
+    return arr[tuple(slice(0, s) for s in b.shape)].copy().view(b.dtype.array_numpy)
 
 
 # ============================================================================ execution
@@ -225,6 +228,12 @@ def _wrap_narrow(value, dtype: DType):  # noqa: ANN001, ANN202
     with np.errstate(all="ignore"):
         wrapped = arr.astype(np.int64).astype(dtype.numpy)
     return wrapped if _is_lanes(value) else wrapped[()]
+
+
+def _bfloat16(value):  # noqa: ANN001, ANN202
+    """A float32 result of an operation on bfloat16 values, rounded back to bfloat16 (bfloat16
+    arithmetic is float32 arithmetic rounded after every operation, as every printer emits it)."""
+    return round_bfloat16(value)[()]
 
 
 def _call(name: str, x, dtype: np.dtype):  # noqa: ANN001, ANN202
@@ -420,11 +429,14 @@ class Machine:
     def _load(self, e: BufferLoad, env: dict[str, object], mask: np.ndarray | None) -> object:
         st = self._store_of(e.buffer)
         idx = [self.eval(i, env, mask) for i in e.indices]
-        return st.array[self._indices(e.buffer, st, idx, mask, "load from")]
+        value = st.array[self._indices(e.buffer, st, idx, mask, "load from")]
+        return bfloat16_values(value)[()] if e.buffer.dtype.name == "bfloat16" else value
 
     def _store(self, s: BufferStore, env: dict[str, object], mask: np.ndarray | None) -> None:
         st = self._store_of(s.buffer)
         value = self.eval(s.value, env, mask)
+        if s.buffer.dtype.name == "bfloat16":  # the value is already a bfloat16 number: this is exact
+            value = bfloat16_bits(value)[()]
         idx = [self.eval(i, env, mask) for i in s.indices]
         full = self._indices(s.buffer, st, idx, mask, "store to")
         if s.buffer.dtype.lanes > 1 and not any(_is_lanes(i) for i in full):
@@ -451,7 +463,8 @@ class Machine:
         if t is BinOp:
             a = self.eval(e.a, env, mask)  # type: ignore[attr-defined]
             b = self.eval(e.b, env, mask)  # type: ignore[attr-defined]
-            return self._binary(e, a, b)  # type: ignore[arg-type]
+            out = self._binary(e, a, b)  # type: ignore[arg-type]
+            return _bfloat16(out) if e.dtype.name == "bfloat16" else out  # type: ignore[attr-defined]
         if t is BufferLoad:
             return self._load(e, env, mask)  # type: ignore[arg-type]
         if t is Cmp:
@@ -460,10 +473,16 @@ class Machine:
             return self._select(e, env, mask)  # type: ignore[arg-type]
         if t is Cast:
             v = self.eval(e.value, env, mask)  # type: ignore[attr-defined]
-            return np.asarray(v).astype(e.dtype.numpy)[()]
+            out = np.asarray(v).astype(e.dtype.value_numpy)[()]  # type: ignore[attr-defined]
+            return _bfloat16(out) if e.dtype.name == "bfloat16" else out  # type: ignore[attr-defined]
+        if t is Call and e.name == "bf16_dot2":  # type: ignore[attr-defined]
+            # lower/passes/pair_bf16_products.py: acc + a0*b0 + a1*b1, products exact, added in this order
+            acc, a0, a1, b0, b1 = (self.eval(x, env, mask) for x in e.args)  # type: ignore[attr-defined]
+            return (acc + a0 * b0) + a1 * b1
         if t is Call:
             x = self.eval(e.args[0], env, mask)  # type: ignore[attr-defined]
-            return _call(e.name, x, e.dtype.numpy)  # type: ignore[attr-defined]
+            out = _call(e.name, x, e.dtype.value_numpy)  # type: ignore[attr-defined]
+            return _bfloat16(out) if e.dtype.name == "bfloat16" else out  # type: ignore[attr-defined]
         if t is Not:
             return np.logical_not(self.eval(e.a, env, mask))  # type: ignore[attr-defined]
         if t is Ramp:
@@ -477,7 +496,8 @@ class Machine:
         v = self.consts.get(id(e))
         if v is None:
             kind = e.dtype.kind
-            v = e.dtype.numpy.type(e.value) if kind == "float" else bool(e.value) if kind == "bool" else int(e.value)
+            v = e.dtype.value_numpy.type(round_to(e.value, e.dtype)) if kind == "float" else \
+                bool(e.value) if kind == "bool" else int(e.value)
             self.consts[id(e)] = v
         return v
 

@@ -24,6 +24,7 @@ from tilegraph.lower.passes import (
     hoist_reduction_init,
     lower_blocks,
     lower_vectorize,
+    pair_bf16_products,
     promote_registers,
     simplify,
     stack_small_buffers,
@@ -44,6 +45,7 @@ PASSES: list[tuple[str, Pass]] = [
     ("hoist_invariant_guards", hoist_invariant_guards.run),
     ("final_simplify", simplify.run),
     ("promote_registers", promote_registers.run),
+    ("pair_bf16_products", pair_bf16_products.run),
     ("check_printable", check_printable.run),
 ]
 

@@ -27,7 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from tilegraph import dtype as dt
 from tilegraph import te
+from tilegraph.dtype import as_dtype
 from tilegraph.te.expr import Expr, ExprLike, IterVar
 from tilegraph.te.tensor import ComputeOp, Tensor
 
@@ -172,6 +174,19 @@ def same_dtype(arg_tensors: dict[str, Tensor]) -> None:
     dtypes = {name: t.dtype for name, t in arg_tensors.items()}
     if len(set(dtypes.values())) > 1:
         raise TypeError(f"arguments must share one dtype, got {dtypes}")
+
+
+def widening(accumulate: str | None, arg_tensors: dict[str, Tensor]) -> Callable[[Expr], Expr]:
+    """How a product's operands enter its sum: as they are (None), or widened to `accumulate`
+    (bfloat16 operands summed in float32: each element converts exactly, the sum rounds in float32)."""
+    if accumulate is None:
+        return lambda e: e
+    acc = as_dtype(accumulate)
+    narrow = {name: t.dtype for name, t in arg_tensors.items() if t.dtype.bits > acc.bits or t.dtype.kind != acc.kind}
+    if acc != dt.float32 or narrow:
+        raise TypeError(f"argument accumulate={accumulate!r}: products accumulate in float32 from float32 or narrower "
+                        f"float operands, got {narrow or acc}")
+    return lambda e: e if e.dtype == acc else te.cast(acc, e)
 
 
 def as_tuple(value: int | Sequence[int], n: int, arg: str, minimum: int = 0) -> tuple[int, ...]:

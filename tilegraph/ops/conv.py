@@ -26,6 +26,7 @@ from tilegraph.ops._common import (
     same_dtype,
     stage,
     tap,
+    widening,
 )
 from tilegraph.te.tensor import Tensor
 
@@ -47,11 +48,14 @@ def _conv_arguments(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTupl
 
 
 def _conv_channels_last(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTuple, dilation: IntOrTuple,
-                        groups: int, name: str, padding_after: IntOrTuple | None = None) -> Tensor:
+                        groups: int, name: str, padding_after: IntOrTuple | None = None,
+                        accumulate: str | None = None) -> Tensor:
     """x (N, *S, CI), w (*K, CI/groups, CO) -> (N, *O, CO), for 1 to 3 spatial dimensions; `padding`
-    before each spatial dimension and `padding_after` after it (default: the same, symmetric)."""
+    before each spatial dimension and `padding_after` after it (default: the same, symmetric);
+    `accumulate` ("float32") sums bfloat16 x and w in float32 (a float32 result)."""
     dims = x.ndim - 2
     strides, pads, dilations = _conv_arguments(x, w, stride, padding, dilation, dims)
+    widen = widening(accumulate, {"x": x, "w": w})
     after = pads if padding_after is None else as_tuple(padding_after, dims, "padding_after", 0)
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ValueError(f"argument groups must be a positive int, got {groups!r}")
@@ -76,7 +80,8 @@ def _conv_channels_last(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOr
         *pos, c_out = rest
         taps = [tap(p, s, r, d) for p, s, r, d in zip(pos, strides, reduce_spatial, dilations)]
         channel = rc if groups == 1 else (c_out // co_per_group) * ci_per_group + rc
-        return te.sum(padded[(n, *taps, channel)] * w[(*reduce_spatial, rc, c_out)], axis=(*reduce_spatial, rc))
+        return te.sum(widen(padded[(n, *taps, channel)]) * widen(w[(*reduce_spatial, rc, c_out)]),
+                      axis=(*reduce_spatial, rc))
 
     return stage((x.shape[0], *out_spatial, co), body, name=name, axis_names=("n", *spatial_names, "co"))
 
@@ -91,11 +96,13 @@ def conv1d_nlc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTuple
 
 @operator("conv2d_nhwc")
 def conv2d_nhwc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
-                groups: int = 1, name: str = "conv2d_nhwc", padding_after: IntOrTuple | None = None) -> Tensor:
+                groups: int = 1, name: str = "conv2d_nhwc", padding_after: IntOrTuple | None = None,
+                accumulate: str | None = None) -> Tensor:
     """x (N, H, W, CI), w (KH, KW, CI/groups, CO) -> (N, OH, OW, CO); `padding_after` (bottom, right)
-    when it differs from `padding` (top, left), as TensorFlow's SAME padding of a stride-2 window."""
+    when it differs from `padding` (top, left), as TensorFlow's SAME padding of a stride-2 window;
+    `accumulate` ("float32") sums bfloat16 x and w in float32."""
     check_tensor(x, "x", 4)
-    return _conv_channels_last(x, w, stride, padding, dilation, groups, name, padding_after)
+    return _conv_channels_last(x, w, stride, padding, dilation, groups, name, padding_after, accumulate)
 
 
 @operator("conv3d_ndhwc")

@@ -3,6 +3,7 @@
     matmul(a, b)              out[i, j] = sum_k a[i, k] * b[k, j]          a (M, K), b (K, N)
       transpose_a / _b        a given as (K, M) / b given as (N, K)
       bias (N,)               a second stage: out[i, j] = prod[i, j] + bias[j]
+      accumulate="float32"    bfloat16 a, b: sum_k float32(a[i, k]) * float32(b[k, j]), a float32 result
     dense(x, w, bias)         matmul(x, w, bias, transpose_b=True)        w (N, K), as topi.nn.dense
     batch_matmul(a, b)        out[b, i, j] = sum_k a[b, i, k] * b[b, k, j]  a (B, N, K), b (B, K, M)
 """
@@ -10,15 +11,17 @@
 from __future__ import annotations
 
 from tilegraph import te
-from tilegraph.ops._common import check_tensor, operator, same_dtype, stage
+from tilegraph.dtype import as_dtype
+from tilegraph.ops._common import check_tensor, operator, same_dtype, stage, widening
 from tilegraph.ops.elementwise import broadcast_shape
 from tilegraph.te.tensor import Tensor
 
 
 @operator("matmul")
 def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, transpose_a: bool = False,
-           transpose_b: bool = False, name: str = "matmul") -> Tensor:
-    """a @ b (+ bias) for 2-D a and b; the transposes say how a and b are stored."""
+           transpose_b: bool = False, name: str = "matmul", accumulate: str | None = None) -> Tensor:
+    """a @ b (+ bias) for 2-D a and b; the transposes say how a and b are stored; `accumulate`
+    ("float32") sums bfloat16 (or float32) operands in float32 (bias, if any, is float32 then)."""
     check_tensor(a, "a", 2)
     check_tensor(b, "b", 2)
     m, k = (a.shape[1], a.shape[0]) if transpose_a else a.shape
@@ -26,19 +29,20 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, transpose_a: bool =
     if k != kb:
         raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on the reduction extent ({k} vs {kb}) "
                          f"with transpose_a={transpose_a}, transpose_b={transpose_b}")
-    tensors = {"a": a, "b": b}
+    same_dtype({"a": a, "b": b})
+    widen = widening(accumulate, {"a": a, "b": b})
     if bias is not None:
         check_tensor(bias, "bias", 1)
         if bias.shape != (n,):
             raise ValueError(f"argument bias must have shape ({n},), got {bias.shape}")
-        tensors["bias"] = bias
-    same_dtype(tensors)
+        if bias.dtype != (a.dtype if accumulate is None else as_dtype(accumulate)):
+            raise TypeError(f"argument bias must have the result's dtype, got {bias.dtype}")
     r = te.reduce_axis(k, "k")
 
     def product(i, j):  # noqa: ANN001, ANN202
         lhs = a[r, i] if transpose_a else a[i, r]
         rhs = b[j, r] if transpose_b else b[r, j]
-        return te.sum(lhs * rhs, axis=r)
+        return te.sum(widen(lhs) * widen(rhs), axis=r)
 
     if bias is None:
         return stage((m, n), product, name=name)
@@ -73,9 +77,10 @@ def batch_matmul(a: Tensor, b: Tensor, name: str = "batch_matmul") -> Tensor:
 
 
 @operator("matmul_nd")
-def matmul_nd(a: Tensor, b: Tensor, name: str = "matmul_nd") -> Tensor:
+def matmul_nd(a: Tensor, b: Tensor, name: str = "matmul_nd", accumulate: str | None = None) -> Tensor:
     """numpy's a @ b for a and b of rank >= 2: batch dimensions broadcast,
-    out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]  (a 2-D b is one weight shared by every batch)."""
+    out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]  (a 2-D b is one weight shared by every batch);
+    `accumulate` as for matmul."""
     check_tensor(a, "a")
     check_tensor(b, "b")
     if a.ndim < 2 or b.ndim < 2:
@@ -83,6 +88,7 @@ def matmul_nd(a: Tensor, b: Tensor, name: str = "matmul_nd") -> Tensor:
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on K ({a.shape[-1]} vs {b.shape[-2]})")
     same_dtype({"a": a, "b": b})
+    widen = widening(accumulate, {"a": a, "b": b})
     batch = broadcast_shape(a.shape[:-2], b.shape[:-2]) if a.ndim > 2 and b.ndim > 2 else (
         a.shape[:-2] if a.ndim > 2 else b.shape[:-2])
     r = te.reduce_axis(a.shape[-1], "k")
@@ -94,6 +100,6 @@ def matmul_nd(a: Tensor, b: Tensor, name: str = "matmul_nd") -> Tensor:
     def product(*idx):  # noqa: ANN002, ANN202
         *bi, i, j = idx
         bi = tuple(bi)
-        return te.sum(a[(*batch_index(a, bi), i, r)] * b[(*batch_index(b, bi), r, j)], axis=r)
+        return te.sum(widen(a[(*batch_index(a, bi), i, r)]) * widen(b[(*batch_index(b, bi), r, j)]), axis=r)
 
     return stage((*batch, a.shape[-2], b.shape[-1]), product, name=name)

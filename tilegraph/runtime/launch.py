@@ -70,7 +70,7 @@ class KernelBase:
         outputs as a numpy function would; whoever checks a kernel poisons them first, as the tuner's
         runner does, and GPU kernels poison theirs, which travel to the device anyway)."""
         if out is None:
-            return [np.empty(b.shape, b.dtype.numpy) for b in self.outputs]
+            return [np.empty(b.shape, b.dtype.array_numpy) for b in self.outputs]
         given = [out] if isinstance(out, np.ndarray) else list(out) if isinstance(out, (list, tuple)) else None
         if given is None:
             raise TypeError(f"out must be a numpy array or a tuple of them, got {type(out).__name__}")
@@ -114,7 +114,7 @@ def check_flat_arrays(params: Sequence[Buffer], arrays: Sequence[np.ndarray], ro
     for b, a in zip(params, arrays):
         if not isinstance(a, np.ndarray):
             raise TypeError(f"{role} {b.name!r} must be a numpy.ndarray, got {type(a).__name__}")
-        if a.dtype != b.dtype.numpy:
+        if not b.dtype.holds(a.dtype):
             raise TypeError(f"{role} {b.name!r} has dtype {a.dtype}, expected {b.dtype} (tilegraph does not cast)")
         if a.size != b.size or not a.flags.c_contiguous:
             raise ValueError(f"{role} {b.name!r}: expected {b.size} contiguous {b.dtype} elements, "

@@ -111,7 +111,8 @@ class OpenCLKernel(KernelBase):
         if out is not None:
             return super().output_arrays(out)
         shapes = self.program.attrs.get("shapes", {})
-        return [poisoned(tuple(shapes.get(b.name, b.shape)), b.dtype.numpy) for b in self.outputs]
+        return [poisoned(tuple(shapes.get(b.name, b.shape)), b.dtype.numpy).view(b.dtype.array_numpy)
+                for b in self.outputs]
 
     def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
              num_threads: int | None = None) -> _OpenCLLaunch:
@@ -125,9 +126,9 @@ class OpenCLKernel(KernelBase):
         mf = cl.mem_flags
         buffers: dict[str, Any] = {}
         for b, a in zip(self.inputs, inputs):
-            buffers[b.name] = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+            buffers[b.name] = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a.view(b.dtype.numpy))
         for b, a in zip(self.outputs, outputs):  # the poison travels to the device
-            buffers[b.name] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a)
+            buffers[b.name] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a.view(b.dtype.numpy))
         for b in self.program.temporaries:
             buffers[b.name] = cl.Buffer(ctx, mf.READ_WRITE, size=max(1, b.size * b.dtype.itemsize))
         return _OpenCLLaunch(self, queue, buffers, list(outputs))

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tilegraph.dtype import DType, wrap_int
+from tilegraph.dtype import DType, round_to, wrap_int
 from tilegraph.te.arith import Bounds, affine, affine_bounds, rebuild, value_bounds
 from tilegraph.te.expr import BinOp, Cmp, Const, Expr, Select, Var
 from tilegraph.te.visit import rewrite
@@ -68,10 +68,11 @@ def _float_fold(op: str, a: float, b: float, dtype: DType) -> Const:
     """Fold in the dtype's own precision (float32 rounds each step) with NaN-propagating max/min
     and the IR's floordiv/floormod. Folding here, not in a backend compiler, keeps constants
     independent of it (PoCL folds floor(0.0f / 0.0f) to -1.7e-10 instead of NaN)."""
-    x, y = dtype.numpy.type(a), dtype.numpy.type(b)
+    # the constants as their dtype holds them; bfloat16 computes in float32 and rounds back
+    x, y = dtype.value_numpy.type(round_to(a, dtype)), dtype.value_numpy.type(round_to(b, dtype))
     with np.errstate(all="ignore"):
         value = _FLOAT_FOLD[op](x, y)
-    return Const(float(dtype.numpy.type(value)), dtype)
+    return Const(round_to(float(value), dtype), dtype)
 
 
 def _is(e: Expr, value: object) -> bool:

@@ -92,7 +92,8 @@ def conv1d_nlc(x: np.ndarray, w: np.ndarray, stride: IntOrTuple = 1, padding: In
 
 
 def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
-                dilation: IntOrTuple = 1, groups: int = 1, padding_after: IntOrTuple | None = None) -> np.ndarray:
+                dilation: IntOrTuple = 1, groups: int = 1, padding_after: IntOrTuple | None = None,
+                accumulate: str | None = None) -> np.ndarray:  # float64 whatever the accumulation
     return _conv_channels_last(x, w, stride, padding, dilation, groups, padding_after)
 
 
@@ -151,7 +152,7 @@ def conv2d_capsule_nhwijc(x: np.ndarray, w: np.ndarray, stride: int = 1, padding
 
 
 def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None, transpose_a: bool = False,
-           transpose_b: bool = False) -> np.ndarray:
+           transpose_b: bool = False, accumulate: str | None = None) -> np.ndarray:
     a, b = _f64(a), _f64(b)
     out = (a.T if transpose_a else a) @ (b.T if transpose_b else b)
     return out if bias is None else out + _f64(bias)
@@ -403,7 +404,7 @@ MORE_REFERENCES: dict[str, Callable[..., np.ndarray]] = {
     "less_equal": lambda a, b: np.less_equal(a, b), "greater_equal": lambda a, b: np.greater_equal(a, b),
     "logical_and": lambda a, b: np.logical_and(a, b), "logical_or": lambda a, b: np.logical_or(a, b),
     "where": lambda cond, a, b: np.where(cond, a, b), "concat": concat, "strided_slice": strided_slice, "take": take,
-    "gather_elements": gather_elements, "matmul_nd": lambda a, b: np.matmul(_f64(a), _f64(b)),
+    "gather_elements": gather_elements, "matmul_nd": lambda a, b, accumulate=None: np.matmul(_f64(a), _f64(b)),
     "broadcast_to": broadcast_to, "pad_constant": pad_constant, "mod": _remainder(np.mod), "fmod": _remainder(np.fmod),
     "bitand": lambda a, b: np.bitwise_and(a, b), "bitor": lambda a, b: np.bitwise_or(a, b),
     "bitxor": lambda a, b: np.bitwise_xor(a, b), "shl": lambda a, b: shift(a, b, True),

@@ -42,7 +42,7 @@ from tilegraph.te.visit import walk
 DUMP_ENV = "TILEGRAPH_DUMP_IR"
 GPU_KINDS = ("cuda", "opencl")
 Pass = Callable[[Func, object], Func]
-SUPPORTED_DTYPES = ("float32", "float64", "int8", "uint8", "int32", "int64", "bool")
+SUPPORTED_DTYPES = ("float32", "float64", "bfloat16", "int8", "uint8", "int32", "int64", "bool")
 
 
 def _check_printable(func: Func, target: object) -> Func:

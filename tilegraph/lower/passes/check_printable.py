@@ -10,11 +10,9 @@ from tilegraph import dtype as dt
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import GPU_LOOP_KINDS, Allocate, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse
 from tilegraph.loop.visit import walk_stmts
-from tilegraph.lower.passes.lower_vectorize import VECTOR_TYPES, VECTOR_WIDTHS
+from tilegraph.lower.passes.lower_vectorize import VECTOR_TYPES, VECTOR_VALUE_TYPES, VECTOR_WIDTHS
 from tilegraph.te.expr import Broadcast, BufferLoad, Expr, Ramp, Reduce, TensorRead
 from tilegraph.te.visit import children
-
-UNSUPPORTED_DTYPES = (dt.bfloat16.name,)  # no numpy dtype, no C arithmetic (float16: _Float16)
 
 
 def run(func: Func, target: object) -> Func:
@@ -40,17 +38,16 @@ def run(func: Func, target: object) -> Func:
 
 
 def _check_buffer(b: Buffer, func: Func) -> None:
-    if b.dtype.name in UNSUPPORTED_DTYPES:
-        raise LoweringError(f"buffer {b.name} has dtype {b.dtype}, which the C target does not support")
     if b.ndim != 1:
         raise LoweringError(f"buffer {b.name} is still {b.ndim}-D after flatten_buffers (internal error)")
     if b.dtype.lanes > 1:
-        _check_vector_type(b.dtype, f"buffer {b.name}")
+        _check_vector_type(b.dtype, f"buffer {b.name}", VECTOR_TYPES)
 
 
-def _check_vector_type(d: dt.DType, what: str) -> None:
-    if d.lanes not in VECTOR_WIDTHS or d.scalar not in VECTOR_TYPES:
-        raise LoweringError(f"{what}: vector type {d} is not printable (lanes {VECTOR_WIDTHS} of float32/int32)")
+def _check_vector_type(d: dt.DType, what: str, types: tuple[dt.DType, ...] = VECTOR_VALUE_TYPES) -> None:
+    if d.lanes not in VECTOR_WIDTHS or d.scalar not in types:
+        names = "/".join(t.name for t in types)
+        raise LoweringError(f"{what}: vector type {d} is not printable (lanes {VECTOR_WIDTHS} of {names})")
 
 
 def _check_index(i: Expr, b: Buffer, store: bool) -> None:
@@ -68,8 +65,6 @@ def _check_value(e: Expr) -> None:
         raise LoweringError(f"{type(e).__name__} survived lowering; tensor expressions must be lowered to loads")
     if isinstance(e, Ramp):
         raise LoweringError("a ramp used as a value (a vector of indices) is not printable; vectorisation should fall back")
-    if e.dtype.name in UNSUPPORTED_DTYPES:
-        raise LoweringError(f"dtype {e.dtype} is not supported by the C target")
     if isinstance(e, Broadcast):
         _check_vector_type(e.dtype, "broadcast")
     if isinstance(e, BufferLoad):

@@ -13,7 +13,7 @@ an interval in the variable (the tail of a non-dividing split) is tested at both
 chunk: `if (all lanes pass) vector statement else scalar loop over the chunk`.
 
 Math calls (exp, log, tanh, ...) become vector calls (the printer emits SIMD helpers for them),
-float32/int32 casts vector conversions, and a select whose condition depends on the variable a
+float32/int32/bfloat16 casts vector conversions, and a select whose condition depends on the variable a
 lane mask and a blend:
 
     Y[i*16 + j] = select(X[i*16 + j] > 0, X[i*16 + j], exp(X[i*16 + j]))
@@ -22,7 +22,7 @@ lane mask and a blend:
 A blend evaluates both branches on every lane, so a load under such a select is allowed only
 where its index is provably inside its buffer for every lane (a guarded load of padding is not).
 Anything else (other conditions on the variable, the variable used as a value, non-affine
-indices, types other than float32/int32) keeps a scalar loop marked `vectorized`, which the
+indices, types other than float32/int32/bfloat16) keeps a scalar loop marked `vectorized`, which the
 printer emits with `#pragma GCC ivdep` for the C compiler to vectorise.
 """
 
@@ -41,7 +41,9 @@ from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, walk
 
 VECTOR_WIDTHS = (16, 8, 4)
-VECTOR_TYPES = (dt.float32, dt.int32)
+VECTOR_TYPES = (dt.float32, dt.int32)  # what vector registers hold (promote_registers)
+# what vector statements compute on: bfloat16 lanes are float vectors, loaded and stored as bits
+VECTOR_VALUE_TYPES = (*VECTOR_TYPES, dt.bfloat16)
 VECTOR_CALLS = ("exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "abs", "floor", "ceil", "sin", "cos", "tan",
                 "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "round")
 _VECTOR_OPS = {"add", "sub", "mul", "div", "max", "min"}
@@ -125,7 +127,7 @@ def _vector_stmt(s: Stmt, c: _Chunk, taken: set[str]) -> Stmt:
         return IfThenElse(s.cond, _vector_stmt(s.then_body, c, taken), other)
     if not isinstance(s, BufferStore):
         raise _Fallback
-    if s.buffer.dtype not in VECTOR_TYPES or len(s.indices) != 1:
+    if s.buffer.dtype not in VECTOR_VALUE_TYPES or len(s.indices) != 1:
         raise _Fallback
     form = linear_in(s.indices[0], v)
     if form is None or form[0] != 1:
@@ -167,7 +169,7 @@ def _vector_expr(e: Expr, c: _Chunk) -> Expr:
         return e
     if e.dtype.kind == "bool":
         return _vector_mask(e, c)
-    if e.dtype not in VECTOR_TYPES:
+    if e.dtype not in VECTOR_VALUE_TYPES:
         raise _Fallback
     if isinstance(e, BufferLoad):
         return _vector_load(e, c)
@@ -187,7 +189,7 @@ def _vector_expr(e: Expr, c: _Chunk) -> Expr:
         if not e.dtype.is_float and e.name != "abs":
             raise _Fallback
         return Call(e.name, (_vector_operand(e.args[0], c),), e.dtype)
-    if isinstance(e, Cast) and e.value.dtype in VECTOR_TYPES:
+    if isinstance(e, Cast) and e.value.dtype in VECTOR_VALUE_TYPES:
         return Cast(e.dtype, _vector_operand(e.value, c))
     raise _Fallback
 
@@ -204,7 +206,7 @@ def _vector_mask(e: Expr, c: _Chunk) -> Expr:
         as_int = Broadcast(Cast(dt.int32, e), c.lanes)
         return Cmp("ne", as_int, Broadcast(Const(0, dt.int32), c.lanes))
     if isinstance(e, Cmp):
-        if e.a.dtype not in VECTOR_TYPES:
+        if e.a.dtype not in VECTOR_VALUE_TYPES:
             raise _Fallback
         return Cmp(e.op, _vector_operand(e.a, c), _vector_operand(e.b, c))
     if isinstance(e, BinOp) and e.op in ("and", "or"):
