@@ -172,6 +172,10 @@ def _early_options(argv: list[str] | None) -> tuple[str | None, int]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "precision" in argv:  # bf16 models against ONNX Runtime and OpenVINO (benchmarks/precision.py)
+        from benchmarks import precision
+
+        return precision.main(argv)
     if "coverage" in argv:  # architectures compiled from both exporters (benchmarks/coverage.py)
         from benchmarks import coverage
 

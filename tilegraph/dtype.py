@@ -161,6 +161,8 @@ def poisoned(shape: tuple[int, ...], dtype: np.dtype | str) -> np.ndarray:
     """An array no correct kernel leaves as it is: NaN for floats, the most negative value for
     signed and the largest for unsigned integers, True for bools. Outputs start poisoned wherever
     a result is checked (the interpreter, the tuner's runner, kernels called without out=)."""
+    if str(dtype) == "bfloat16":  # ml_dtypes' type (storage is uint16, whose poison is a NaN too)
+        return np.full(shape, np.nan, np.float32).astype(bfloat16.array_numpy)
     dt = np.dtype(dtype)
     if dt.kind == "f":
         return np.full(shape, np.nan, dt)

@@ -17,7 +17,7 @@ def test_pass_order():
     names = [n for n, _ in PASSES]
     assert names == ["compact_buffers", "stack_small_buffers", "hoist_reduction_init", "lower_blocks", "simplify",
                      "flatten_buffers", "lower_vectorize", "expand_unroll", "hoist_invariant_guards", "final_simplify",
-                     "promote_registers",
+                     "promote_registers", "pair_bf16_products",
                      "check_printable"]
 
 

@@ -4,6 +4,7 @@
                       [--input-shape NAME=D0,D1,...] [--value NAME=V0,V1,...]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
                   [--target cpu|opencl|cuda] [--value NAME=V0,V1,...]
+    tilegraph compile|run MODEL --precision bf16 [--accuracy 1e-2 | --no-accuracy-check]
 
 An input that decides shapes (a reduction's axes, a Reshape's shape given as a graph input) is
 bound with `--value NAME=V0,V1,...` (a model compiles to static shapes); without it the command
@@ -35,8 +36,9 @@ from urllib.parse import quote
 import numpy as np
 
 from tilegraph import config
-from tilegraph.graph.compile import DEFAULT_ORCHESTRATION, ORCHESTRATIONS
+from tilegraph.graph.compile import DEFAULT_ORCHESTRATION, ORCHESTRATIONS, PRECISIONS
 from tilegraph.graph.passes import OPTIONAL
+from tilegraph.graph.precision import index_bound
 from tilegraph.target import Target
 
 
@@ -69,6 +71,7 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
                            f"(default {DEFAULT_ORCHESTRATION})")
     comp.add_argument("--rewrite", action="append", default=[], choices=sorted(OPTIONAL),
                       help="an optional graph rewrite to apply (repeatable)")
+    _precision_options(comp)
     run = sub.add_parser("run", parents=[parents["db"]], help="run a compiled model dir or an ONNX model")
     run.add_argument("model", help="a saved model dir, an ONNX file, or a reference model name")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input array")
@@ -96,6 +99,28 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
                      "saves the packed copies' memory)")
     run.add_argument("--orchestration", choices=ORCHESTRATIONS, default=DEFAULT_ORCHESTRATION,
                      help=f"how an ONNX model's kernels are chosen (default {DEFAULT_ORCHESTRATION})")
+    _precision_options(run)
+
+
+def _precision_options(parser: Any) -> None:
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                        help="bf16: matmuls and convolutions read bfloat16 and accumulate in float32, the rest stays "
+                             "float32, behind an accuracy gate (default fp32)")
+    parser.add_argument("--accuracy", type=_relative_error, default=None, metavar="ERROR",
+                        help="--precision bf16: the largest relative error the gate accepts (default: 3x the error "
+                             "of the bf16-rounded reference)")
+    parser.add_argument("--no-accuracy-check", action="store_true",
+                        help="--precision bf16: skip the accuracy gate")
+
+
+def _relative_error(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a relative error such as 1e-2, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite relative error > 0, got {text}")
+    return value
 
 
 def _budget_seconds(text: str) -> float:
@@ -157,7 +182,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                               construct=not args.no_construct, prepack=not args.no_prepack,
                               trials=args.trials, num_threads=args.threads, tune_progress=show,
                               input_shapes=input_shapes(args.input_shape), values=input_values(args.value),
-                              progress=steps)
+                              progress=steps, precision=args.precision, accuracy=args.accuracy,
+                              accuracy_check=not args.no_accuracy_check)
     _require_static(model, args.model)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
@@ -168,7 +194,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
                  "arena_lower_bound_bytes": model.lower_bound_bytes, "compile_s": round(model.compile_seconds, 3),
                  "rewrites": len(model.rewrites), "fused_groups": sum(len(s.covers) > 1 for s in model.steps),
                  "fallbacks": list(model.fallbacks), "target": str(model.target),
-                 "orchestration": args.orchestration if not args.no_fuse else "none"}
+                 "orchestration": args.orchestration if not args.no_fuse else "none",
+                 "precision": model.precision}
+    if model.precision_report is not None:
+        described["accuracy_gate"] = model.precision_report.to_json()
     report = model.orchestration
     if report is not None:
         described.update(blp_candidates=report.candidates, blp_measured_sum_s=report.result.objective_s,
@@ -212,20 +241,9 @@ def _inputs(model: Any, given: list[str]) -> dict[str, np.ndarray]:
     for name in model.input_names:
         if name not in arrays:
             t = model.graph.type_of(name)
-            arrays[name] = (rng.integers(0, _index_bound(model.graph, name), t.shape).astype(t.dtype)
+            arrays[name] = (rng.integers(0, index_bound(model.graph, name), t.shape).astype(t.dtype)
                             if t.dtype.startswith("int") else rng.standard_normal(t.shape).astype(t.dtype))
     return arrays
-
-
-def _index_bound(graph: Any, name: str, default: int = 1000) -> int:
-    """Random integer inputs stay valid indices: below the smallest extent a gather indexes with them."""
-    bounds = []
-    for node in graph.nodes:
-        if node.op in ("gather", "gather_elements") and len(node.inputs) > 1 and node.inputs[1] == name:
-            data = graph.type_of(node.inputs[0])
-            axis = int(node.attr("axis", 0)) % max(1, len(data.shape))
-            bounds.append(data.shape[axis] if data.shape else 1)
-    return max(1, min(bounds)) if bounds else default
 
 
 def input_shapes(given: list[str]) -> dict[str, tuple[int, ...]] | None:
@@ -334,6 +352,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError("--input-shape: a saved model's shapes are fixed; pass the ONNX file instead")
     if kind == "saved" and args.value:
         raise ValueError("--value: a saved model's values are bound already; pass the ONNX file instead")
+    if kind == "saved" and (args.precision != "fp32" or args.accuracy is not None or args.no_accuracy_check):
+        raise ValueError("--precision/--accuracy: a saved model's precision was fixed when it was compiled; "
+                         "pass the ONNX file instead")
     from tilegraph.graph.compile_progress import CompileProgress
 
     if kind == "saved":
@@ -343,13 +364,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             model = compile_model(str(onnx_path), target=args.target, db=args.db, fuse=not args.no_fuse,
                                   construct=not args.no_construct, prepack=not args.no_prepack,
                                   orchestration=args.orchestration, input_shapes=input_shapes(args.input_shape),
-                                  values=input_values(args.value), progress=steps)
+                                  values=input_values(args.value), progress=steps, precision=args.precision,
+                                  accuracy=args.accuracy, accuracy_check=not args.no_accuracy_check)
     _require_static(model, args.model)
     # peers run on the host's cores, also when the model runs on a device
     thread_count = args.threads or model.target.num_cores or threads.configured_num_threads() or Target().num_cores
     inputs = _inputs(model, args.input)
     outputs = model.run(inputs)
-    report: dict[str, Any] = {"model": args.model, "outputs": {k: list(v.shape) for k, v in outputs.items()}}
+    report: dict[str, Any] = {"model": args.model, "outputs": {k: list(v.shape) for k, v in outputs.items()},
+                              "precision": getattr(model, "precision", "fp32")}
+    gate = getattr(model, "precision_report", None)
+    if gate is not None:
+        report["accuracy_gate"] = gate.to_json()
     contenders = {"tilegraph": lambda: model.run(inputs)}
     torch_module = zoo.torch_model(zoo_name)[0] if zoo_name and any(p.startswith("torch") for p in peers) else None
     peer_inputs = {**inputs, **_bound_values(onnx_path, args.value)}  # a peer reads the bound inputs too
@@ -384,6 +410,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, allow_nan=False))
         return 0
+    if gate is not None:
+        print(f"precision {gate.line()}")
     for name, array in outputs.items():
         print(f"output {name}: {array.dtype}{list(array.shape)}  mean {float(array.mean()):.6g}  "
               f"max|.| {float(np.abs(array).max()):.6g}")

@@ -23,8 +23,8 @@ _SCALAR = """QUALIFIER float tgh_bf16_value(uint16_t h) {
 }
 QUALIFIER uint16_t tgh_bf16_bits(float x) {
   union { float f; uint32_t u; } v; v.f = x;
-  if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((v.u >> 16) & 0x8000u) | 0x7fc0u);
-  return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+  uint32_t rounded = (v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16, nan = ((v.u >> 16) & 0x8000u) | 0x7fc0u;
+  return (uint16_t)((v.u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);  /* a select: loops of it vectorise */
 }
 QUALIFIER float tgh_round_bf16(float x) { return tgh_bf16_value(tgh_bf16_bits(x)); }"""
 

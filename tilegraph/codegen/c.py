@@ -405,7 +405,10 @@ class _Printer:
     def store(self, s: BufferStore) -> None:
         b = s.buffer
         (idx,) = s.indices
-        value = self.expr(s.value)
+        if b.dtype.name == "bfloat16" and isinstance(s.value, Cast) and s.value.dtype.name == "bfloat16":
+            value = self._expr(s.value)  # the store narrows to bits, which rounds: no rounding before it
+        else:
+            value = self.expr(s.value)
         if b.dtype.lanes > 1:
             self.w.line(f"{self.register(b, _const_slot(idx, b))} = {value};")
         elif b.dtype.name == "bfloat16" and isinstance(idx, Ramp):

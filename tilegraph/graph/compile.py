@@ -9,6 +9,8 @@
     model = compile_model(g, time_budget=180, db="tune.db")    # tune the model's tasks first
     model = compile_model("bert.onnx", input_shapes={"input_ids": (1, 128)})   # fix symbolic extents
     model = compile_model("m.onnx", values={"axes": [1]})      # inputs that decide shapes, as constants
+    model = compile_model("bert.onnx", precision="bf16")       # products read bfloat16, sum in float32
+    model.precision_report.line()                              # its accuracy gate (graph/precision.py)
     print(model.tuning.table())
 
 Steps: the graph passes (passes.optimize), the greedy fusion groups (fusion.partition), then
@@ -50,8 +52,10 @@ from tilegraph.graph.ir import Graph
 from tilegraph.graph.kernels import build_kernels, kernel_spec
 from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
-from tilegraph.graph.passes import optimize
+from tilegraph.graph.passes import eliminate_dead_code, optimize
+from tilegraph.graph.passes.gemms_read_bfloat16 import gemms_read_bfloat16
 from tilegraph.graph.plan import ALIGN, plan_memory
+from tilegraph.graph.precision import PrecisionReport, check_accuracy
 from tilegraph.graph.prepack import prepack_weights
 from tilegraph.graph.specialize import SpecializedModel
 from tilegraph.graph.tuning.tasks import extract_tasks
@@ -63,6 +67,7 @@ if TYPE_CHECKING:
     from tilegraph.tune.database import Database
 
 ORCHESTRATIONS = ("greedy", "blp")
+PRECISIONS = ("fp32", "bf16")  # bf16: products read bfloat16 and accumulate in float32 (gemms_read_bfloat16)
 # the default: end to end as fast as greedy or faster on ResNet-50, MobileNet-V2 and BERT, 3% slower
 # on GPT-2 inside a 4-5% spread (docs/performance.md); a target this machine cannot run gets greedy
 DEFAULT_ORCHESTRATION = "blp"
@@ -96,8 +101,14 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   trials: int | None = None, num_threads: int | None = None,
                   tune_progress: Callable[[Any, str], None] | None = None,
                   input_shapes: Any = None, values: Any = None, construct: bool = True,
-                  prepack: bool = True) -> CompiledModel | SpecializedModel:
+                  prepack: bool = True, precision: str = "fp32", accuracy: float | None = None,
+                  accuracy_check: bool = True) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
+    if precision not in PRECISIONS:
+        raise GraphError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    if accuracy is not None and (isinstance(accuracy, bool) or not isinstance(accuracy, (int, float))
+                                 or not math.isfinite(accuracy) or accuracy <= 0):
+        raise GraphError(f"accuracy must be a relative error > 0 (or None for the default rule), got {accuracy!r}")
     onnx_model = isinstance(model, (str, os.PathLike)) or type(model).__name__ == "ModelProto"
     if values is not None and not onnx_model:
         raise GraphError("values= binds inputs of an ONNX model (a graph or a module has no such inputs)")
@@ -116,6 +127,9 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     tune = time_budget > 0 or bool(trials)
     tgt = as_target(target)
     gpu = backend_for(tgt).is_gpu
+    if gpu and precision != "fp32":
+        raise GraphError(f"precision={precision!r} is for CPU targets (the GPU printers keep bfloat16 scalar and "
+                         f"untested on devices); compile for {tgt.kind} in fp32")
     if gpu:
         require_runnable(tgt)
     if not tune and isinstance(db, (str, os.PathLike)) and not os.path.exists(db):
@@ -140,13 +154,17 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         options = dict(target=tgt, db=db, time_budget=time_budget, optimize_graph=optimize_graph, workers=workers,
                        progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
                        trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
-                       construct=construct, prepack=prepack)
+                       construct=construct, prepack=prepack, precision=precision, accuracy=accuracy,
+                       accuracy_check=accuracy_check)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     rewrites: list[str] = []
     stage(progress, "graph passes")
     if optimize_graph:
         graph, rewrites = optimize(graph, extra=extra_rewrites)
+    float_graph = graph
+    if precision == "bf16":  # products read bfloat16, accumulate in float32 (the rest stays float32)
+        graph = eliminate_dead_code(gemms_read_bfloat16(graph, rewrites))
     graph.verify()
     _check_tensor_sizes(graph)
     stage(progress, "fusion groups")
@@ -202,7 +220,21 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     model_.fallbacks = tuple(fallbacks)
     model_.tuning = report
     model_.orchestration = chosen
-    return model_
+    if precision == "fp32":
+        return model_
+    model_.precision = precision
+    model_.precision_report = (check_accuracy(model_, float_graph, graph, precision, accuracy) if accuracy_check
+                               else PrecisionReport(precision, precision, math.nan, math.nan, math.inf, "", False))
+    if model_.precision_report.passed:
+        return model_
+    # nothing runs less accurate than asked: float32, from the database's records (no second tuning
+    # budget) and the same options (`model` has its values bound already)
+    stage(progress, "accuracy gate failed: compiling in float32")
+    fallback = compile_model(model, target, db, 0.0, example_inputs, optimize_graph=optimize_graph, workers=workers,
+                             progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
+                             num_threads=num_threads, input_shapes=input_shapes, construct=construct, prepack=prepack)
+    fallback.precision_report = model_.precision_report
+    return fallback
 
 
 def _schedule_key(spec: Any) -> str:
@@ -252,4 +284,4 @@ def _greedy_kernels(graph: Graph, groups: list[Group], tgt: Target, db: Database
     return final, built
 
 
-__all__ = ["compile_model", "as_graph", "ORCHESTRATIONS", "DEFAULT_ORCHESTRATION"]
+__all__ = ["compile_model", "as_graph", "ORCHESTRATIONS", "DEFAULT_ORCHESTRATION", "PRECISIONS"]

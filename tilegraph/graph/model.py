@@ -71,6 +71,8 @@ class CompiledModel:
         self.tuning: Any = None  # compiled with a tuning budget: graph.tuning.TuningReport
         self.constructed: tuple[str, ...] = ()  # kernels built from Gensor's unmeasured picks (graph/construct.py)
         self.prepacked: tuple[str, ...] = ()  # constants packed once for kernels that packed them per call (prepack.py)
+        self.precision = "fp32"  # "bf16": its products read bfloat16 (passes/gemms_read_bfloat16.py)
+        self.precision_report: Any = None  # a low-precision compile's accuracy gate (graph/precision.py)
         _require_memory(plan.arena_bytes, graph.name)
         self._base = aligned_bytes(max(plan.arena_bytes, 1), ALIGN)  # every planned offset aligned in memory too
         self._launches: list[Any] = []
@@ -160,10 +162,11 @@ class CompiledModel:
         built = f"{tuned} tuned" + (f", {len(self.constructed)} constructed by Gensor" if self.constructed else "")
         if self.prepacked:
             built += f"; {len(self.prepacked)} weights prepacked"
+        gate = f"\n{self.precision_report.line()}" if self.precision_report is not None else ""
         return (f"{self.graph.name}: {len(self.graph.nodes)} nodes ({', '.join(f'{k} {v}' for k, v in counts.items())}); "
                 f"{len(self.steps)} kernel launches, {len(self.kernel_objects)} distinct kernels ({built}); "
                 f"arena {self.arena_bytes / 1e6:.2f} MB (lower bound {self.lower_bound_bytes / 1e6:.2f} MB); "
-                f"target {self.target.kind}/{self.target.isa}")
+                f"target {self.target.kind}/{self.target.isa}; {self.precision}{gate}")
 
     def save(self, path: Any) -> Any:
         from tilegraph.graph.serialize import save_model

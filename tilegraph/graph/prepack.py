@@ -68,8 +68,9 @@ def prepack_weights(graph: Graph, steps: Sequence[Step], kernels: Sequence[Any],
                 name = renamed[weight] = f"{weight}:packed:{digest}"
                 if name not in new_constants:
                     operand = np.ascontiguousarray(graph.constants[weight]).reshape(kernels[index].inputs[position].shape)
-                    new_constants[name] = pack(operand, out=np.zeros(split.packed.shape, split.packed.dtype.numpy))
-                    new_values[name] = TensorType(tuple(split.packed.shape), split.packed.dtype.numpy.name)
+                    packed_dtype = split.packed.dtype.array_numpy
+                    new_constants[name] = pack(operand, out=np.zeros(split.packed.shape, packed_dtype))
+                    new_values[name] = TensorType(tuple(split.packed.shape), packed_dtype.name)
             steps[i] = replace(step, inputs=tuple(renamed[weight] if j == position else n
                                                   for j, n in enumerate(step.inputs)))
         kernels[index] = compute

@@ -5,7 +5,8 @@
 
 Contenders run one after another, never at once (on a 2-core machine two would share the cores).
 `peer(name, ...)` makes the callable of ONNX Runtime (ORT_ENABLE_ALL), OpenVINO (CPU plugin, latency
-hint, one stream, fp32: `OPENVINO_PRECISION`; its default on CPUs with AVX512_BF16 is bf16) or
+hint, one stream, fp32: `OPENVINO_PRECISION`; "openvino.bf16" asks for bf16, its default on CPUs with
+AVX512_BF16, where a CPU without it computes f32) or
 PyTorch eager / torch.compile with a thread count, or raises PeerUnavailable with the reason.
 """
 
@@ -20,8 +21,8 @@ import numpy as np
 
 from tilegraph.runtime.timer import measure
 
-PEERS = ("onnxruntime", "openvino", "torch", "torch.compile")
-OPENVINO_PRECISION = "f32"  # the fp32 comparison; low precision is another issue's
+PEERS = ("onnxruntime", "openvino", "openvino.bf16", "torch", "torch.compile")
+OPENVINO_PRECISION = "f32"  # "openvino": the fp32 comparison; "openvino.bf16" hints bf16 (its CPU default with AVX512_BF16)
 
 
 class PeerUnavailable(ValueError):
@@ -69,8 +70,8 @@ def peer(name: str, onnx_path: str | None, torch_module: Any, inputs: Mapping[st
             raise PeerUnavailable(f"onnxruntime cannot run this model: {reason[:200]}") from None
         feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
         return (lambda: session.run(None, feeds)), (lambda: session.run(None, feeds))
-    if name == "openvino":
-        return _openvino(onnx_path, inputs, threads)
+    if name in ("openvino", "openvino.bf16"):
+        return _openvino(onnx_path, inputs, threads, "bf16" if name == "openvino.bf16" else OPENVINO_PRECISION)
     if name in ("torch", "torch.compile"):
         if torch_module is None:
             raise PeerUnavailable(f"{name} needs the model's PyTorch definition (a reference model name such as "
@@ -98,15 +99,15 @@ def peer(name: str, onnx_path: str | None, torch_module: Any, inputs: Mapping[st
     raise PeerUnavailable(f"unknown peer {name!r}; known peers: {', '.join(PEERS)}")
 
 
-def _openvino(onnx_path: str | None, inputs: Mapping[str, np.ndarray],
-              threads: int) -> tuple[Callable[[], Any], Callable[[], Sequence[np.ndarray]]]:
+def _openvino(onnx_path: str | None, inputs: Mapping[str, np.ndarray], threads: int,
+              precision: str = OPENVINO_PRECISION) -> tuple[Callable[[], Any], Callable[[], Sequence[np.ndarray]]]:
     if onnx_path is None:
         raise PeerUnavailable("openvino needs the model as an ONNX file")
     try:
         import openvino as ov
     except ImportError:
         raise PeerUnavailable("openvino is not installed (pip install 'tilegraph[bench]')") from None
-    config = {"INFERENCE_PRECISION_HINT": OPENVINO_PRECISION, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+    config = {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
               "PERFORMANCE_HINT": "LATENCY"}
     try:
         core = ov.Core()

@@ -300,9 +300,12 @@ def _read(path: Path, manifest: dict, target: Target) -> CompiledModel:
         source = source_file.read_text() if source_file.is_file() else ""
         kernels.append(Kernel(library, k["entry"], buffers(k["inputs"]), buffers(k["outputs"]), source, target,
                               sha256=k["sha256"]))
-    return CompiledModel(graph, steps, kernels, [k["key"] for k in manifest["kernels"]],
-                         [k["tuned"] for k in manifest["kernels"]], plan, manifest["views"], target,
-                         manifest.get("rewrites", ()))
+    model = CompiledModel(graph, steps, kernels, [k["key"] for k in manifest["kernels"]],
+                          [k["tuned"] for k in manifest["kernels"]], plan, manifest["views"], target,
+                          manifest.get("rewrites", ()))
+    if any(node.attr("accumulate", None) for node in graph.nodes):  # its products read bfloat16 (saved as such)
+        model.precision = "bf16"
+    return model
 
 
 def _read_weights(data: Path, weights: dict, offsets: dict[str, int], values: dict[str, TensorType]

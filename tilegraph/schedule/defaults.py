@@ -31,7 +31,7 @@ from tilegraph.te.visit import free_vars, walk
 from tilegraph.te.workload import Workload
 
 MAX_VECTOR_LOOP = 64
-VECTOR_DTYPES = ("float32", "int32")
+VECTOR_DTYPES = ("float32", "int32", "bfloat16")  # what lower_vectorize turns into vector statements
 GPU_FLAT_THREADS = 64
 
 

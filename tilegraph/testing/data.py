@@ -76,7 +76,7 @@ def random_inputs(wl: Workload, seed: int = 0) -> list[np.ndarray]:
     positive = positive_inputs(wl)
     arrays = []
     for i, t in enumerate(wl.inputs):
-        dtype = t.dtype.numpy
+        dtype = t.dtype.array_numpy  # bfloat16: ml_dtypes' type, so the values convert (not their bits)
         if t.dtype.is_float:
             values = rng.uniform(0.5, 1.5, t.shape) if i in positive else rng.standard_normal(t.shape)
         elif t.dtype.kind == "bool":

@@ -36,10 +36,9 @@ class _BuildTimeout(Exception):
 
 
 def workload_args(workload: Workload) -> tuple[ArgSpec, ...]:
-    import numpy as np
 
-    specs = [ArgSpec(t.name, tuple(t.shape), str(np.dtype(t.dtype.numpy)), False) for t in workload.inputs]
-    specs += [ArgSpec(t.name, tuple(t.shape), str(np.dtype(t.dtype.numpy)), True) for t in workload.outputs]
+    specs = [ArgSpec(t.name, tuple(t.shape), t.dtype.array_numpy.name, False) for t in workload.inputs]
+    specs += [ArgSpec(t.name, tuple(t.shape), t.dtype.array_numpy.name, True) for t in workload.outputs]
     return tuple(specs)
 
 

@@ -96,8 +96,8 @@ def random_inputs(workload: Workload, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     arrays = []
     for t in workload.inputs:
-        np_dtype = np.dtype(t.dtype.numpy)
-        if np_dtype.kind == "f":
+        np_dtype = np.dtype(t.dtype.array_numpy)
+        if t.dtype.is_float:
             arrays.append(rng.standard_normal(t.shape).astype(np_dtype))
         elif np_dtype.kind == "b":
             arrays.append(rng.integers(0, 2, t.shape).astype(np_dtype))

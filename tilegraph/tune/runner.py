@@ -224,7 +224,7 @@ class Runner:
         """Check a kernel in this process, never timing it: the final re-check of a tuned kernel
         (the one tg.tune returns) and kernels that run under an emulator (their own process).
         Outputs are poisoned first; a kernel error is a "crash" ("timeout" from an emulator)."""
-        outputs = [poisoned(tuple(b.shape), b.dtype.numpy) for b in kernel.outputs]
+        outputs = [poisoned(tuple(b.shape), b.dtype.array_numpy) for b in kernel.outputs]
         try:
             kernel(*inputs, out=tuple(outputs))
         except TilegraphError as e:

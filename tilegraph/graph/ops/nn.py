@@ -56,11 +56,24 @@ def _conv_pads(node: Node) -> tuple[tuple[int, int], tuple[int, int]]:
     return (top, left), (bottom, right)
 
 
+def _accumulated(node: Node, operand: TensorType) -> str:
+    """The result dtype of a product (conv2d, matmul): the operands' own, or the `accumulate` attr
+    ("float32": bfloat16 operands summed in float32, as passes/gemms_read_bfloat16 makes them)."""
+    accumulate = node.attr("accumulate", None)
+    if accumulate is None:
+        return operand.dtype
+    if accumulate != "float32" or operand.dtype not in ("bfloat16", "float32"):
+        raise GraphError(f"node {node.name!r} ({node.op}): accumulate={accumulate!r} takes bfloat16 or float32 "
+                         f"operands into float32, got {operand.dtype}")
+    return accumulate
+
+
 @register("conv2d", arity=(2, 3))
 class Conv2d(OpDef):
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
         x, w = types[0], types[1]
         layout, groups = _layout(node), node.attr("groups", 1)
+        out_dtype = _accumulated(node, x)
         if x.dtype != w.dtype or len(x.shape) != 4 or len(w.shape) != 4:
             raise GraphError(f"node {node.name!r} (conv2d) needs 4-D x and w of one dtype, got {x} and {w}")
         n, h, wd, c = (x.shape[0], *x.shape[2:], x.shape[1]) if layout == "NCHW" else x.shape
@@ -74,7 +87,7 @@ class Conv2d(OpDef):
         oh, ow = _out_extent(h, kh, sh, ph, dh, pb), _out_extent(wd, kw, sw, pw, dw, pr)
         if oh <= 0 or ow <= 0:
             raise GraphError(f"node {node.name!r} (conv2d): window {kh}x{kw} does not fit input {x}")
-        return [TensorType((n, o, oh, ow) if layout == "NCHW" else (n, oh, ow, o), x.dtype)]
+        return [TensorType((n, o, oh, ow) if layout == "NCHW" else (n, oh, ow, o), out_dtype)]
 
     def reference(self, node: Node, xs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         x, w = f64(xs[0]), f64(xs[1])
@@ -93,9 +106,12 @@ class Conv2d(OpDef):
         stride, dilation, groups = node.attr("strides", (1, 1)), node.attr("dilations", (1, 1)), node.attr("groups", 1)
         padding, after = _conv_pads(node)
         if _layout(node) == "NHWC":
-            out = ops.conv2d_nhwc(x, w, stride, padding, dilation, groups, padding_after=after)
+            out = ops.conv2d_nhwc(x, w, stride, padding, dilation, groups, padding_after=after,
+                                  accumulate=node.attr("accumulate", None))
             bias = args[2] if len(args) == 3 else None
             return [out if bias is None else ops.add(out, bias)]
+        if node.attr("accumulate", None):
+            raise GraphError(f"node {node.name!r} (conv2d): accumulating in float32 needs the NHWC layout")
         if groups == 1 and padding == after:
             out = ops.conv2d_nchw(x, w, stride, padding, dilation)
         else:  # grouped or asymmetric NCHW (only when the layout pass is off): transposes around the NHWC conv
@@ -134,22 +150,24 @@ class BatchNorm(OpDef):
 class MatMul(OpDef):
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
         a, b = types
+        out_dtype = _accumulated(node, a)
         if a.dtype != b.dtype or len(a.shape) < 2 or len(b.shape) < 2:
             raise GraphError(f"node {node.name!r} (matmul) needs operands of rank >= 2 and one dtype, got {a} and {b} "
                              "(the frontend reshapes vectors)")
         if a.shape[-1] != b.shape[-2]:
             raise GraphError(f"node {node.name!r} (matmul): {a} @ {b} disagree on K")
         batch = tuple(int(s) for s in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-        return [TensorType((*batch, a.shape[-2], b.shape[-1]), a.dtype)]
+        return [TensorType((*batch, a.shape[-2], b.shape[-1]), out_dtype)]
 
     def reference(self, node: Node, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.matmul(f64(xs[0]), f64(xs[1]))]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         a, b = args
+        accumulate = node.attr("accumulate", None)
         if a.ndim == 2 and b.ndim == 2:
-            return [ops.matmul(a, b)]
-        return [ops.matmul_nd(a, b)]
+            return [ops.matmul(a, b, accumulate=accumulate)]
+        return [ops.matmul_nd(a, b, accumulate=accumulate)]
 
 
 @register("softmax")

@@ -47,7 +47,7 @@ LANES = 16  # vdpbf16ps on a zmm register: 16 float32 accumulators
 def run(func: Func, target: object) -> Func:
     from tilegraph.target import has_bf16_dot
 
-    if not has_bf16_dot(target):
+    if not has_bf16_dot(target) or not any(b.dtype == dt.bfloat16 for b in func.buffers):
         return func
 
     taken = all_loop_names(func.body)
@@ -137,6 +137,8 @@ def _next_to(first: Expr, second: Expr) -> bool:
 
 
 def _pair(seq: Seq) -> Stmt | None:
+    if sum(_update(s) is not None for s in seq.stmts) < 2:
+        return None
     written = {x.buffer.name for x in walk_stmts(seq) if isinstance(x, BufferStore)}
     stmts: list[Stmt | None] = list(seq.stmts)
     pending: dict[tuple[str, Expr], int] = {}  # register -> position of its unpaired update
