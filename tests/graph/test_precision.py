@@ -74,13 +74,23 @@ def _conv(tmp_path):
     return path
 
 
+@pytest.fixture
+def bf16_everywhere(monkeypatch):
+    """Compile bf16 requests as bf16 whatever this CPU is: where it lacks AVX512_BF16 the kernels
+    widen bfloat16 and run float32 FMAs (slower, the same numbers), so the numerics are tested on
+    every machine (the lowering still pairs products only where the instruction exists)."""
+    import tilegraph.graph.compile as compile_module
+
+    monkeypatch.setattr(compile_module, "has_bf16_dot", lambda target: target.kind == "cpu")
+
+
 def _ort(path, feeds):
     return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
 
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("make", [_mlp, _conv])
-def test_bf16_models_match_onnx_runtime_within_bfloat16_error(make, tmp_path):
+def test_bf16_models_match_onnx_runtime_within_bfloat16_error(make, tmp_path, bf16_everywhere):
     path = make(tmp_path)
     model = tg.compile(str(path), precision="bf16")
     assert model.precision == "bf16" and model.precision_report.passed, model.precision_report.line()
@@ -99,7 +109,7 @@ def test_bf16_models_match_onnx_runtime_within_bfloat16_error(make, tmp_path):
 
 
 @pytest.mark.needs_cc
-def test_a_model_failing_the_gate_is_compiled_in_float32(tmp_path):
+def test_a_model_failing_the_gate_is_compiled_in_float32(tmp_path, bf16_everywhere):
     path = _mlp(tmp_path)
     model = tg.compile(str(path), precision="bf16", accuracy=1e-9)
     report = model.precision_report
@@ -112,6 +122,17 @@ def test_a_model_failing_the_gate_is_compiled_in_float32(tmp_path):
     assert unchecked.precision == "bf16" and not unchecked.precision_report.checked
 
 
+@pytest.mark.needs_cc
+def test_a_target_without_a_bf16_dot_product_compiles_bf16_requests_in_float32(tmp_path, monkeypatch):
+    import tilegraph.graph.compile as compile_module
+
+    monkeypatch.setattr(compile_module, "has_bf16_dot", lambda target: False)
+    model = tg.compile(str(_mlp(tmp_path)), precision="bf16")
+    assert model.precision == "fp32" and not model.precision_report.passed
+    assert "without AVX512_BF16" in model.precision_report.line()
+    assert all(model.graph.values[t].dtype != "bfloat16" for t in model.graph.values)
+
+
 @pytest.mark.parametrize("options, match", [({"precision": "fp8"}, "unknown precision"),
                                             ({"precision": "bf16", "accuracy": 0.0}, "accuracy"),
                                             ({"precision": "bf16", "accuracy": float("nan")}, "accuracy"),
@@ -122,7 +143,7 @@ def test_bad_precision_options_are_refused(options, match, tmp_path):
 
 
 @pytest.mark.needs_cc
-def test_a_bf16_model_saves_and_loads(tmp_path):
+def test_a_bf16_model_saves_and_loads(tmp_path, bf16_everywhere):
     path = _mlp(tmp_path)
     model = tg.compile(str(path), precision="bf16")
     feeds = {"x": np.random.default_rng(5).standard_normal((M, K)).astype(np.float32)}
@@ -133,7 +154,7 @@ def test_a_bf16_model_saves_and_loads(tmp_path):
 
 
 @pytest.mark.needs_cc
-def test_the_cli_compiles_in_bf16_and_reports_the_gate(tmp_path, capsys):
+def test_the_cli_compiles_in_bf16_and_reports_the_gate(tmp_path, capsys, bf16_everywhere):
     from tilegraph.cli.main import main
 
     path = _mlp(tmp_path)
