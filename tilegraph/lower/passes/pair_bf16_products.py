@@ -11,10 +11,13 @@ per instruction, against 16 for a float32 FMA). Only for targets that have the i
     acc[0] = ...
 
 bf16_dot2(acc, a0, a1, b0, b1) is `acc + a0*b0 + a1*b1` per lane (the interpreter's meaning: the
-products are exact in float32, the two additions rounded in that order). Hardware rounds as its
-vendor does (AMD Zen 4 and Intel differ in the order of the additions, and flush subnormal
-products), so results move within float32 rounding of the accumulation, as FMA contraction already
-moves them; tests compare with tolerances, never bit for bit.
+products are exact in float32, the two additions rounded in that order). The instruction rounds as
+its vendor implements it: Intel documents the odd product added first, subnormal inputs and
+results flushed to zero; on AMD Zen 4 about 1% of random inputs differ from either order in the
+last bit, subnormal products flush, and two overflowing products of opposite sign give the sign
+of their exact sum, not NaN (measured against the emulation). Results therefore move within
+float32 rounding of the accumulation, as FMA contraction already moves them; tests compare with
+tolerances, never bit for bit.
 
 The second update moves up to the first: legal because the statements in between only write other
 registers (anything else ends the pairing), and nothing in the sequence writes A or B.
