@@ -163,3 +163,7 @@ def test_the_cli_compiles_in_bf16_and_reports_the_gate(tmp_path, capsys, bf16_ev
     assert described["precision"] == "bf16" and described["accuracy_gate"]["passed"] is True
     assert main(["compile", str(path), "--precision", "bf16", "--accuracy", "0"]) == 2
     assert "--accuracy" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "m.tg"), "--precision", "bf16"]) == 2  # a saved model's is fixed
+    assert "saved model's precision" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "m.tg"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["precision"] == "bf16"
