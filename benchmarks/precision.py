@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -104,11 +103,10 @@ def main(argv: list[str]) -> int:
     for name in [m.strip() for m in args.only.split(",") if m.strip()]:
         print(f"precision: {name} ...", file=sys.stderr, flush=True)
         rows.append(_row(name, threads, args.rounds, args.seconds))
-    meta = {"command": "python -m benchmarks.run " + " ".join(argv), "cpu": platform.processor() or platform.machine(),
-            "threads": threads, "date": datetime.datetime.now().isoformat(timespec="seconds")}
     from benchmarks.run import cpu_model
 
-    meta["cpu"] = cpu_model()
+    meta = {"command": "python -m benchmarks.run " + " ".join(argv), "cpu": cpu_model(), "threads": threads,
+            "date": datetime.datetime.now().isoformat(timespec="seconds")}
     text = _markdown(rows, meta)
     print(text)
     if args.out:

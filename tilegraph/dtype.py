@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,13 +38,7 @@ class DType:
     def array_numpy(self) -> np.dtype:
         """The numpy dtype of arrays of this type at the API: ml_dtypes' bfloat16 where ml_dtypes is
         installed (its bits are the storage), else the storage dtype."""
-        if self.name == "bfloat16":
-            try:
-                import ml_dtypes
-            except ImportError:
-                return self.numpy
-            return np.dtype(ml_dtypes.bfloat16)
-        return self.numpy
+        return _bfloat16_arrays() if self.name == "bfloat16" else self.numpy
 
     def holds(self, array_dtype: np.dtype) -> bool:
         """Whether arrays of numpy dtype `array_dtype` hold this type (bfloat16: also as its uint16 bits)."""
@@ -98,6 +93,15 @@ _NUMPY_NAMES = {
     "int64": "int64",
     "bool": "bool",
 }
+
+
+@functools.lru_cache(maxsize=1)
+def _bfloat16_arrays() -> np.dtype:
+    try:
+        import ml_dtypes
+    except ImportError:
+        return np.dtype(np.uint16)
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def wrap_int(value: int, dtype: DType) -> int:

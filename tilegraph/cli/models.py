@@ -38,7 +38,7 @@ import numpy as np
 from tilegraph import config
 from tilegraph.graph.compile import DEFAULT_ORCHESTRATION, ORCHESTRATIONS, PRECISIONS
 from tilegraph.graph.passes import OPTIONAL
-from tilegraph.graph.precision import index_bound
+from tilegraph.graph.precision import random_inputs
 from tilegraph.target import Target
 
 
@@ -237,13 +237,7 @@ def _inputs(model: Any, given: list[str]) -> dict[str, np.ndarray]:
         if not isinstance(loaded, np.ndarray):  # an .npz archive holds several arrays
             raise ValueError(f"--input {name}={file}: is an .npz archive of {len(loaded.files)} arrays; pass one .npy")
         arrays[name] = loaded
-    rng = np.random.default_rng(0)
-    for name in model.input_names:
-        if name not in arrays:
-            t = model.graph.type_of(name)
-            arrays[name] = (rng.integers(0, index_bound(model.graph, name), t.shape).astype(t.dtype)
-                            if t.dtype.startswith("int") else rng.standard_normal(t.shape).astype(t.dtype))
-    return arrays
+    return {**random_inputs(model.graph, seed=0), **arrays}  # the inputs not given: seeded random ones
 
 
 def input_shapes(given: list[str]) -> dict[str, tuple[int, ...]] | None:

@@ -186,6 +186,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         timed_threads = num_threads or threads.configured_num_threads() or tgt.num_cores  # as the model runs
         report = tune_model(graph, groups, tgt, db, time_budget or None, trials, timed_threads, tune_progress)
         tuning_s = report.elapsed_s
+    records = db  # the database as given (the float32 fallback below reads it, not this compile's picks)
     constructed: dict[str, str] = {}
     if construct and not gpu:  # tasks without a record get Gensor's pick, not the plain default (construct.py)
         stage(progress, "constructing schedules")
@@ -239,7 +240,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     # nothing runs less accurate than asked: float32, from the database's records (no second tuning
     # budget) and the same options (`model` has its values bound already)
     stage(progress, "accuracy gate failed: compiling in float32")
-    fallback = compile_model(model, target, db, 0.0, example_inputs, optimize_graph=optimize_graph, workers=workers,
+    fallback = compile_model(model, target, records, 0.0, example_inputs, optimize_graph=optimize_graph, workers=workers,
                              progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
                              num_threads=num_threads, input_shapes=input_shapes, construct=construct, prepack=prepack)
     fallback.precision_report = model_.precision_report

@@ -35,8 +35,9 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, transpose_a: bool =
         check_tensor(bias, "bias", 1)
         if bias.shape != (n,):
             raise ValueError(f"argument bias must have shape ({n},), got {bias.shape}")
-        if bias.dtype != (a.dtype if accumulate is None else as_dtype(accumulate)):
-            raise TypeError(f"argument bias must have the result's dtype, got {bias.dtype}")
+        result = a.dtype if accumulate is None else as_dtype(accumulate)
+        if bias.dtype != result:
+            raise TypeError(f"argument bias must have the result's dtype {result}, got {bias.dtype}")
     r = te.reduce_axis(k, "k")
 
     def product(i, j):  # noqa: ANN001, ANN202

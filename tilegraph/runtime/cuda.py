@@ -106,8 +106,7 @@ class CudaKernel(KernelBase):
         if out is not None:
             return super().output_arrays(out)
         shapes = self.program.attrs.get("shapes", {})
-        return [poisoned(tuple(shapes.get(b.name, b.shape)), b.dtype.numpy).view(b.dtype.array_numpy)
-                for b in self.outputs]
+        return [poisoned(tuple(shapes.get(b.name, b.shape)), b.dtype.array_numpy) for b in self.outputs]
 
     def __call__(self, *inputs: Any, out: Any = None, num_threads: int | None = None) -> Any:
         if inputs and out is not None and all(_device_pointer(a) is not None for a in inputs):

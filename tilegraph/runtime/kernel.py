@@ -133,7 +133,8 @@ class Kernel(KernelBase):
             raise ValueError(f"Kernel runs cpu libraries; got a {target.kind!r} target")
         if not host_supports(target):
             raise ValueError(f"kernel {entry!r} was built for {target.arch}/{target.isa}, which this machine cannot run")
-        self._dtypes = tuple(buffer.dtype for buffer in (*self.inputs, *self.outputs))
+        # per argument, the numpy dtypes that hold its type (bfloat16: ml_dtypes' or its uint16 bits)
+        self._numpy_dtypes = tuple((b.dtype.array_numpy, b.dtype.numpy) for b in (*self.inputs, *self.outputs))
         library = load_library(self.lib_path, sha256)
         signature = library_signature(library, entry)
         expected = kernel_signature((*self.inputs, *self.outputs))
@@ -194,8 +195,9 @@ class Kernel(KernelBase):
         label = f"{role} {position} ({buffer.name!r})"
         if not isinstance(array, np.ndarray):
             raise TypeError(f"{label} must be a numpy.ndarray, got {type(array).__name__}")
-        expected_dtype = self._dtypes[position if role == "input" else len(self.inputs) + position].array_numpy
-        if not buffer.dtype.holds(array.dtype):
+        accepted = self._numpy_dtypes[position if role == "input" else len(self.inputs) + position]
+        if array.dtype not in accepted:
+            expected_dtype = accepted[0]
             raise TypeError(f"{label} has dtype {array.dtype}, expected {expected_dtype} (tilegraph does not cast; "
                             f"use .astype({str(expected_dtype)!r}))")
         if array.shape != tuple(buffer.shape):

@@ -111,8 +111,7 @@ class OpenCLKernel(KernelBase):
         if out is not None:
             return super().output_arrays(out)
         shapes = self.program.attrs.get("shapes", {})
-        return [poisoned(tuple(shapes.get(b.name, b.shape)), b.dtype.numpy).view(b.dtype.array_numpy)
-                for b in self.outputs]
+        return [poisoned(tuple(shapes.get(b.name, b.shape)), b.dtype.array_numpy) for b in self.outputs]
 
     def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
              num_threads: int | None = None) -> _OpenCLLaunch:

@@ -16,7 +16,7 @@ from tilegraph.loop.interpret import interpret
 from tilegraph.lower.passes.pair_bf16_products import DOT2
 from tilegraph.lower.pipeline import lower
 from tilegraph.runtime.kernel import Kernel
-from tilegraph.target import COMMON_CFLAGS, CROSS_ISA_CFLAGS, _detect_cpu, has_bf16_dot
+from tilegraph.target import COMMON_CFLAGS, CROSS_ISA_CFLAGS, has_bf16_dot
 from tilegraph.te.expr import Call
 from tilegraph.te.visit import walk
 
@@ -26,7 +26,7 @@ AVX512 = dataclasses.replace(tg.Target.from_string("cpu -isa=avx512 -arch=x86_64
     COMMON_CFLAGS[0], *CROSS_ISA_CFLAGS[("x86_64", "avx512")], *COMMON_CFLAGS[1:]))
 AVX512_BF16 = dataclasses.replace(AVX512, cflags=(*AVX512.cflags, "-mavx512bf16"))
 AVX2 = tg.Target.from_string("cpu -isa=avx2")
-HOST_HAS_BF16 = "avx512_bf16" in _detect_cpu()["flags"] and tg.Target("cpu").isa == "avx512"
+HOST_HAS_BF16 = has_bf16_dot(tg.Target("cpu"))
 
 
 def _matmul(m: int, n: int, k: int, dtype: str = "bfloat16") -> tg.Workload:
