@@ -212,6 +212,16 @@ def has_bf16_dot(target: object) -> bool:
     return "-mavx512bf16" in flags or ("-march=native" in flags and "avx512_bf16" in _detect_cpu()["flags"])
 
 
+def has_int8_dot(target: object) -> bool:
+    """Whether code for `target` may use AVX512_VNNI's vpdpbusd (uint8 x int8 products, four per
+    int32 lane): an x86 AVX-512 CPU target whose flags name the extension, or that compiles for this
+    machine (-march=native) when this machine has it. TILEGRAPH_HOST_ISA=avx2 turns it off."""
+    if not isinstance(target, Target) or target.kind != "cpu" or target.arch != "x86_64" or target.isa != "avx512":
+        return False
+    flags = target.cflags or ()
+    return "-mavx512vnni" in flags or ("-march=native" in flags and "avx512_vnni" in _detect_cpu()["flags"])
+
+
 # ---- parsing -------------------------------------------------------------------------------
 def _parse_value(name: str, annotation: str, text: str, spec: str) -> Any:
     annotation = str(annotation)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from tilegraph import dtype as dt
 from tilegraph.codegen import bfloat16 as bf16
+from tilegraph.codegen import int8
 from tilegraph.codegen.names import NameTable
 from tilegraph.codegen.vector_math import VECTOR_MATH, vector_math_helpers
 from tilegraph.codegen.writer import CodeWriter
@@ -210,6 +211,8 @@ class _Printer:
         self.vector_math: set[tuple[str, int]] = set()  # (intrinsic, lanes) helpers the code calls
         self.bfloat16_lanes: set[int] | None = None  # vector widths of bfloat16 helpers used; None: no bfloat16
         self.bfloat16_dot = False  # whether the code calls tgh_bf16_dot2_v16sf
+        self.int8_loads: set[tuple[str, int]] = set()  # (uint8 | int8, lanes) widening loads used (codegen/int8.py)
+        self.int8_dot = False  # whether the code calls tgh_u8s8_dot4_v16si
         # int32 index arithmetic unless a buffer or loop is too large for it: then every int32
         # variable is declared int64_t and C's promotions carry the 64 bits through each index.
         self.index_type = "int64_t" if _needs_wide_index(func) else "int32_t"
@@ -267,6 +270,8 @@ class _Printer:
                 return f"tgh_blend_{vt}({self.expr(e.cond)}, {self.expr(e.true_value)}, {self.expr(e.false_value)})"
             return f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
         if isinstance(e, Cast):
+            if lanes_of(e) > 1 and isinstance(e.value, BufferLoad) and e.value.buffer.dtype.name in int8.LOADS:
+                return self.widening_load(e)
             if lanes_of(e) > 1:
                 return f"__builtin_convertvector({self.expr(e.value)}, {vector_type(e.dtype.scalar, lanes_of(e))})"
             if e.dtype.kind == "bool":
@@ -300,6 +305,8 @@ class _Printer:
     def call(self, e: Call) -> str:
         if e.name == "bf16_dot2":
             return self.bf16_dot2(e)
+        if e.name == "u8s8_dot4":
+            return self.u8s8_dot4(e)
         x = self.expr(e.args[0])
         d = e.dtype.scalar
         lanes = lanes_of(e)
@@ -351,6 +358,31 @@ class _Printer:
         bits = [f"{self.buf(x.buffer)}[{self.expr(x.indices[0])}]" for x in (a0, a1)]  # type: ignore[attr-defined]
         rows = [f"{self.buf(x.buffer)} + {self.expr(x.indices[0].base)}" for x in (b0, b1)]  # type: ignore[attr-defined]
         return f"tgh_bf16_dot2_v16sf({self.expr(acc)}, {bits[0]}, {bits[1]}, {rows[0]}, {rows[1]})"
+
+    def widening_load(self, e: Cast) -> str:
+        """Cast(int32 or float32 lanes, 8-bit integers at ramp(base, 1, lanes)): one widening load."""
+        load = e.value
+        (idx,) = load.indices  # type: ignore[attr-defined]
+        lanes = lanes_of(e)
+        if not isinstance(idx, Ramp) or idx.stride != 1 or lanes not in _VECTOR_WIDTHS or \
+                e.dtype.scalar not in (dt.int32, dt.float32):
+            raise LoweringError(f"the C printer widens 8-bit integers from contiguous loads into int32 or float32 "
+                                f"vectors of 4, 8 or 16 lanes, got {e.dtype} of {idx}")
+        name = load.buffer.dtype.name  # type: ignore[attr-defined]
+        self.int8_loads.add((name, lanes))
+        text = f"tgh_{int8.LOADS[name][0]}_load_v{lanes}si({self.buf(load.buffer)} + {self.expr(idx.base)})"  # type: ignore[attr-defined]
+        return text if e.dtype.scalar == dt.int32 else f"__builtin_convertvector({text}, v{lanes}sf)"
+
+    def u8s8_dot4(self, e: Call) -> str:
+        """acc + a0*b0 + .. + a3*b3 (lower/passes/group_int8_products.py): A's four consecutive
+        bytes by the first one's address, B's four rows by theirs."""
+        acc, a, b = e.args[0], e.args[1:5], e.args[5:]
+        if not all(isinstance(x, BufferLoad) for x in (*a, *b)) or lanes_of(e) != 16 or len(b) != 4:
+            raise LoweringError("u8s8_dot4 takes a 16-lane accumulator, four uint8 loads and four int8 row loads")
+        self.int8_dot = True
+        first = f"{self.buf(a[0].buffer)} + {self.expr(a[0].indices[0])}"  # type: ignore[attr-defined]
+        rows = ", ".join(f"{self.buf(x.buffer)} + {self.expr(x.indices[0].base)}" for x in b)  # type: ignore[attr-defined]
+        return f"tgh_u8s8_dot4_v16si({self.expr(acc)}, {first}, {rows})"
 
     def load_bfloat16(self, b: Buffer, idx: Expr) -> str:
         if not isinstance(idx, Ramp):
@@ -405,6 +437,12 @@ class _Printer:
     def store(self, s: BufferStore) -> None:
         b = s.buffer
         (idx,) = s.indices
+        if b.dtype.name in int8.LOADS and isinstance(idx, Ramp):  # int32 lanes, each stored as its low byte
+            self.int8_loads.add((b.dtype.name, idx.lanes))
+            lanes = self.expr(s.value.value)  # type: ignore[attr-defined]
+            self.w.line(f"tgh_{int8.LOADS[b.dtype.name][0]}_store_v{idx.lanes}si({self.buf(b)} + {self.expr(idx.base)}, "
+                        f"{lanes});")
+            return
         if b.dtype.name == "bfloat16" and isinstance(s.value, Cast) and s.value.dtype.name == "bfloat16":
             value = self._expr(s.value)  # the store narrows to bits, which rounds: no rounding before it
         else:
@@ -480,6 +518,8 @@ def codegen_c(func: Func) -> CSource:
     helpers = vector_math_helpers(printer.vector_math)
     if printer.bfloat16_lanes is not None:
         helpers += bf16.bfloat16_helpers(printer.bfloat16_lanes, dot=printer.bfloat16_dot)
+    if printer.int8_loads or printer.int8_dot:
+        helpers += int8.int8_helpers(printer.int8_loads, printer.int8_dot)
     return CSource(_prelude() + helpers + "\n" + printer.w.text() + signature, entry)
 
 

@@ -479,6 +479,11 @@ class Machine:
             # lower/passes/pair_bf16_products.py: acc + a0*b0 + a1*b1, products exact, added in this order
             acc, a0, a1, b0, b1 = (self.eval(x, env, mask) for x in e.args)  # type: ignore[attr-defined]
             return (acc + a0 * b0) + a1 * b1
+        if t is Call and e.name == "u8s8_dot4":  # type: ignore[attr-defined]
+            # lower/passes/group_int8_products.py: acc + a0*b0 + .. + a3*b3 in int32, wrapping
+            acc, *ab = (np.asarray(self.eval(x, env, mask), np.int64) for x in e.args)  # type: ignore[attr-defined]
+            total = acc + ab[0] * ab[4] + ab[1] * ab[5] + ab[2] * ab[6] + ab[3] * ab[7]
+            return ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
         if t is Call:
             x = self.eval(e.args[0], env, mask)  # type: ignore[attr-defined]
             out = _call(e.name, x, e.dtype.value_numpy)  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from tilegraph.lower.passes import (
     compact_buffers,
     expand_unroll,
     flatten_buffers,
+    group_int8_products,
     hoist_invariant_guards,
     hoist_reduction_init,
     lower_blocks,
@@ -46,6 +47,7 @@ PASSES: list[tuple[str, Pass]] = [
     ("final_simplify", simplify.run),
     ("promote_registers", promote_registers.run),
     ("pair_bf16_products", pair_bf16_products.run),
+    ("group_int8_products", group_int8_products.run),
     ("check_printable", check_printable.run),
 ]
 

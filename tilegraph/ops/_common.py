@@ -177,15 +177,21 @@ def same_dtype(arg_tensors: dict[str, Tensor]) -> None:
 
 
 def widening(accumulate: str | None, arg_tensors: dict[str, Tensor]) -> Callable[[Expr], Expr]:
-    """How a product's operands enter its sum: as they are (None), or widened to `accumulate`
-    (bfloat16 operands summed in float32: each element converts exactly, the sum rounds in float32)."""
+    """How a product's operands enter its sum: as they are (None), or widened to `accumulate`:
+    "float32" sums bfloat16 (or float32) operands in float32 (each element converts exactly, the sum
+    rounds in float32); "int32" sums the products of uint8/int8 operands exactly in int32 (wrapping
+    past 2**31, as the hardware's dot products do)."""
     if accumulate is None:
+        same_dtype(arg_tensors)
         return lambda e: e
     acc = as_dtype(accumulate)
-    narrow = {name: t.dtype for name, t in arg_tensors.items() if t.dtype.bits > acc.bits or t.dtype.kind != acc.kind}
-    if acc != dt.float32 or narrow:
-        raise TypeError(f"argument accumulate={accumulate!r}: products accumulate in float32 from float32 or narrower "
-                        f"float operands, got {narrow or acc}")
+    takes = {dt.float32: ("float32", "bfloat16"), dt.int32: ("uint8", "int8")}.get(acc, ())
+    wrong = {name: t.dtype.name for name, t in arg_tensors.items() if t.dtype.name not in takes}
+    if not takes or wrong:
+        raise TypeError(f"argument accumulate={accumulate!r}: products accumulate in float32 from float32 or bfloat16 "
+                        f"operands, or in int32 from uint8 or int8 operands, got {wrong or acc}")
+    if acc == dt.float32:
+        same_dtype(arg_tensors)
     return lambda e: e if e.dtype == acc else te.cast(acc, e)
 
 

@@ -36,25 +36,27 @@ _SPATIAL_NAMES = {1: ("l",), 2: ("h", "w"), 3: ("d", "h", "w")}
 
 
 def _conv_arguments(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTuple, dilation: IntOrTuple,
-                    dims: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Check a convolution's tensors (float, same dtype, ranks dims + 2) and return its
-    (strides, pads, dilations), one per spatial dimension."""
+                    dims: int, integer: bool = False) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Check a convolution's tensors (float and one dtype, or `integer` ones that widening checks;
+    ranks dims + 2) and return its (strides, pads, dilations), one per spatial dimension."""
     check_tensor(x, "x", dims + 2)
     check_tensor(w, "w", dims + 2)
-    check_float(x, "x")
-    same_dtype({"x": x, "w": w})
+    if not integer:
+        check_float(x, "x")
+        same_dtype({"x": x, "w": w})
     return (as_tuple(stride, dims, "stride", 1), as_tuple(padding, dims, "padding", 0),
             as_tuple(dilation, dims, "dilation", 1))
 
 
 def _conv_channels_last(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOrTuple, dilation: IntOrTuple,
                         groups: int, name: str, padding_after: IntOrTuple | None = None,
-                        accumulate: str | None = None) -> Tensor:
+                        accumulate: str | None = None, pad_value: float = 0.0) -> Tensor:
     """x (N, *S, CI), w (*K, CI/groups, CO) -> (N, *O, CO), for 1 to 3 spatial dimensions; `padding`
-    before each spatial dimension and `padding_after` after it (default: the same, symmetric);
-    `accumulate` ("float32") sums bfloat16 x and w in float32 (a float32 result)."""
+    before each spatial dimension and `padding_after` after it (default: the same, symmetric), the
+    border reading `pad_value`; `accumulate` ("float32") sums bfloat16 x and w in float32 (a
+    float32 result), ("int32") uint8/int8 x and int8 w exactly in int32."""
     dims = x.ndim - 2
-    strides, pads, dilations = _conv_arguments(x, w, stride, padding, dilation, dims)
+    strides, pads, dilations = _conv_arguments(x, w, stride, padding, dilation, dims, accumulate == "int32")
     widen = widening(accumulate, {"x": x, "w": w})
     after = pads if padding_after is None else as_tuple(padding_after, dims, "padding_after", 0)
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
@@ -70,7 +72,7 @@ def _conv_channels_last(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOr
     out_spatial = tuple(
         conv_out_size(x.shape[1 + d], kernel[d], strides[d], pads[d], after[d], dilations[d], f"argument w ({name})")
         for d in range(dims))
-    padded = pad(x, (0, *pads, 0), (0, *after, 0), 0.0, name=f"{name}_pad")
+    padded = pad(x, (0, *pads, 0), (0, *after, 0), pad_value, name=f"{name}_pad")
     spatial_names = _SPATIAL_NAMES[dims]
     reduce_spatial = tuple(te.reduce_axis(k, f"r{n}") for k, n in zip(kernel, spatial_names))
     rc = te.reduce_axis(ci_per_group, "rc")
@@ -97,12 +99,13 @@ def conv1d_nlc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTuple
 @operator("conv2d_nhwc")
 def conv2d_nhwc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
                 groups: int = 1, name: str = "conv2d_nhwc", padding_after: IntOrTuple | None = None,
-                accumulate: str | None = None) -> Tensor:
+                accumulate: str | None = None, pad_value: float = 0.0) -> Tensor:
     """x (N, H, W, CI), w (KH, KW, CI/groups, CO) -> (N, OH, OW, CO); `padding_after` (bottom, right)
     when it differs from `padding` (top, left), as TensorFlow's SAME padding of a stride-2 window;
-    `accumulate` ("float32") sums bfloat16 x and w in float32."""
+    `accumulate` ("float32") sums bfloat16 x and w in float32, ("int32") uint8/int8 x and int8 w
+    exactly in int32 (an int32 result); the border reads `pad_value` (a quantized x's zero point)."""
     check_tensor(x, "x", 4)
-    return _conv_channels_last(x, w, stride, padding, dilation, groups, name, padding_after, accumulate)
+    return _conv_channels_last(x, w, stride, padding, dilation, groups, name, padding_after, accumulate, pad_value)
 
 
 @operator("conv3d_ndhwc")

@@ -4,6 +4,7 @@
       transpose_a / _b        a given as (K, M) / b given as (N, K)
       bias (N,)               a second stage: out[i, j] = prod[i, j] + bias[j]
       accumulate="float32"    bfloat16 a, b: sum_k float32(a[i, k]) * float32(b[k, j]), a float32 result
+      accumulate="int32"      uint8/int8 a, int8 b: sum_k int32(a[i, k]) * int32(b[k, j]), exact, an int32 result
     dense(x, w, bias)         matmul(x, w, bias, transpose_b=True)        w (N, K), as topi.nn.dense
     batch_matmul(a, b)        out[b, i, j] = sum_k a[b, i, k] * b[b, k, j]  a (B, N, K), b (B, K, M)
 """
@@ -21,7 +22,8 @@ from tilegraph.te.tensor import Tensor
 def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, transpose_a: bool = False,
            transpose_b: bool = False, name: str = "matmul", accumulate: str | None = None) -> Tensor:
     """a @ b (+ bias) for 2-D a and b; the transposes say how a and b are stored; `accumulate`
-    ("float32") sums bfloat16 (or float32) operands in float32 (bias, if any, is float32 then)."""
+    ("float32") sums bfloat16 (or float32) operands in float32, ("int32") uint8/int8 operands
+    exactly in int32 (bias, if any, has the accumulator's dtype then)."""
     check_tensor(a, "a", 2)
     check_tensor(b, "b", 2)
     m, k = (a.shape[1], a.shape[0]) if transpose_a else a.shape
@@ -29,7 +31,6 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, transpose_a: bool =
     if k != kb:
         raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on the reduction extent ({k} vs {kb}) "
                          f"with transpose_a={transpose_a}, transpose_b={transpose_b}")
-    same_dtype({"a": a, "b": b})
     widen = widening(accumulate, {"a": a, "b": b})
     if bias is not None:
         check_tensor(bias, "bias", 1)
@@ -88,7 +89,6 @@ def matmul_nd(a: Tensor, b: Tensor, name: str = "matmul_nd", accumulate: str | N
         raise ValueError(f"arguments a {a.shape} and b {b.shape} must have rank >= 2 (reshape vectors first)")
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on K ({a.shape[-1]} vs {b.shape[-2]})")
-    same_dtype({"a": a, "b": b})
     widen = widening(accumulate, {"a": a, "b": b})
     batch = broadcast_shape(a.shape[:-2], b.shape[:-2]) if a.ndim > 2 and b.ndim > 2 else (
         a.shape[:-2] if a.ndim > 2 else b.shape[:-2])

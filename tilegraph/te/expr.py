@@ -11,7 +11,8 @@ Nodes:
     Cmp(op, a, b)                       op in COMPARE_OPS; bool result
     Not(a), Select(cond, t, f), Cast(dtype, a)
     Call(name, args, dtype)             a math intrinsic, name in INTRINSICS; lowering also makes
-                                        "bf16_dot2" (lower/passes/pair_bf16_products.py)
+                                        "bf16_dot2" (lower/passes/pair_bf16_products.py) and
+                                        "u8s8_dot4" (lower/passes/group_int8_products.py)
     TensorRead(tensor, indices)         te only: reads a te.Tensor
     BufferLoad(buffer, indices)         loop IR only: reads a Buffer (see tilegraph.loop.ir)
     Reduce(combiner, source, axes, init, condition)   te only: top of a reduction compute body

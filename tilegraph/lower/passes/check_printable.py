@@ -10,8 +10,9 @@ from tilegraph import dtype as dt
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import GPU_LOOP_KINDS, Allocate, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse
 from tilegraph.loop.visit import walk_stmts
-from tilegraph.lower.passes.lower_vectorize import VECTOR_TYPES, VECTOR_VALUE_TYPES, VECTOR_WIDTHS
-from tilegraph.te.expr import Broadcast, BufferLoad, Expr, Ramp, Reduce, TensorRead
+from tilegraph.lower.passes.group_int8_products import DOT4
+from tilegraph.lower.passes.lower_vectorize import VECTOR_TYPES, VECTOR_VALUE_TYPES, VECTOR_WIDTHS, WIDENED_LOADS
+from tilegraph.te.expr import Broadcast, BufferLoad, Call, Cast, Expr, Ramp, Reduce, TensorRead
 from tilegraph.te.visit import children
 
 
@@ -27,7 +28,15 @@ def run(func: Func, target: object) -> Func:
             raise LoweringError(f"loop {s.var.name} is bound to {s.kind}, which a CPU target cannot run")
         if isinstance(s, Allocate):
             _check_buffer(s.buffer, func)
-        if isinstance(s, BufferStore):
+        if isinstance(s, BufferStore) and s.buffer.dtype in WIDENED_LOADS and isinstance(s.indices[0], Ramp):
+            # a narrowing store (lower_vectorize): int32 lanes, each keeping its low 8 bits
+            if s.indices[0].stride != 1 or not isinstance(s.value, Cast) or \
+                    s.value.value.dtype.scalar != dt.int32:
+                raise LoweringError(f"store to {s.buffer.name}: 8-bit lanes are stored contiguously from int32 lanes")
+            _check_vector_type(dt.int32.with_lanes(s.indices[0].lanes), f"store to {s.buffer.name}")
+            _check_value(s.indices[0].base)
+            _check_value(s.value.value)
+        elif isinstance(s, BufferStore):
             _check_buffer(s.buffer, func)
             for i in s.indices:
                 _check_index(i, s.buffer, store=True)
@@ -70,6 +79,20 @@ def _check_value(e: Expr) -> None:
     if isinstance(e, BufferLoad):
         for i in e.indices:
             _check_index(i, e.buffer, store=False)
+        return
+    if isinstance(e, Cast) and isinstance(e.value, BufferLoad) and e.value.buffer.dtype in WIDENED_LOADS \
+            and isinstance(e.value.indices[0], Ramp):  # a widening load (codegen/int8.py)
+        if e.value.indices[0].stride != 1 or e.dtype.scalar not in VECTOR_TYPES:
+            raise LoweringError(f"a load of {e.value.buffer.name} widened to {e.dtype}: only contiguous 8-bit loads "
+                                "widen to int32 or float32 vectors")
+        _check_vector_type(e.dtype.scalar.with_lanes(e.value.indices[0].lanes), f"widening load of {e.value.buffer.name}")
+        _check_value(e.value.indices[0].base)
+        return
+    if isinstance(e, Call) and e.name == DOT4:  # A's bytes and B's rows are passed by address
+        _check_vector_type(e.dtype.scalar.with_lanes(16), DOT4)
+        for x in e.args[1:]:
+            _check_value(x.indices[0].base if isinstance(x.indices[0], Ramp) else x.indices[0])  # type: ignore[attr-defined]
+        _check_value(e.args[0])
         return
     for k in children(e):
         _check_value(k)

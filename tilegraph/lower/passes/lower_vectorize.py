@@ -13,7 +13,8 @@ an interval in the variable (the tail of a non-dividing split) is tested at both
 chunk: `if (all lanes pass) vector statement else scalar loop over the chunk`.
 
 Math calls (exp, log, tanh, ...) become vector calls (the printer emits SIMD helpers for them),
-float32/int32/bfloat16 casts vector conversions, and a select whose condition depends on the variable a
+float32/int32/bfloat16 casts vector conversions (uint8/int8 loads widened to int32 or float32 as
+they load), and a select whose condition depends on the variable a
 lane mask and a blend:
 
     Y[i*16 + j] = select(X[i*16 + j] > 0, X[i*16 + j], exp(X[i*16 + j]))
@@ -44,6 +45,8 @@ VECTOR_WIDTHS = (16, 8, 4)
 VECTOR_TYPES = (dt.float32, dt.int32)  # what vector registers hold (promote_registers)
 # what vector statements compute on: bfloat16 lanes are float vectors, loaded and stored as bits
 VECTOR_VALUE_TYPES = (*VECTOR_TYPES, dt.bfloat16)
+# 8-bit integers enter vector statements only widened as they load: Cast(int32|float32, X[ramp(b, 1, n)])
+WIDENED_LOADS = (dt.uint8, dt.int8)
 VECTOR_CALLS = ("exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "abs", "floor", "ceil", "sin", "cos", "tan",
                 "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "round")
 _VECTOR_OPS = {"add", "sub", "mul", "div", "max", "min"}
@@ -127,14 +130,50 @@ def _vector_stmt(s: Stmt, c: _Chunk, taken: set[str]) -> Stmt:
         return IfThenElse(s.cond, _vector_stmt(s.then_body, c, taken), other)
     if not isinstance(s, BufferStore):
         raise _Fallback
-    if s.buffer.dtype not in VECTOR_VALUE_TYPES or len(s.indices) != 1:
+    narrow = s.buffer.dtype in WIDENED_LOADS
+    if (s.buffer.dtype not in VECTOR_VALUE_TYPES and not narrow) or len(s.indices) != 1:
         raise _Fallback
     form = linear_in(s.indices[0], v)
     if form is None or form[0] != 1:
         raise _Fallback
     base = simplify(form[1] + Const(c.start))
-    value = _widen(_vector_expr(s.value, c), c.lanes)
+    if narrow:  # computed in int32 lanes, each truncated to its low 8 bits as it is stored (C's conversion)
+        value = Cast(s.buffer.dtype, _widen(_as_int32_lanes(s.value, c), c.lanes))
+    else:
+        value = _widen(_vector_expr(s.value, c), c.lanes)
     return BufferStore(s.buffer, (Ramp(base, 1, c.lanes),), value)
+
+
+def _as_int32_lanes(e: Expr, c: _Chunk) -> Expr:
+    """An 8-bit integer expression as int32 lanes holding the same values (loads widen as they
+    load; a conversion to 8 bits keeps its operand's low 8 bits, _wrapped_to)."""
+    if isinstance(e, Const):
+        return Const(e.value, dt.int32)
+    if isinstance(e, Cast) and e.value.dtype in VECTOR_TYPES:
+        inner = _vector_operand(e.value, c) if uses(e.value, c.var) else e.value
+        return inner if inner.dtype.scalar == dt.int32 else Cast(dt.int32, inner)
+    if isinstance(e, BufferLoad) and e.buffer.dtype in WIDENED_LOADS:
+        return _vector_expr(Cast(dt.int32, e), c)
+    if isinstance(e, Select) and e.dtype in WIDENED_LOADS:
+        t, f = _widen(_as_int32_lanes(e.true_value, c), c.lanes), _widen(_as_int32_lanes(e.false_value, c), c.lanes)
+        if not uses(e.cond, c.var):
+            return Select(e.cond, t, f)
+        if not all(_load_in_bounds(x, c) for branch in (e.true_value, e.false_value) for x in walk(branch)
+                   if isinstance(x, BufferLoad)):
+            raise _Fallback
+        return Select(_vector_mask(e.cond, c), t, f)
+    raise _Fallback
+
+
+def _wrapped_to(narrow: dt.DType, e: Expr) -> Expr:
+    """int32 lanes `e` as the 8-bit type `narrow` leaves them, still int32: uint8 keeps the low
+    byte (e & 255), int8 sign-extends it (((e + 128) & 255) - 128)."""
+    def k(value: int) -> Expr:
+        return _widen(Const(value, dt.int32), lanes_of(e))
+
+    if narrow == dt.uint8:
+        return BinOp("bitand", e, k(255))
+    return BinOp("sub", BinOp("bitand", BinOp("add", e, k(128)), k(255)), k(128))
 
 
 def _guarded_chunk(s: IfThenElse, c: _Chunk, taken: set[str]) -> Stmt:
@@ -191,6 +230,18 @@ def _vector_expr(e: Expr, c: _Chunk) -> Expr:
         return Call(e.name, (_vector_operand(e.args[0], c),), e.dtype)
     if isinstance(e, Cast) and e.value.dtype in VECTOR_VALUE_TYPES:
         return Cast(e.dtype, _vector_operand(e.value, c))
+    if (isinstance(e, Cast) and e.dtype in (dt.int32, dt.float32) and isinstance(e.value, Cast)
+            and e.value.dtype in WIDENED_LOADS and e.value.value.dtype in VECTOR_TYPES):
+        # through 8 bits and back (a quantized value read as a number): truncated to int32, wrapped
+        whole = _vector_operand(e.value.value, c)
+        wrapped = _wrapped_to(e.value.dtype, whole if whole.dtype.scalar == dt.int32 else Cast(dt.int32, whole))
+        return wrapped if e.dtype == dt.int32 else Cast(e.dtype, wrapped)
+    if (isinstance(e, Cast) and e.dtype in (dt.int32, dt.float32) and isinstance(e.value, BufferLoad)
+            and e.value.buffer.dtype in WIDENED_LOADS):
+        load = _vector_load(e.value, c)
+        if isinstance(load.indices[0], Ramp) and load.indices[0].stride != 1:  # type: ignore[attr-defined]
+            raise _Fallback  # a gather of bytes: left to the C compiler
+        return Cast(e.dtype, load)
     raise _Fallback
 
 

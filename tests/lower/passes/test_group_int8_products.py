@@ -1,0 +1,123 @@
+"""group_int8_products: the register updates of a uint8 x int8 GEMM become AVX512_VNNI dot-product
+steps on targets that have the instruction, and nowhere else; the grouped IR means what the
+ungrouped one does, bit for bit (the interpreter runs both), and so does the C helper, on the
+hardware and in its fallback, wrapping past 2**31 as int32 arithmetic does."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph import ops, te
+from tilegraph.build.compile import compile_c
+from tilegraph.codegen.c import codegen_c
+from tilegraph.graph.construct import construct_one
+from tilegraph.loop.interpret import interpret
+from tilegraph.loop.visit import stmt_exprs, walk_stmts
+from tilegraph.lower.passes.group_int8_products import DOT4
+from tilegraph.lower.pipeline import lower
+from tilegraph.runtime.kernel import Kernel
+from tilegraph.target import COMMON_CFLAGS, CROSS_ISA_CFLAGS, has_int8_dot
+from tilegraph.te.expr import Call
+from tilegraph.te.visit import walk
+
+# explicit flags, whatever this machine is (on an AVX-512 host "-isa=avx512" alone means -march=native)
+AVX512 = dataclasses.replace(tg.Target.from_string("cpu -isa=avx512 -arch=x86_64"), cflags=(
+    COMMON_CFLAGS[0], *CROSS_ISA_CFLAGS[("x86_64", "avx512")], *COMMON_CFLAGS[1:]))
+AVX512_VNNI = dataclasses.replace(AVX512, cflags=(*AVX512.cflags, "-mavx512vnni"))
+AVX2 = tg.Target.from_string("cpu -isa=avx2")
+HOST_HAS_VNNI = has_int8_dot(tg.Target("cpu"))
+
+
+def _matmul(m: int, n: int, k: int, a_dtype: str = "uint8") -> tg.Workload:
+    a = te.placeholder((m, k), a_dtype, name="A")
+    b = te.placeholder((k, n), "int8", name="B")
+    return tg.Workload([a, b], [ops.matmul(a, b, accumulate="int32")])
+
+
+def _dot_steps(func) -> int:  # noqa: ANN001
+    return sum(1 for s in walk_stmts(func.body) for e in stmt_exprs(s) for x in walk(e)
+               if isinstance(x, Call) and x.name == DOT4)
+
+
+def _schedule(wl: tg.Workload, target: tg.Target) -> tg.Schedule:
+    trace = construct_one(wl, target)
+    assert trace is not None
+    return tg.Schedule.replay(wl, trace)
+
+
+def _inputs(m: int, n: int, k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    return rng.integers(0, 256, (m, k)).astype(np.uint8), rng.integers(-128, 128, (k, n)).astype(np.int8)
+
+
+def _exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    total = a.astype(np.int64) @ b.astype(np.int64)
+    return ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def test_only_targets_with_the_instruction_group_products():
+    assert has_int8_dot(AVX512_VNNI) and not has_int8_dot(AVX512) and not has_int8_dot(AVX2)
+    assert not has_int8_dot(tg.Target("opencl"))
+    sch = _schedule(_matmul(24, 64, 32), AVX512_VNNI)
+    assert _dot_steps(lower(sch.func, AVX512_VNNI)) > 0
+    assert _dot_steps(lower(sch.func, AVX512)) == 0
+    assert _dot_steps(lower(_schedule(_matmul(24, 64, 32, "int8"), AVX512_VNNI).func, AVX512_VNNI)) == 0  # s8 x s8
+
+
+@pytest.mark.parametrize("m, n, k", [(24, 64, 32), (7, 48, 11), (5, 33, 6)])  # K % 4: 0, 3, 2 (a tail)
+def test_grouped_ir_means_the_ungrouped_products_bit_for_bit(m, n, k, rng):
+    wl = _matmul(m, n, k)
+    sch = _schedule(wl, AVX512_VNNI)
+    lowered = lower(sch.func, AVX512_VNNI)
+    a, b = _inputs(m, n, k, rng)
+    grouped = interpret(lowered, a.reshape(-1), b.reshape(-1), outputs=1).reshape(m, n)
+    np.testing.assert_array_equal(grouped, _exact(a, b))
+    np.testing.assert_array_equal(grouped, interpret(sch, a, b))
+
+
+def _kernel(wl: tg.Workload, hardware: bool) -> Kernel:
+    host = tg.Target("cpu")
+    lowered = lower(_schedule(wl, AVX512_VNNI).func, AVX512_VNNI)
+    src = codegen_c(lowered)
+    assert "tgh_u8s8_dot4_v16si(" in src.code
+    build_target = host if hardware else dataclasses.replace(host, cflags=AVX512.cflags)
+    lib = compile_c(src.code, build_target, name=src.entry)
+    return Kernel(lib, src.entry, inputs=lowered.params[:2], outputs=lowered.params[2:], source=src.code,
+                  target=host, lowered=lowered)
+
+
+def _skip_unless_runnable(hardware: bool) -> None:
+    host = tg.Target("cpu")
+    if hardware and not HOST_HAS_VNNI:
+        pytest.skip("this machine has no AVX512_VNNI")
+    if not hardware and not (host.arch == "x86_64" and host.isa == "avx512"):
+        pytest.skip("the fallback is compiled for AVX-512 here (AVX512_VNNI machines are AVX-512 ones)")
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("hardware", [False, True])
+def test_the_c_helper_agrees_bit_for_bit_in_its_fallback_and_on_the_hardware(hardware, rng):
+    _skip_unless_runnable(hardware)
+    m, n, k = 30, 80, 37
+    kernel = _kernel(_matmul(m, n, k), hardware)
+    a, b = _inputs(m, n, k, rng)
+    out = np.full(m * n, -12345, np.int32)  # poisoned
+    kernel(a.reshape(-1), b.reshape(-1), out=out)
+    np.testing.assert_array_equal(out.reshape(m, n), _exact(a, b))
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("hardware", [False, True])
+def test_sums_past_int32_wrap_as_the_interpreter_says(hardware):
+    """vpdpbusd does not saturate: 255 * 127 * 70000 > 2**31 wraps, in C as in the interpreter."""
+    _skip_unless_runnable(hardware)
+    m, n, k = 2, 16, 70000
+    kernel = _kernel(_matmul(m, n, k), hardware)
+    a = np.full((m, k), 255, np.uint8)
+    b = np.full((k, n), 127, np.int8)
+    b[:, 1] = -128
+    out = np.zeros(m * n, np.int32)
+    kernel(a.reshape(-1), b.reshape(-1), out=out)
+    np.testing.assert_array_equal(out.reshape(m, n), _exact(a, b))
+    assert out[0] < 0 < out[1]  # wrapped both ways

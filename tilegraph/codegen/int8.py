@@ -1,0 +1,92 @@
+"""8-bit integers in C vector code: widening loads and the uint8 x int8 dot-product step.
+
+    tgh_u8_load_v16si(p)    16 uint8 at p, zero-extended to int32 lanes (vpmovzxbd)
+    tgh_i8_load_v16si(p)    16 int8 at p, sign-extended (vpmovsxbd); also 4 and 8 lanes
+    tgh_u8_store_v16si(p, x), tgh_i8_store_v16si(p, x)
+                            int32 lanes stored as their low 8 bits (vpmovdb: C's conversion)
+    tgh_u8s8_dot4_v16si(acc, a, b0, b1, b2, b3)
+                            acc + a[0]*b0 + a[1]*b1 + a[2]*b2 + a[3]*b3 per lane, in int32, wrapping
+                            (a: four consecutive uint8, b0..b3: 16 int8 each; lower/passes/group_int8_products.py)
+
+With AVX512_VNNI the dot step is one vpdpbusd: A's four bytes broadcast as one 32-bit word, B's
+four rows interleaved so each lane holds its column's four bytes (byte unpacks, or one vpermb
+with AVX512_VBMI). The instruction's accumulation wraps like the IR's int32 arithmetic, so every
+path gives the interpreter's bits; without VNNI the helper computes the same sum in int32 vectors.
+"""
+
+from __future__ import annotations
+
+from tilegraph.codegen.writer import CodeWriter
+
+_LOAD = """typedef SCALAR VB __attribute__((vector_size(LANES), aligned(1)));
+static inline VI tgh_NAME_load_VI(const SCALAR* p) {
+  VB bytes;
+  __builtin_memcpy(&bytes, p, LANES);
+  return __builtin_convertvector(bytes, VI);
+}
+static inline void tgh_NAME_store_VI(SCALAR* p, VI x) {
+  VB bytes = __builtin_convertvector(x, VB);  /* each lane's low 8 bits */
+  __builtin_memcpy(p, &bytes, LANES);
+}"""
+
+_DOT4 = """#if defined(__AVX512VNNI__) && defined(__AVX512F__)
+#include <immintrin.h>
+static inline v16si tgh_u8s8_dot4_v16si(v16si acc, const uint8_t* a, const int8_t* b0, const int8_t* b1,
+                                        const int8_t* b2, const int8_t* b3) {
+  int32_t word;
+  __builtin_memcpy(&word, a, 4);
+#if defined(__AVX512VBMI__)
+  const __m512i columns = _mm512_set_epi8(63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12,
+                                          59, 43, 27, 11, 58, 42, 26, 10, 57, 41, 25, 9, 56, 40, 24, 8,
+                                          55, 39, 23, 7, 54, 38, 22, 6, 53, 37, 21, 5, 52, 36, 20, 4,
+                                          51, 35, 19, 3, 50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16, 0);
+  __m512i rows = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)b0));
+  rows = _mm512_inserti32x4(rows, _mm_loadu_si128((const __m128i*)b1), 1);
+  rows = _mm512_inserti32x4(rows, _mm_loadu_si128((const __m128i*)b2), 2);
+  rows = _mm512_inserti32x4(rows, _mm_loadu_si128((const __m128i*)b3), 3);
+  __m512i b = _mm512_permutexvar_epi8(columns, rows);
+#else
+  __m128i r0 = _mm_loadu_si128((const __m128i*)b0), r1 = _mm_loadu_si128((const __m128i*)b1);
+  __m128i r2 = _mm_loadu_si128((const __m128i*)b2), r3 = _mm_loadu_si128((const __m128i*)b3);
+  __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+  __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+  __m512i b = _mm512_castsi128_si512(_mm_unpacklo_epi16(lo01, lo23));
+  b = _mm512_inserti32x4(b, _mm_unpackhi_epi16(lo01, lo23), 1);
+  b = _mm512_inserti32x4(b, _mm_unpacklo_epi16(hi01, hi23), 2);
+  b = _mm512_inserti32x4(b, _mm_unpackhi_epi16(hi01, hi23), 3);
+#endif
+  return (v16si)_mm512_dpbusd_epi32((__m512i)acc, _mm512_set1_epi32(word), b);
+}
+#else
+static inline v16si tgh_u8s8_dot4_v16si(v16si acc, const uint8_t* a, const int8_t* b0, const int8_t* b1,
+                                        const int8_t* b2, const int8_t* b3) {
+  v16si sum = tgh_splat_v16si(a[0]) * tgh_i8_load_v16si(b0) + tgh_splat_v16si(a[1]) * tgh_i8_load_v16si(b1)
+            + tgh_splat_v16si(a[2]) * tgh_i8_load_v16si(b2) + tgh_splat_v16si(a[3]) * tgh_i8_load_v16si(b3);
+  return (v16si)((v16su)acc + (v16su)sum);  /* wrapping, as the IR's int32 */
+}
+#endif"""
+
+LOADS = {"uint8": ("u8", "uint8_t"), "int8": ("i8", "int8_t")}
+
+
+def int8_helpers(loads: set[tuple[str, int]], dot: bool) -> str:
+    """The widening loads and narrowing stores of the (dtype name, lanes) used and, with `dot`, the
+    dot-product step."""
+    if dot:
+        loads = loads | {("int8", 16)}
+    w = CodeWriter()
+    if dot:
+        w.raw("typedef uint32_t v16su __attribute__((vector_size(64)));")
+    for name, lanes in sorted(loads):
+        short, scalar = LOADS[name]
+        text = (_LOAD.replace("VB", f"v{lanes}{short}b").replace("VI", f"v{lanes}si").replace("LANES", str(lanes))
+                .replace("SCALAR", scalar).replace("NAME", short))
+        for line in text.splitlines():
+            w.raw(line)
+    if dot:
+        for line in _DOT4.splitlines():
+            w.raw(line)
+    return w.text()
+
+
+__all__ = ["int8_helpers", "LOADS"]

@@ -1,0 +1,40 @@
+"""group_int8_products: four register updates of a uint8 x int8 GEMM micro-kernel that add the
+products of neighbouring elements of A become one AVX512_VNNI dot-product step (vpdpbusd: 64
+multiply-adds per instruction, against 16 for an int32 multiply and add). Only for targets that
+have the instruction (target.has_int8_dot); anywhere else the IR is left as it is.
+
+    acc[2] = acc[2] + broadcast(int32(A[i*K + k]), 16) * int32(B[ramp(k*N + j, 1, 16)])
+    ...                                            (other registers in between)
+    acc[2] = acc[2] + broadcast(int32(A[i*K + k + 3]), 16) * int32(B[ramp((k+3)*N + j, 1, 16)])
+==>
+    acc[2] = u8s8_dot4(acc[2], A[i*K + k], .., A[i*K + k + 3], B[ramp(k*N + j, 1, 16)], .., B[ramp((k+3)*N + j, 1, 16)])
+
+u8s8_dot4(acc, a0..a3, b0..b3) is `acc + a0*b0 + a1*b1 + a2*b2 + a3*b3` per lane in int32,
+wrapping past 2**31 (the interpreter's meaning). The instruction computes exactly that (each product
+and the sum of four fit in 18 bits; the accumulation wraps, vpdpbusd does not saturate), so
+compiled kernels agree with the interpreter bit for bit. A must be uint8 (activations shifted by
+128 when quantized signed: graph/frontends/onnx_qdq.py) and B int8.
+
+The grouping and the unrolling of the reduction loop by four are lower/passes/dot_groups.py's.
+"""
+
+from __future__ import annotations
+
+from tilegraph import dtype as dt
+from tilegraph.loop.ir import Func
+from tilegraph.lower.passes import dot_groups
+
+DOT4 = "u8s8_dot4"
+LANES = 16  # vpdpbusd on a zmm register: 16 int32 accumulators
+PATTERN = dot_groups.DotPattern(DOT4, 4, LANES, dt.int32.with_lanes(LANES), (dt.uint8,), (dt.int8,), dt.int32)
+
+
+def run(func: Func, target: object) -> Func:
+    from tilegraph.target import has_int8_dot
+
+    if not has_int8_dot(target) or not any(b.dtype == dt.int8 for b in func.buffers):
+        return func
+    return dot_groups.run(func, PATTERN)
+
+
+__all__ = ["DOT4", "run"]
