@@ -111,6 +111,21 @@ def test_merge_sibling_matmuls_makes_one_gemm_and_keeps_the_values():
     _same_outputs(g2, m2, x=RNG.standard_normal((3, 8)).astype(np.float32))
 
 
+def test_merge_sibling_matmuls_keeps_integer_products_on_the_integers():
+    """uint8 x int8 siblings (a QDQ model's Q, K, V) merge into one product that still accumulates
+    in int32; float and integer products never share a family."""
+    from tilegraph.graph.passes import merge_sibling_matmuls
+
+    b = GraphBuilder("int8")
+    x = b.input("x", TensorType((3, 8), "uint8"))
+    ints = [b.add("matmul", [x, b.constant(RNG.integers(-128, 128, (8, n)).astype(np.int8))], {"accumulate": "int32"})
+            for n in (4, 5)]
+    g = b.build(ints)
+    merged = merge_sibling_matmuls(g, [])
+    products = [n for n in merged.nodes if n.op == "matmul"]
+    assert len(products) == 1 and products[0].attr("accumulate") == "int32"
+    _same_outputs(g, merged, x=RNG.integers(0, 256, (3, 8)).astype(np.uint8))
+
 def _conv_nhwc(h, w, c, o, k, stride, pads=(0, 0, 0, 0), groups=1, bias=True):
     b = GraphBuilder("conv")
     x = b.input("x", TensorType((1, h, w, c), "float32"))

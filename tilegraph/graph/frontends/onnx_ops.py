@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError
+from tilegraph.graph.frontends import onnx_qdq
 from tilegraph.graph.frontends.conv3d import conv3d
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_pooling import max_pool_with_indices, pool_by_axes, pool_pads
@@ -222,6 +223,9 @@ def _conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: i
     inputs = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] else [])
     conv_attrs = {"layout": "NCHW", "strides": strides, "pads": pads, "dilations": dilations,
                   "groups": int(attrs.get("group", 1))}
+    integer = onnx_qdq.integer_conv(e, node, inputs, conv_attrs, _out(node))  # a QDQ model's conv on its integers
+    if integer is not None:
+        return [integer]
     return [e.emit("conv2d", inputs, conv_attrs, node.name, [_out(node)])]
 
 
@@ -238,6 +242,9 @@ def _matmul(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset:
     a, b = ins
     a_shape, b_shape = e.type_of(a).shape, e.type_of(b).shape
     if len(a_shape) >= 2 and len(b_shape) >= 2:
+        integer = onnx_qdq.integer_matmul(e, node, a, b, False, "", _out(node))  # a QDQ model's product
+        if integer is not None:
+            return [integer]
         return [e.emit("matmul", [a, b], name=node.name, outputs=[_out(node)])]
     a2 = e.emit("reshape", [a], {"shape": (1, *a_shape)}) if len(a_shape) == 1 else a
     b2 = e.emit("reshape", [b], {"shape": (*b_shape, 1)}) if len(b_shape) == 1 else b
@@ -253,6 +260,11 @@ def _matmul(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset:
 @converts("Gemm")
 def _gemm(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     a, b = ins[0], ins[1]
+    bias = ins[2] if len(ins) > 2 and ins[2] else ""
+    if not attrs.get("transA", 0) and float(attrs.get("alpha", 1.0)) == 1.0 and float(attrs.get("beta", 1.0)) == 1.0:
+        integer = onnx_qdq.integer_matmul(e, node, a, b, bool(attrs.get("transB", 0)), bias, _out(node))
+        if integer is not None:  # a QDQ model's product on its integers
+            return [integer]
     if attrs.get("transA", 0):
         a = e.emit("transpose", [a], {"perm": (1, 0)}, f"{node.name}_ta")
     if attrs.get("transB", 0):

@@ -17,6 +17,7 @@ import numpy as np
 from tilegraph.errors import GraphError
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_ops import _out, converts, dtype_of
+from tilegraph.graph.frontends.onnx_qdq import Dequantized, record, record_unsigned
 
 QUANTIZED = ("int8", "uint8", "int16", "uint16", "int32")
 
@@ -77,7 +78,10 @@ def _dequantize_linear(e: Emitter, node: Any, ins: list[str], attrs: dict[str, A
         raise GraphError(f"node {node.name!r} (DequantizeLinear): {e.type_of(x).dtype} input is not supported")
     dtype = dtype_of(int(attrs["output_dtype"]), f"node {node.name!r}") if attrs.get("output_dtype") else \
         e.type_of(scale).dtype
-    y = dequantize(e, x, scale, zero, int(attrs.get("axis", 1)), int(attrs.get("block_size", 0)), dtype, node.name)
+    axis, block = int(attrs.get("axis", 1)), int(attrs.get("block_size", 0))
+    y = dequantize(e, x, scale, zero, axis, block, dtype, node.name)
+    if dtype == "float32":  # a product reading it may run on the integers instead (onnx_qdq.py)
+        record(e, _out(node), Dequantized(x, scale, zero, axis, block))
     return [e.emit("identity", [y], name=f"{node.name}_out", outputs=[_out(node)])]
 
 
@@ -88,7 +92,19 @@ def _quantize_linear(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any
         dtype = dtype_of(int(attrs["output_dtype"]), f"node {node.name!r}")
     else:
         dtype = e.type_of(zero).dtype if zero else "uint8"
-    y = quantize(e, x, scale, zero, int(attrs.get("axis", 1)), int(attrs.get("block_size", 0)), dtype, node.name)
+    axis, block = int(attrs.get("axis", 1)), int(attrs.get("block_size", 0))
+    if dtype == "int8" and not block and (not zero or e.type_of(zero).size == 1) and zero in ("", *e.constants):
+        # also as uint8 (zero point + 128: the same integers shifted, exactly), which products on
+        # the integers read directly (onnx_qdq.py); the int8 result is that, shifted back
+        shifted_zero = (e.constants[zero].astype(np.int32) if zero else np.zeros((), np.int32)) + 128
+        u = quantize(e, x, scale, e.constant(shifted_zero.astype(np.uint8), f"{node.name}_zero_u8"), axis, block,
+                     "uint8", f"{node.name}_u8")
+        wide = e.emit("cast", [u], {"to": "int32"}, f"{node.name}_u8_wide")
+        back = e.emit("sub", [wide, e.constant(np.array(128, np.int32), f"{node.name}_128")], name=f"{node.name}_back")
+        y = e.emit("cast", [back], {"to": "int8"}, f"{node.name}_int8")
+        record_unsigned(e, _out(node), u)
+    else:
+        y = quantize(e, x, scale, zero, axis, block, dtype, node.name)
     return [e.emit("identity", [y], name=f"{node.name}_out", outputs=[_out(node)])]
 
 

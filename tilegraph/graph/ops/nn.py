@@ -56,15 +56,29 @@ def _conv_pads(node: Node) -> tuple[tuple[int, int], tuple[int, int]]:
     return (top, left), (bottom, right)
 
 
-def _accumulated(node: Node, operand: TensorType) -> str:
-    """The result dtype of a product (conv2d, matmul): the operands' own, or the `accumulate` attr
-    ("float32": bfloat16 operands summed in float32, as passes/gemms_read_bfloat16 makes them)."""
+def _wrapped_int32(exact: np.ndarray) -> np.ndarray:
+    """An exact integer-valued float64 result as int32 arithmetic leaves it (wrapping past 2**31)."""
+    return ((exact.astype(np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def _accumulated(node: Node, operand: TensorType, other: TensorType) -> str:
+    """The result dtype of a product (conv2d, matmul): the operands' own (one dtype), or the
+    `accumulate` attr: "float32" for bfloat16 operands summed in float32 (passes/gemms_read_bfloat16),
+    "int32" for uint8/int8 x int8 summed exactly (frontends/onnx_qdq)."""
     accumulate = node.attr("accumulate", None)
+    takes = {None: None, "float32": (("bfloat16", "float32"), ("bfloat16", "float32")),
+             "int32": (("uint8", "int8"), ("int8",))}
+    if accumulate not in takes:
+        raise GraphError(f"node {node.name!r} ({node.op}): unknown accumulate={accumulate!r} (float32 or int32)")
     if accumulate is None:
+        if operand.dtype != other.dtype:
+            raise GraphError(f"node {node.name!r} ({node.op}) needs operands of one dtype, got {operand} and {other}")
         return operand.dtype
-    if accumulate != "float32" or operand.dtype not in ("bfloat16", "float32"):
-        raise GraphError(f"node {node.name!r} ({node.op}): accumulate={accumulate!r} takes bfloat16 or float32 "
-                         f"operands into float32, got {operand.dtype}")
+    first, second = takes[accumulate]
+    if operand.dtype not in first or other.dtype not in second or (accumulate == "float32" and
+                                                                    operand.dtype != other.dtype):
+        raise GraphError(f"node {node.name!r} ({node.op}): accumulate={accumulate!r} takes {'/'.join(first)} x "
+                         f"{'/'.join(second)} operands, got {operand.dtype} and {other.dtype}")
     return accumulate
 
 
@@ -73,9 +87,9 @@ class Conv2d(OpDef):
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
         x, w = types[0], types[1]
         layout, groups = _layout(node), node.attr("groups", 1)
-        out_dtype = _accumulated(node, x)
-        if x.dtype != w.dtype or len(x.shape) != 4 or len(w.shape) != 4:
-            raise GraphError(f"node {node.name!r} (conv2d) needs 4-D x and w of one dtype, got {x} and {w}")
+        out_dtype = _accumulated(node, x, w)
+        if len(x.shape) != 4 or len(w.shape) != 4:
+            raise GraphError(f"node {node.name!r} (conv2d) needs 4-D x and w, got {x} and {w}")
         n, h, wd, c = (x.shape[0], *x.shape[2:], x.shape[1]) if layout == "NCHW" else x.shape
         o, ci, kh, kw = w.shape if layout == "NCHW" else (w.shape[3], w.shape[2], w.shape[0], w.shape[1])
         if c % groups or o % groups or ci * groups != c:
@@ -90,15 +104,21 @@ class Conv2d(OpDef):
         return [TensorType((n, o, oh, ow) if layout == "NCHW" else (n, oh, ow, o), out_dtype)]
 
     def reference(self, node: Node, xs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-        x, w = f64(xs[0]), f64(xs[1])
+        integer = node.attr("accumulate", None) == "int32"  # exact in float64, wrapped as int32 does
+        x, w = (xs[0].astype(np.float64), xs[1].astype(np.float64)) if integer else (f64(xs[0]), f64(xs[1]))
         nhwc = _layout(node) == "NHWC"
         x_nhwc = x if nhwc else x.transpose(0, 2, 3, 1)
         w_hwio = w if nhwc else w.transpose(2, 3, 1, 0)
         before, after = _conv_pads(node)
+        if node.attr("pad_value", 0):  # the border reads the value (a quantized input's zero point)
+            x_nhwc = np.pad(x_nhwc, ((0, 0), (before[0], after[0]), (before[1], after[1]), (0, 0)),
+                            constant_values=float(node.attr("pad_value", 0)))
+            before, after = (0, 0), (0, 0)
         out = ref.conv2d_nhwc(x_nhwc, w_hwio, node.attr("strides", (1, 1)), before,
                               node.attr("dilations", (1, 1)), node.attr("groups", 1), after)
         if len(xs) == 3 and xs[2] is not None:
             out = out + f64(xs[2])
+        out = _wrapped_int32(out) if integer else out
         return [out if nhwc else out.transpose(0, 3, 1, 2)]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
@@ -107,11 +127,11 @@ class Conv2d(OpDef):
         padding, after = _conv_pads(node)
         if _layout(node) == "NHWC":
             out = ops.conv2d_nhwc(x, w, stride, padding, dilation, groups, padding_after=after,
-                                  accumulate=node.attr("accumulate", None))
+                                  accumulate=node.attr("accumulate", None), pad_value=node.attr("pad_value", 0))
             bias = args[2] if len(args) == 3 else None
             return [out if bias is None else ops.add(out, bias)]
-        if node.attr("accumulate", None):
-            raise GraphError(f"node {node.name!r} (conv2d): accumulating in float32 needs the NHWC layout")
+        if node.attr("accumulate", None) or node.attr("pad_value", 0):
+            raise GraphError(f"node {node.name!r} (conv2d): accumulate and pad_value need the NHWC layout")
         if groups == 1 and padding == after:
             out = ops.conv2d_nchw(x, w, stride, padding, dilation)
         else:  # grouped or asymmetric NCHW (only when the layout pass is off): transposes around the NHWC conv
@@ -150,9 +170,9 @@ class BatchNorm(OpDef):
 class MatMul(OpDef):
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
         a, b = types
-        out_dtype = _accumulated(node, a)
-        if a.dtype != b.dtype or len(a.shape) < 2 or len(b.shape) < 2:
-            raise GraphError(f"node {node.name!r} (matmul) needs operands of rank >= 2 and one dtype, got {a} and {b} "
+        out_dtype = _accumulated(node, a, b)
+        if len(a.shape) < 2 or len(b.shape) < 2:
+            raise GraphError(f"node {node.name!r} (matmul) needs operands of rank >= 2, got {a} and {b} "
                              "(the frontend reshapes vectors)")
         if a.shape[-1] != b.shape[-2]:
             raise GraphError(f"node {node.name!r} (matmul): {a} @ {b} disagree on K")
@@ -160,6 +180,8 @@ class MatMul(OpDef):
         return [TensorType((*batch, a.shape[-2], b.shape[-1]), out_dtype)]
 
     def reference(self, node: Node, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if node.attr("accumulate", None) == "int32":  # exact in float64 (|sum| < 2**53), wrapped as int32 does
+            return [_wrapped_int32(np.matmul(xs[0].astype(np.float64), xs[1].astype(np.float64)))]
         return [np.matmul(f64(xs[0]), f64(xs[1]))]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:

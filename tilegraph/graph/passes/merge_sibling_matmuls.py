@@ -6,7 +6,7 @@ before:   q = add(matmul(x, Wq), bq);  k = add(matmul(x, Wk), bk);  v = add(matm
 after:    qkv = add(matmul(x, concat(Wq, Wk, Wv, axis=1)), concat(bq, bk, bv))
           q = slice(qkv, [..., 0:Nq]);  k = slice(qkv, [..., Nq:Nq+Nk]);  v = slice(qkv, ...)
 
-Legal: every weight is a 2-D constant (K, N_i) with one K and dtype, and the shared input is read
+Legal: every weight is a 2-D constant (K, N_i) with one K, dtype and `accumulate` attr, and the shared input is read
 as the left operand. Bias adds merge only when every sibling has one (a constant of shape
 (N_i,) that is the matmul's only reader, the matmul not a graph output). The slices are views
 the next kernels read in place (fusion takes them as prologues), so x is read once, not three times.
@@ -29,7 +29,7 @@ def merge_sibling_matmuls(graph: Graph, fired: list[str] | None = None) -> Graph
         w = graph.constants[node.inputs[1]]
         if w.ndim != 2 or len(graph.type_of(node.inputs[0]).shape) < 2:
             continue
-        families.setdefault((node.inputs[0], w.shape[0], str(w.dtype)), []).append(node)
+        families.setdefault((node.inputs[0], w.shape[0], str(w.dtype), node.attr("accumulate", None)), []).append(node)
     families = {k: v for k, v in families.items() if len(v) > 1}
     if not families:
         return graph
@@ -66,7 +66,7 @@ def _emit(b: GraphBuilder, graph: Graph, siblings: list[Node], adds: list[Node] 
     weights = [graph.constants[mm.inputs[1]] for mm in siblings]
     first = siblings[0]
     merged = b.add("matmul", [first.inputs[0], b.constant(np.concatenate(weights, axis=1), f"{first.name}_merged_w")],
-                   name=f"{first.name}_merged")
+                   dict(first.attr_dict), name=f"{first.name}_merged")  # an accumulate attr, shared by the family
     finals = [mm.outputs[0] for mm in siblings]
     if adds is not None:
         bias = np.concatenate([graph.constants[next(i for i in a.inputs if i in graph.constants)] for a in adds])

@@ -1,0 +1,97 @@
+"""QDQ models as onnxruntime.quantization.quantize_static writes them: convolutions and GEMMs whose
+activation and constant weights are dequantized run on the 8-bit integers (frontends/onnx_qdq.py:
+uint8 x int8 products summed in int32, the zero point's compensation a constant per channel, the
+padded border reading the zero point); the model matches ONNX Runtime on the same file, with
+int8 and uint8 activations, and what cannot run on the integers keeps the dequantized floats."""
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+quantization = pytest.importorskip("onnxruntime.quantization")
+
+from onnx import TensorProto, helper  # noqa: E402
+
+pytestmark = pytest.mark.needs_cc
+IMAGE = (1, 3, 11, 9)  # odd extents: vector tails, padded borders on every side
+
+
+def _float_model(path, rng) -> None:
+    """conv 3x3 pad 1 -> relu -> conv 3x3 stride 2 pad 1 -> relu -> flatten -> Gemm (transB) -> MatMul."""
+    def const(name, shape, scale=0.3):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, (rng.standard_normal(shape) * scale).ravel())
+
+    flat = 12 * 6 * 5
+    inits = [const("w1", (8, 3, 3, 3)), const("b1", (8,), 0.1), const("w2", (12, 8, 3, 3)), const("b2", (12,), 0.1),
+             const("w3", (21, flat), 0.05), const("b3", (21,), 0.1), const("w4", (21, 7)),
+             helper.make_tensor("shape", TensorProto.INT64, (2,), (1, flat))]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Reshape", ["r2", "shape"], ["f"]),
+             helper.make_node("Gemm", ["f", "w3", "b3"], ["g"], transB=1),
+             helper.make_node("MatMul", ["g", "w4"], ["y"])]
+    graph = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, IMAGE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 7))], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+class _Calibration(quantization.CalibrationDataReader):
+    def __init__(self):
+        self.items = iter([{"x": np.random.default_rng(i).standard_normal(IMAGE).astype(np.float32)}
+                           for i in range(8)])
+
+    def get_next(self):
+        return next(self.items, None)
+
+
+def _quantized(tmp_path, rng, activation: str = "QInt8", weight: str = "QInt8") -> str:
+    source, out = str(tmp_path / "float.onnx"), str(tmp_path / f"qdq_{activation}_{weight}.onnx")
+    _float_model(source, rng)
+    quantization.quantize_static(source, out, _Calibration(), quant_format=quantization.QuantFormat.QDQ,
+                                 per_channel=True, activation_type=getattr(quantization.QuantType, activation),
+                                 weight_type=getattr(quantization.QuantType, weight))
+    return out
+
+
+def _against_onnxruntime(path: str) -> tuple[object, float]:
+    model = tg.compile(path, orchestration="greedy")  # the fusion BLP is not what is tested here
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    worst = 0.0
+    for seed in range(3):
+        x = np.random.default_rng(100 + seed).standard_normal(IMAGE).astype(np.float32)
+        want = session.run(None, {"x": x})[0]
+        got = model.run({"x": x})["y"]
+        worst = max(worst, float(np.abs(got - want).max() / np.abs(want).max()))
+    return model, worst
+
+
+def _integer_products(model) -> list:
+    return [n for n in model.graph.nodes if n.op in ("conv2d", "matmul") and n.attr("accumulate", None) == "int32"]
+
+
+@pytest.mark.parametrize("activation", ["QInt8", "QUInt8"])
+def test_a_qdq_model_runs_its_products_on_the_integers_and_matches_onnxruntime(tmp_path, rng, activation):
+    model, error = _against_onnxruntime(_quantized(tmp_path, rng, activation))
+    products = _integer_products(model)
+    assert len(products) == 4  # both convolutions, the Gemm and the MatMul
+    assert all(model.graph.values[n.inputs[0]].dtype == "uint8" for n in products)
+    assert all(model.graph.values[n.inputs[1]].dtype == "int8" for n in products)
+    # the layout pass's transposes cancel through the quantize chains (identities included): only
+    # the image's NCHW -> NHWC and the way back before the flatten are left
+    assert sum(n.op == "transpose" for n in model.graph.nodes) == 2
+    # the same integers and the same rounding rules: equal but where a float rounding lands on a
+    # requantization tie (one quantization step of the output, a few percent of its range at most)
+    assert error < 0.05
+
+
+def test_weights_with_zero_points_keep_the_dequantized_floats(tmp_path, rng):
+    """uint8 weights (asymmetric: a zero point per channel) are not the u8 x s8 products: the
+    convolutions and GEMMs stay float, and the model still matches."""
+    model, error = _against_onnxruntime(_quantized(tmp_path, rng, "QUInt8", "QUInt8"))
+    assert not _integer_products(model)
+    assert error < 0.05

@@ -1,0 +1,159 @@
+"""Integer products from QDQ models: a Conv, MatMul or Gemm whose activation and constant weights
+come out of DequantizeLinear runs on the 8-bit integers (as ONNX Runtime's QDQ selectors do),
+instead of on the dequantized floats.
+
+    x = DequantizeLinear(xq, sx, zx)         xq int8/uint8, sx and zx one scalar each
+    w = DequantizeLinear(wq, sw, 0)          wq an int8 constant, sw one or one per output channel
+    y = Conv(x, w, bias) | MatMul(x, w) | Gemm(x, w, bias)
+==>
+    u   = xq + 128 as uint8 (xq int8; the uint8 its QuantizeLinear also computes), or xq (uint8);
+          zu = zx + 128 (or zx)
+    acc = conv2d / matmul(u, wq) {accumulate: int32, pad_value: zu}    exact: sum u * wq
+    y   = float32(acc - zu * colsum(wq)) * (sx * sw) + bias           colsum over each output channel
+
+sum (u - zu) * wq = sum u * wq - zu * sum wq, so the centring is one int32 constant per output
+channel, computed here (where the weights are packed); the border of a padded convolution reads
+zu, the quantized zero. The shift to uint8 is exact (an int8 quantized with zero point z is the
+uint8 quantized with z + 128) and gives the u8 x s8 products AVX512_VNNI multiplies
+(lower/passes/group_int8_products.py). What does not match (per-channel activations, weights with
+zero points, grouped convolutions, uint8 weights, a transposed A) keeps the dequantized floats:
+slower, never wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tilegraph.graph.frontends.emitter import Emitter
+
+GROUP = 4  # products summed per dot-product step (vpdpbusd): input channels are padded to it when few
+RECORDS = "_dequantized"  # the emitter's attribute: ONNX tensor -> Dequantized
+UNSIGNED = "_unsigned"  # the emitter's attribute: int8 tensor -> the same integers + 128 as uint8
+
+
+@dataclass(frozen=True)
+class Dequantized:
+    q: str       # the integer tensor
+    scale: str
+    zero: str    # "" when absent
+    axis: int
+    block: int
+
+
+def record(e: Emitter, output: str, info: Dequantized) -> None:
+    if not hasattr(e, RECORDS):
+        setattr(e, RECORDS, {})
+    getattr(e, RECORDS)[output] = info
+
+
+def record_unsigned(e: Emitter, int8: str, uint8: str) -> None:
+    """`uint8` holds `int8`'s integers plus 128 (QuantizeLinear computes both)."""
+    if not hasattr(e, UNSIGNED):
+        setattr(e, UNSIGNED, {})
+    getattr(e, UNSIGNED)[int8] = uint8
+
+
+def _source(e: Emitter, name: str) -> Dequantized | None:
+    return getattr(e, RECORDS, {}).get(name)
+
+
+def _activation(e: Emitter, name: str) -> tuple[str, float, int] | None:
+    """(quantized tensor, scale, zero point) of a per-tensor dequantized int8/uint8 activation."""
+    info = _source(e, name)
+    if info is None or info.block or e.type_of(info.q).dtype not in ("int8", "uint8") or info.scale not in e.constants:
+        return None
+    scale = e.constants[info.scale]
+    zero = e.constants.get(info.zero) if info.zero else np.zeros((), e.type_of(info.q).dtype)
+    if scale.size != 1 or zero is None or zero.size != 1:
+        return None
+    return info.q, float(scale.reshape(())), int(zero.reshape(()))
+
+
+def _weights(e: Emitter, name: str, channel_axis: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(int8 weights, float64 scale per output channel) of symmetric constant int8 weights,
+    quantized per tensor or along `channel_axis`."""
+    info = _source(e, name)
+    if info is None or info.block or info.q not in e.constants or info.scale not in e.constants:
+        return None
+    q, scale = e.constants[info.q], e.constants[info.scale].astype(np.float64)
+    if q.dtype != np.int8 or (info.zero and (info.zero not in e.constants or np.any(e.constants[info.zero]))):
+        return None
+    channels = q.shape[channel_axis]
+    if scale.size == 1:
+        return q, np.full(channels, float(scale.reshape(())))
+    if scale.size != channels or info.axis % q.ndim != channel_axis % q.ndim:
+        return None
+    return q, scale.reshape(channels)
+
+
+def _unsigned(e: Emitter, q: str, zero: int, name: str) -> tuple[str, int]:
+    """The activation as uint8 and its zero point (int8 shifted by 128: exact)."""
+    if e.type_of(q).dtype == "uint8":
+        return q, zero
+    if q in getattr(e, UNSIGNED, {}):  # quantized here: its uint8 form is at hand
+        return getattr(e, UNSIGNED)[q], zero + 128
+    wide = e.emit("cast", [q], {"to": "int32"}, f"{name}_i32")
+    shifted = e.emit("add", [wide, e.constant(np.array(128, np.int32), f"{name}_128")], name=f"{name}_shift")
+    return e.emit("cast", [shifted], {"to": "uint8"}, f"{name}_u8"), zero + 128
+
+
+def _epilogue(e: Emitter, acc: str, centre: np.ndarray, scale: np.ndarray, bias: str, view: tuple[int, ...],
+              name: str, output: str) -> str:
+    """float32(acc - centre) * scale (+ bias), the per-channel constants shaped `view`."""
+    centred = e.emit("sub", [acc, e.constant(centre.astype(np.int32).reshape(view), f"{name}_centre")],
+                     name=f"{name}_centred")
+    real = e.emit("cast", [centred], {"to": "float32"}, f"{name}_real")
+    y = e.emit("mul", [real, e.constant(scale.astype(np.float32).reshape(view), f"{name}_scale")], name=f"{name}_scaled")
+    if bias:  # one per channel, viewed like the scale; anything else broadcasts as it is (Gemm's C)
+        per_channel = e.type_of(bias).size == view[0] and e.type_of(bias).shape != view
+        b = e.emit("reshape", [bias], {"shape": view}, f"{name}_bias_view") if per_channel else bias
+        y = e.emit("add", [y, b], name=f"{name}_biased")
+    return e.emit("identity", [y], name=f"{name}_out", outputs=[output])
+
+
+def integer_conv(e: Emitter, node: Any, ins: list[str], conv_attrs: dict[str, Any], output: str) -> str | None:
+    """A 2-D Conv (NCHW, conv_attrs as the Conv converter made them) on the integers, or None."""
+    if conv_attrs["groups"] != 1 or len(e.type_of(ins[0]).shape) != 4:
+        return None
+    x, w = _activation(e, ins[0]), _weights(e, ins[1], 0)
+    bias = ins[2] if len(ins) > 2 and ins[2] else ""
+    if x is None or w is None or (bias and e.type_of(bias).dtype != "float32"):
+        return None
+    (q, x_scale, x_zero), (weights, w_scale) = x, w
+    name = node.name or "conv"
+    u, zero = _unsigned(e, q, x_zero, name)
+    channels = weights.shape[1]
+    if channels % GROUP and channels < 4 * GROUP:
+        # a few input channels (an image's 3): padded to the dot product's group of four, the weights
+        # with zeros (the padded channels add nothing) and the input with its zero point
+        extra = -channels % GROUP
+        weights = np.concatenate([weights, np.zeros((weights.shape[0], extra, *weights.shape[2:]), np.int8)], axis=1)
+        u = e.emit("pad", [u], {"before": (0, 0, 0, 0), "after": (0, extra, 0, 0), "value": float(zero)},
+                   f"{name}_channels")
+    attrs = {**conv_attrs, "accumulate": "int32", "pad_value": zero}
+    acc = e.emit("conv2d", [u, e.constant(weights, f"{name}_wq")], attrs, f"{name}_int")
+    column_sums = weights.astype(np.int64).sum(axis=(1, 2, 3))
+    view = (weights.shape[0], 1, 1)
+    return _epilogue(e, acc, zero * column_sums, x_scale * w_scale, bias, view, name, output)
+
+
+def integer_matmul(e: Emitter, node: Any, a: str, b: str, transpose_b: bool, bias: str, output: str) -> str | None:
+    """MatMul / Gemm (B constant, (K, N) or with transpose_b (N, K)) on the integers, or None."""
+    if len(e.type_of(a).shape) < 2 or len(e.type_of(b).shape) != 2:
+        return None
+    x, w = _activation(e, a), _weights(e, b, 0 if transpose_b else 1)
+    if x is None or w is None or (bias and e.type_of(bias).dtype != "float32"):
+        return None
+    (q, x_scale, x_zero), (weights, w_scale) = x, w
+    weights = np.ascontiguousarray(weights.T) if transpose_b else weights
+    name = node.name or "matmul"
+    u, zero = _unsigned(e, q, x_zero, name)
+    acc = e.emit("matmul", [u, e.constant(weights, f"{name}_wq")], {"accumulate": "int32"}, f"{name}_int")
+    column_sums = weights.astype(np.int64).sum(axis=0)
+    return _epilogue(e, acc, zero * column_sums, x_scale * w_scale, bias, (weights.shape[1],), name, output)
+
+
+__all__ = ["Dequantized", "record", "integer_conv", "integer_matmul"]
