@@ -95,3 +95,62 @@ def test_weights_with_zero_points_keep_the_dequantized_floats(tmp_path, rng):
     model, error = _against_onnxruntime(_quantized(tmp_path, rng, "QUInt8", "QUInt8"))
     assert not _integer_products(model)
     assert error < 0.05
+
+
+def _attention_model(path, rng) -> None:
+    """Q, K, V projections, two heads, softmax(Q K^T) V: products of two activations."""
+    s, d, heads = 13, 16, 2
+
+    def const(name, shape):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, (rng.standard_normal(shape) * 0.3).ravel())
+
+    inits = [const("wq", (d, d)), const("wk", (d, d)), const("wv", (d, d)),
+             helper.make_tensor("heads", TensorProto.INT64, (4,), (1, s, heads, d // heads))]
+    nodes = [helper.make_node("MatMul", ["x", f"w{t}"], [t]) for t in "qkv"]
+    nodes += [helper.make_node("Reshape", [t, "heads"], [f"{t}4"]) for t in "qkv"]
+    nodes += [helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
+              helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+              helper.make_node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3]),
+              helper.make_node("MatMul", ["qt", "kt"], ["scores"]), helper.make_node("Softmax", ["scores"], ["p"]),
+              helper.make_node("MatMul", ["p", "vt"], ["y"])]
+    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, s, d))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, heads, s, d // heads))], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+@pytest.mark.parametrize("activation", ["QInt8", "QUInt8"])
+def test_products_of_two_activations_run_on_the_integers(tmp_path, rng, activation):
+    """Attention's Q K^T and P V: both operands dequantized activations; the zero points' shares
+    come from row and column sums reduced at run time. The integer products give what the
+    dequantized float products give (exact sums against float32 ones: equal but where a float32
+    rounding lands on a requantization tie; the softmax between them rounds differently from ONNX
+    Runtime's by one quantum in places)."""
+    from tilegraph.graph.frontends import onnx_qdq
+
+    source, out = str(tmp_path / "attention.onnx"), str(tmp_path / "attention_qdq.onnx")
+    _attention_model(source, rng)
+    feeds = [{"x": np.random.default_rng(i).standard_normal((1, 13, 16)).astype(np.float32)} for i in range(8)]
+
+    class Calibration(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.items = iter(feeds)
+
+        def get_next(self):
+            return next(self.items, None)
+
+    quantization.quantize_static(source, out, Calibration(), quant_format=quantization.QuantFormat.QDQ,
+                                 per_channel=True, activation_type=getattr(quantization.QuantType, activation))
+    model = tg.compile(out, orchestration="greedy")
+    assert all(n.attr("accumulate", None) == "int32" for n in model.graph.nodes if n.op == "matmul")
+    assert sum(n.op == "matmul" for n in model.graph.nodes) == 3  # Q, K, V merged; the two attention products
+    real = onnx_qdq._activation_product
+    try:
+        onnx_qdq._activation_product = lambda *args: None
+        floats = tg.compile(out, orchestration="greedy")
+    finally:
+        onnx_qdq._activation_product = real
+    x = np.random.default_rng(99).standard_normal((1, 13, 16)).astype(np.float32)
+    got, float_path = model.run({"x": x})["y"], floats.run({"x": x})["y"]
+    assert (got == float_path).mean() > 0.95 and np.abs(got - float_path).max() <= 0.05 * np.abs(got).max()
+    want = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.abs(got - want).max() <= 0.05 * np.abs(want).max()

@@ -141,8 +141,14 @@ def integer_conv(e: Emitter, node: Any, ins: list[str], conv_attrs: dict[str, An
 
 
 def integer_matmul(e: Emitter, node: Any, a: str, b: str, transpose_b: bool, bias: str, output: str) -> str | None:
-    """MatMul / Gemm (B constant, (K, N) or with transpose_b (N, K)) on the integers, or None."""
-    if len(e.type_of(a).shape) < 2 or len(e.type_of(b).shape) != 2:
+    """MatMul / Gemm (B constant, (K, N) or with transpose_b (N, K); or, for MatMul, B another
+    dequantized activation) on the integers, or None."""
+    if len(e.type_of(a).shape) < 2:
+        return None
+    if len(e.type_of(b).shape) >= 2 and not transpose_b and not bias and b not in e.constants \
+            and _activation(e, b) is not None:
+        return _activation_product(e, node, a, b, output)
+    if len(e.type_of(b).shape) != 2:
         return None
     x, w = _activation(e, a), _weights(e, b, 0 if transpose_b else 1)
     if x is None or w is None or (bias and e.type_of(bias).dtype != "float32"):
@@ -154,6 +160,46 @@ def integer_matmul(e: Emitter, node: Any, a: str, b: str, transpose_b: bool, bia
     acc = e.emit("matmul", [u, e.constant(weights, f"{name}_wq")], {"accumulate": "int32"}, f"{name}_int")
     column_sums = weights.astype(np.int64).sum(axis=0)
     return _epilogue(e, acc, zero * column_sums, x_scale * w_scale, bias, (weights.shape[1],), name, output)
+
+
+def _activation_product(e: Emitter, node: Any, a: str, b: str, output: str) -> str | None:
+    """Two dequantized activations (attention's products), batched: with B as int8 (shifted by
+    128 when uint8) and both zero points,
+        sum (u - zu)(s - zs) = sum u*s - zs * rowsum(u) - zu * colsum(s) + K * zu * zs
+    the row and column sums reduced at run time (one pass over each operand)."""
+    x, y = _activation(e, a), _activation(e, b)
+    if x is None or y is None:
+        return None
+    (qa, a_scale, a_zero), (qb, b_scale, b_zero) = x, y
+    name = node.name or "matmul"
+    u, za = _unsigned(e, qa, a_zero, f"{name}_a")
+    s, zb = qb, b_zero
+    if e.type_of(qb).dtype == "uint8":  # the same integers - 128, as int8 (exact)
+        wide = e.emit("cast", [qb], {"to": "int32"}, f"{name}_b_i32")
+        s = e.emit("cast", [e.emit("sub", [wide, e.constant(np.array(128, np.int32), f"{name}_b_128")],
+                                   name=f"{name}_b_shift")], {"to": "int8"}, f"{name}_b_s8")
+        zb -= 128
+    depth = e.type_of(u).shape[-1]
+    acc = e.emit("matmul", [u, s], {"accumulate": "int32"}, f"{name}_int")
+
+    def summed(t: str, axis: int, label: str) -> str:
+        wide = e.emit("cast", [t], {"to": "int32"}, f"{name}_{label}_wide")
+        return e.emit("reduce_sum", [wide], {"axes": (axis,), "keepdims": 1}, f"{name}_{label}_sum")
+
+    def times(t: str, k: int, label: str) -> str:
+        return e.emit("mul", [t, e.constant(np.array(k, np.int32), f"{name}_{label}_k")], name=f"{name}_{label}_times")
+
+    centred = acc
+    if zb:
+        centred = e.emit("sub", [centred, times(summed(u, -1, "rows"), zb, "rows")], name=f"{name}_less_rows")
+    if za:
+        centred = e.emit("sub", [centred, times(summed(s, -2, "columns"), za, "columns")], name=f"{name}_less_columns")
+    if za and zb:
+        centred = e.emit("add", [centred, e.constant(np.array(depth * za * zb, np.int32), f"{name}_both")],
+                         name=f"{name}_centred")
+    real = e.emit("cast", [centred], {"to": "float32"}, f"{name}_real")
+    y_ = e.emit("mul", [real, e.constant(np.array(a_scale * b_scale, np.float32), f"{name}_scale")], name=f"{name}_scaled")
+    return e.emit("identity", [y_], name=f"{name}_out", outputs=[output])
 
 
 __all__ = ["Dequantized", "record", "integer_conv", "integer_matmul"]
