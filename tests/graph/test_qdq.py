@@ -89,6 +89,16 @@ def test_a_qdq_model_runs_its_products_on_the_integers_and_matches_onnxruntime(t
     assert error < 0.05
 
 
+def test_a_saved_qdq_model_loads_with_its_integer_kernels(tmp_path, rng):
+    path = _quantized(tmp_path, rng)
+    model = tg.compile(path, orchestration="greedy")
+    model.save(tmp_path / "saved")
+    loaded = tg.load(tmp_path / "saved")
+    assert len(_integer_products(loaded)) == 4
+    x = np.random.default_rng(3).standard_normal(IMAGE).astype(np.float32)
+    np.testing.assert_array_equal(loaded.run({"x": x})["y"], model.run({"x": x})["y"])
+
+
 def test_weights_with_zero_points_keep_the_dequantized_floats(tmp_path, rng):
     """uint8 weights (asymmetric: a zero point per channel) are not the u8 x s8 products: the
     convolutions and GEMMs stay float, and the model still matches."""
