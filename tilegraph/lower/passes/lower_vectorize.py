@@ -13,12 +13,16 @@ an interval in the variable (the tail of a non-dividing split) is tested at both
 chunk: `if (all lanes pass) vector statement else scalar loop over the chunk`.
 
 Math calls (exp, log, tanh, ...) become vector calls (the printer emits SIMD helpers for them),
-float32/int32/bfloat16 casts vector conversions (uint8/int8 loads widened to int32 or float32 as
-they load), and a select whose condition depends on the variable a
-lane mask and a blend:
+float32/int32/bfloat16 casts vector conversions, and a select whose condition depends on the
+variable a lane mask and a blend. 8-bit integers are computed in int32 lanes: loads widen them
+(Cast(int32|float32, X[ramp])), stores keep each lane's low 8 bits (a conversion, a load or a
+select of them, stored to a uint8/int8 buffer), and a conversion through 8 bits and back wraps:
 
     Y[i*16 + j] = select(X[i*16 + j] > 0, X[i*16 + j], exp(X[i*16 + j]))
     ==>  Y[ramp(i*16, 1, 16)] = select(X[ramp(i*16, 1, 16)] > broadcast(0, 16), X[ramp(..)], exp(X[ramp(..)]))
+
+    U[i] = uint8(int32(Q[i]) + 128)           (Q int8)
+    ==>  U[ramp(0, 1, 16)] = uint8(int32(Q[ramp(0, 1, 16)]) + broadcast(128, 16))   (a widening load, a narrowing store)
 
 A blend evaluates both branches on every lane, so a load under such a select is allowed only
 where its index is provably inside its buffer for every lane (a guarded load of padding is not).
@@ -45,7 +49,8 @@ VECTOR_WIDTHS = (16, 8, 4)
 VECTOR_TYPES = (dt.float32, dt.int32)  # what vector registers hold (promote_registers)
 # what vector statements compute on: bfloat16 lanes are float vectors, loaded and stored as bits
 VECTOR_VALUE_TYPES = (*VECTOR_TYPES, dt.bfloat16)
-# 8-bit integers enter vector statements only widened as they load: Cast(int32|float32, X[ramp(b, 1, n)])
+# 8-bit integers enter vector statements widened as they load (Cast(int32|float32, X[ramp(b, 1, n)]))
+# and leave narrowed as they store (Y[ramp(b, 1, n)] = Cast(uint8|int8, int32 lanes))
 WIDENED_LOADS = (dt.uint8, dt.int8)
 VECTOR_CALLS = ("exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "abs", "floor", "ceil", "sin", "cos", "tan",
                 "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "round")
