@@ -66,6 +66,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="threads for every system (default: all cores)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seconds", type=float, default=2.0, help="timing per system and model")
+    p.add_argument("--orchestration", choices=["blp", "greedy"], default="blp",
+                   help="how tilegraph picks its fused kernels (tg.compile's orchestration=)")
     p.add_argument("--out", default=None, help="folder for int8.md / int8.json")
     return p.parse_args(argv)
 
@@ -74,7 +76,7 @@ def _error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.abs(got.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
 
 
-def _row(name: str, threads: int, rounds: int, seconds: float) -> dict:
+def _row(name: str, threads: int, rounds: int, seconds: float, orchestration: str) -> dict:
     import tilegraph as tg
     from tilegraph.cli.models import _resolve
     from tilegraph.graph.precision import random_inputs
@@ -83,9 +85,9 @@ def _row(name: str, threads: int, rounds: int, seconds: float) -> dict:
     float_path, _, _ = _resolve(name)
     qdq_path = qdq_file(name)
     start = time.perf_counter()
-    int8 = tg.compile(str(qdq_path))
+    int8 = tg.compile(str(qdq_path), orchestration=orchestration)
     compile_s = time.perf_counter() - start
-    fp32 = tg.compile(str(float_path))
+    fp32 = tg.compile(str(float_path), orchestration=orchestration)
     inputs = random_inputs(fp32.graph, seed=1)
     contenders, outputs, notes = {}, {}, []
     for label, model in (("tilegraph int8", int8), ("tilegraph fp32", fp32)):
@@ -143,7 +145,7 @@ def main(argv: list[str]) -> int:
     rows = []
     for name in [m.strip() for m in args.only.split(",") if m.strip()]:
         print(f"int8: {name} ...", file=sys.stderr, flush=True)
-        rows.append(_row(name, threads, args.rounds, args.seconds))
+        rows.append(_row(name, threads, args.rounds, args.seconds, args.orchestration))
     from benchmarks.run import cpu_model
 
     meta = {"command": "python -m benchmarks.run " + " ".join(argv), "cpu": cpu_model(), "threads": threads,

@@ -61,3 +61,12 @@ def test_trace_hash_ignores_formatting_only():
     assert trace_hash(a) == trace_hash('{"a":[1,2],"b":1}')
     assert trace_hash(a) != trace_hash('{"a":[2,1],"b":1}')
     assert canonical_trace_json(a) == '{"a":[1,2],"b":1}'
+
+
+def test_quantized_outputs_may_be_one_step_off_and_exact_sums_may_not():
+    """A uint8/int8 result rounds a float: float32 against the float64 reference may land on the
+    other side of a tie, one step; an int32 result (an exact integer sum) must be exact."""
+    ref = np.array([0.0, 17.0, 255.0, 128.0])
+    assert compare_outputs([np.array([1, 17, 254, 128], np.uint8)], [ref])[0]
+    assert not compare_outputs([np.array([2, 17, 255, 128], np.uint8)], [ref])[0]
+    assert not compare_outputs([np.array([1, 17, 255, 128], np.int32)], [ref])[0]
