@@ -93,7 +93,7 @@ def _quantize_linear(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any
     else:
         dtype = e.type_of(zero).dtype if zero else "uint8"
     axis, block = int(attrs.get("axis", 1)), int(attrs.get("block_size", 0))
-    if dtype == "int8" and not block and (not zero or e.type_of(zero).size == 1) and zero in ("", *e.constants):
+    if dtype == "int8" and not block and (not zero or (zero in e.constants and e.type_of(zero).size == 1)):
         # also as uint8 (zero point + 128: the same integers shifted, exactly), which products on
         # the integers read directly (onnx_qdq.py); the int8 result is that, shifted back
         shifted_zero = (e.constants[zero].astype(np.int32) if zero else np.zeros((), np.int32)) + 128
