@@ -360,3 +360,16 @@ def test_op_compiles_and_matches_reference(case):
 @pytest.mark.parametrize("workload_id", workloads.list())
 def test_suite_workload_reduced_matches_reference(workload_id):
     check_compiled(workloads.get(workload_id, reduced=True))
+
+
+@pytest.mark.parametrize("case", ["matmul", "conv2d_nhwc"])
+def test_integer_products_match_the_reference(case):
+    """uint8 x int8 summed in int32 (accumulate="int32"); the convolution's border reads pad_value
+    (a quantized input's zero point), in the te lowering and in testing's reference alike."""
+    if case == "matmul":
+        a, b = te.placeholder((5, 37), "uint8", "a"), te.placeholder((37, 19), "int8", "b")
+        wl = tg.Workload([a, b], [ops.matmul(a, b, accumulate="int32")])
+    else:
+        x, w = te.placeholder((1, 7, 5, 6), "uint8", "x"), te.placeholder((3, 3, 6, 9), "int8", "w")
+        wl = tg.Workload([x, w], [ops.conv2d_nhwc(x, w, stride=2, padding=1, accumulate="int32", pad_value=7)])
+    check_compiled(wl)

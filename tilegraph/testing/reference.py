@@ -59,12 +59,13 @@ def _window(padded: np.ndarray, start: Sequence[int], count: Sequence[int], step
 
 
 def _conv_channels_last(x: np.ndarray, w: np.ndarray, stride: IntOrTuple, padding: IntOrTuple,
-                        dilation: IntOrTuple, groups: int = 1, padding_after: IntOrTuple | None = None) -> np.ndarray:
-    x, w = _f64(x), _f64(w)
+                        dilation: IntOrTuple, groups: int = 1, padding_after: IntOrTuple | None = None,
+                        pad_value: float = 0.0) -> np.ndarray:
+    x, w = _f64(x), _f64(w)  # integer operands too: their products summed exactly below 2**53
     dims = x.ndim - 2
     strides, pads, dils = _tuple(stride, dims), _tuple(padding, dims), _tuple(dilation, dims)
     after = pads if padding_after is None else _tuple(padding_after, dims)
-    padded = np.pad(x, [(0, 0), *zip(pads, after), (0, 0)])
+    padded = np.pad(x, [(0, 0), *zip(pads, after), (0, 0)], constant_values=pad_value)
     kernel = w.shape[:dims]
     out_sp = [(padded.shape[1 + d] - dils[d] * (kernel[d] - 1) - 1) // strides[d] + 1 for d in range(dims)]
     ci, co = x.shape[-1], w.shape[-1]
@@ -93,8 +94,8 @@ def conv1d_nlc(x: np.ndarray, w: np.ndarray, stride: IntOrTuple = 1, padding: In
 
 def conv2d_nhwc(x: np.ndarray, w: np.ndarray, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
                 dilation: IntOrTuple = 1, groups: int = 1, padding_after: IntOrTuple | None = None,
-                accumulate: str | None = None) -> np.ndarray:  # float64 whatever the accumulation
-    return _conv_channels_last(x, w, stride, padding, dilation, groups, padding_after)
+                accumulate: str | None = None, pad_value: float = 0.0) -> np.ndarray:  # float64 whatever the accumulation
+    return _conv_channels_last(x, w, stride, padding, dilation, groups, padding_after, pad_value)
 
 
 def conv3d_ndhwc(x: np.ndarray, w: np.ndarray, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
