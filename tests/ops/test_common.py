@@ -16,7 +16,7 @@ def test_output_records_op_params_and_argument_positions():
     attrs = dict(out.op.attrs)
     assert attrs["ref_op"] == "conv2d_nhwc"
     assert dict(attrs["ref_params"]) == {"stride": (2, 2), "padding": (1, 1), "dilation": 1, "groups": 1,
-                                         "padding_after": None, "accumulate": None}
+                                         "padding_after": None, "accumulate": None, "pad_value": 0.0}
     assert dict(attrs["ref_args"]) == {"x": 0, "w": 1}
     assert dict(out.inputs[0].op.attrs) == {"stage_of": "conv2d_nhwc"}
 
