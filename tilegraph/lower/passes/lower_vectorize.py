@@ -160,14 +160,21 @@ def _as_int32_lanes(e: Expr, c: _Chunk) -> Expr:
     if isinstance(e, BufferLoad) and e.buffer.dtype in WIDENED_LOADS:
         return _vector_expr(Cast(dt.int32, e), c)
     if isinstance(e, Select) and e.dtype in WIDENED_LOADS:
-        t, f = _widen(_as_int32_lanes(e.true_value, c), c.lanes), _widen(_as_int32_lanes(e.false_value, c), c.lanes)
-        if not uses(e.cond, c.var):
-            return Select(e.cond, t, f)
-        if not all(_load_in_bounds(x, c) for branch in (e.true_value, e.false_value) for x in walk(branch)
-                   if isinstance(x, BufferLoad)):
-            raise _Fallback
-        return Select(_vector_mask(e.cond, c), t, f)
+        return _blend(e, _widen(_as_int32_lanes(e.true_value, c), c.lanes),
+                      _widen(_as_int32_lanes(e.false_value, c), c.lanes), c)
     raise _Fallback
+
+
+def _blend(e: Select, t: Expr, f: Expr, c: _Chunk) -> Expr:
+    """`e` over the chunk with its branches vectorised as `t` and `f`: a plain select when the
+    condition is invariant, else a lane-mask blend (every lane evaluates both branches, so each
+    load in them must be inside its buffer)."""
+    if not uses(e.cond, c.var):
+        return Select(e.cond, t, f)
+    if not all(_load_in_bounds(x, c) for branch in (e.true_value, e.false_value) for x in walk(branch)
+               if isinstance(x, BufferLoad)):
+        raise _Fallback
+    return Select(_vector_mask(e.cond, c), t, f)
 
 
 def _wrapped_to(narrow: dt.DType, e: Expr) -> Expr:
@@ -222,13 +229,7 @@ def _vector_expr(e: Expr, c: _Chunk) -> Expr:
             raise _Fallback
         return BinOp(e.op, _vector_operand(e.a, c), _vector_operand(e.b, c))
     if isinstance(e, Select):
-        t, f = _vector_operand(e.true_value, c), _vector_operand(e.false_value, c)
-        if not uses(e.cond, c.var):
-            return Select(e.cond, t, f)
-        if not all(_load_in_bounds(x, c) for branch in (e.true_value, e.false_value) for x in walk(branch)
-                   if isinstance(x, BufferLoad)):
-            raise _Fallback
-        return Select(_vector_mask(e.cond, c), t, f)
+        return _blend(e, _vector_operand(e.true_value, c), _vector_operand(e.false_value, c), c)
     if isinstance(e, Call) and e.name in VECTOR_CALLS and len(e.args) == 1:
         if not e.dtype.is_float and e.name != "abs":
             raise _Fallback
