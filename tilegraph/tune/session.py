@@ -27,7 +27,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,18 +137,20 @@ class TuneSession:
     # ------------------------------------------------------------------ kernels built elsewhere
     def measure_kernel(self, workload: Workload, kernel: Any,
                        check_data: Callable[[], tuple[Sequence[np.ndarray], Sequence[np.ndarray]]],
-                       meta: dict[str, Any] | None = None) -> Record:
+                       meta: dict[str, Any] | None = None, fresh: bool = False) -> Record:
         """The record of a kernel built outside a schedule (a fused kernel of the model compiler):
         the recorded one if this exact binary was measured before at this thread count, else a
         new measurement: `check_data()` gives (inputs, references), called only then; the kernel
         is checked against them, then timed in the runner. A kernel that fails its check, crashes
         or hangs gives a failed record, never an exception. Such records are kept under
-        built_kernels_fingerprint(target), apart from the schedules."""
+        built_kernels_fingerprint(target), apart from the schedules. `fresh`: measured again
+        whatever is recorded; the faster of the two measurements is kept (a busy machine only adds
+        time) with `meta` merged into it, in place of the old record (one record per binary)."""
         db = self._database()
         fingerprint = built_kernels_fingerprint(self.fingerprint)
         trace_json = built_kernel_trace(workload.key, kernel, self.runner.policy.num_threads)
         recorded = db.record(workload.key, fingerprint, trace_json)
-        if recorded is not None:
+        if recorded is not None and not fresh:
             return recorded
         try:
             build = describe_kernel(kernel, self.target, workload_args(workload), 0.0)
@@ -161,7 +163,13 @@ class TuneSession:
         record = Record.from_run(workload.key, fingerprint, trace_json, run, policy=self.runner.policy,
                                  meta={"source": "orchestration", **(meta or {})})
         db.commit_workload(workload)
-        db.commit_record(record)
+        if recorded is None:
+            db.commit_record(record)
+            return record
+        if record.ok and recorded.ok and (recorded.latency_min_s or recorded.latency_s or 0.0) <= (
+                record.latency_min_s or record.latency_s or 0.0):
+            record = replace(recorded, meta={**recorded.meta, **(meta or {})})
+        db.replace_record(record)
         return record
 
     # ------------------------------------------------------------------ lifetime

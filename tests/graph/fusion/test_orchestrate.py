@@ -159,6 +159,41 @@ def test_compile_blp_matches_reference(make, tmp_path, monkeypatch):
 
 
 @pytest.mark.needs_cc
+def test_a_departure_from_greedy_is_timed_again_before_it_is_taken(tmp_path, monkeypatch):
+    """Costs recorded while the machine was busy (every fused kernel's record made 10 s) pull the
+    program away from the greedy fusion; those kernels and the ones replacing them are timed again
+    (their records replaced by the faster measurement, marked confirmed) before the choice stands,
+    and a third compile finds every departure confirmed and measures nothing."""
+    from dataclasses import replace
+
+    from tilegraph.graph.fusion.measure import CONFIRMED
+    from tilegraph.tune.database import open_database
+
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILEGRAPH_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("TILEGRAPH_BLP_COSTS", raising=False)  # the recorded costs themselves decide here
+    graph, inputs = _blocks(2)
+    compile_model(graph, orchestration="blp", optimize_graph=False)
+    db = open_database(None)
+    busy = 10.0
+    for r in db.records():
+        if r.meta.get("source") == "orchestration" and len(r.meta["nodes"]) > 1:
+            db.replace_record(replace(r, latency_s=busy, latency_min_s=busy, meta={**r.meta, CONFIRMED: False}))
+    again = compile_model(graph, orchestration="blp", optimize_graph=False)
+    assert again.orchestration.measured > 0
+    assert again.orchestration.result.objective_s < busy  # no kernel of the choice kept a busy record
+    confirmed = [r for r in db.records() if r.meta.get(CONFIRMED)]
+    assert confirmed and all(r.latency_min_s < busy for r in confirmed)
+    assert any(len(r.meta["nodes"]) > 1 for r in confirmed)  # the greedy kernels the busy records drove out
+    got = again.run(inputs)
+    expected = run_reference(graph, inputs)
+    np.testing.assert_allclose(got[graph.outputs[0]], expected[graph.outputs[0]], rtol=2e-5, atol=2e-5)
+    third = compile_model(graph, orchestration="blp", optimize_graph=False)
+    assert third.orchestration.measured == 0
+    assert [s.nodes for s in third.steps] == [s.nodes for s in again.steps]
+
+
+@pytest.mark.needs_cc
 def test_a_crashing_candidate_is_a_failed_record_and_the_compile_succeeds(tmp_path, monkeypatch):
     """Every fused candidate's kernel dereferences NULL: each crashes its measurement worker, is
     recorded as a crash, and left out; the program covers the graph with the kernels that passed,

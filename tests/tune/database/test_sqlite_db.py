@@ -38,6 +38,15 @@ def test_commit_lookup_best_and_top_k(db):
     assert [r.kind for r in db.records(kind="crash")] == ["crash"]
 
 
+def test_replace_record_keeps_one_record_of_a_trace(db):
+    assert db.commit_record(_ok(1, 3e-3))
+    db.replace_record(_ok(1, 2e-3))
+    db.replace_record(_ok(2, 4e-3))  # nothing to replace: stored
+    assert sorted(r.latency_s for r in db.records("wk", "fp-a")) == [2e-3, 4e-3]
+    db.replace_record(Record("wk", "fp-a", _trace(2), "crash", message="SIGSEGV"))
+    assert [r.kind for r in db.records("wk", "fp-a") if r.trace_hash == _ok(2, 0).trace_hash] == ["crash"]
+
+
 def test_foreign_fingerprint_is_a_miss(db):
     db.commit_record(_ok(1, 1e-3, fp="other-machine"))
     assert db.best("wk", "fp-a") is None

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 # LM head: 14-16 ms, then 5.8). The check runs first, as for any tuning candidate.
 POLICY = MeasurePolicy(warmup=2, min_time_s=0.02, min_repeats=5, timeout_s=30.0, warmup_s=0.05)
 CHECK_SEED = 20_251_126
+CONFIRMED = "confirmed"  # a record's meta key: re-measured apart from its first measurement (choose.py)
 
 _runners: dict[tuple[str, int], Any] = {}  # one measurement worker per target and thread count
 
@@ -85,21 +86,24 @@ def _costs_database(db: Database | None) -> Database:
 
 
 @contextlib.contextmanager
-def candidate_measurer(graph: Graph, target: Target, db: Database | None, threads: int) -> Iterator[Callable[[Any, Any], Any]]:
-    """A function measuring one built candidate (spec, kernel) -> Record, and the session behind it
-    (`.session.measured`: the kernels it timed)."""
+def candidate_measurer(graph: Graph, target: Target, db: Database | None, threads: int) -> Iterator[Callable[..., Any]]:
+    """A function measuring one built candidate (spec, kernel, fresh=False) -> Record, and the
+    session behind it (`.session.measured`: the kernels it timed). With fresh=True the kernel is
+    timed again whatever is recorded, and its new record, marked CONFIRMED in its meta, replaces
+    the old one."""
     from tilegraph.tune.options import TuneOptions
     from tilegraph.tune.session import TuneSession
 
     session = TuneSession(target, _costs_database(db), TuneOptions(progress=False, num_threads=threads,
                                                                    runner=_shared_runner(target, threads)))
 
-    def measure_candidate(spec: Any, kernel: Any) -> Any:
+    def measure_candidate(spec: Any, kernel: Any, fresh: bool = False) -> Any:
         def check_data() -> tuple[list[np.ndarray], list[np.ndarray]]:  # only for a kernel not yet recorded
             inputs = check_inputs(spec.workload, CHECK_SEED)
             return inputs, group_reference(graph, spec, inputs)
 
-        return session.measure_kernel(spec.workload, kernel, check_data, meta={"nodes": list(spec.nodes)[:16]})
+        meta = {"nodes": list(spec.nodes)[:16], **({CONFIRMED: True} if fresh else {})}
+        return session.measure_kernel(spec.workload, kernel, check_data, meta=meta, fresh=fresh)
 
     measure_candidate.session = session  # type: ignore[attr-defined]
     try:

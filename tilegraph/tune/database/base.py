@@ -42,6 +42,11 @@ class Database(ABC):
         """Store one measurement in its own transaction; False when that exact trace was recorded already."""
 
     @abstractmethod
+    def replace_record(self, record: Record) -> None:
+        """Store one measurement in its own transaction, in place of any record of the same trace
+        (a re-measurement: the old record and the new never both exist, and one is always there)."""
+
+    @abstractmethod
     def delete_records(self, keep_ids: set[int], workload_key: str, target_fingerprint: str) -> int:
         """Remove every record of (workload, target) whose id is not in keep_ids; returns how many."""
 

@@ -265,6 +265,9 @@ class SQLiteDatabase(Database):
     def commit_record(self, record: Record) -> bool:
         return bool(self._write(lambda c: c.execute(_INSERT_RECORD, _record_row(record)).rowcount))
 
+    def replace_record(self, record: Record) -> None:
+        self._write(lambda c: c.execute(_INSERT_RECORD.replace("OR IGNORE", "OR REPLACE", 1), _record_row(record)))
+
     def commit_batch(self, workloads: list[WorkloadEntry], records: list[Record]) -> int:
         """All in one transaction: an interrupted import or merge adds nothing."""
         def fn(c: sqlite3.Connection) -> int:
