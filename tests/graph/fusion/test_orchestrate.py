@@ -73,6 +73,37 @@ def test_candidates_include_greedy_singletons_and_splits():
     assert len(cands) == len(sets)  # no duplicates
 
 
+def _quantize_chain():
+    """matmul -> * scale -> / step -> round -> clip -> cast uint8 -> cast float -> relu: the float32
+    tensors between the product and the uint8 are wider than it."""
+    b = GraphBuilder()
+    x = b.input("x", TensorType((6, 8), "float32"))
+    y = b.add("mul", [b.add("matmul", [x, _const(b, 8, 8)]), b.constant(np.array(0.7, np.float32))])
+    y = b.add("round", [b.add("div", [y, b.constant(np.array(0.05, np.float32))])])
+    q = b.add("cast", [b.add("clip", [y], {"min": 0.0, "max": 255.0})], {"to": "uint8"})
+    z = b.add("relu", [b.add("cast", [q], {"to": "float32"})])
+    return b.build([z])
+
+
+def test_cuts_inside_a_chain_stop_only_at_its_narrowest_tensor():
+    graph = _quantize_chain()
+    cands = candidates(graph, partition(graph))
+    types = {t: graph.type_of(t) for n in graph.nodes for t in n.outputs}
+    written = {t for c in cands if not c.greedy for t in c.produces}
+    read = {t for c in cands for t in c.needs}
+    uint8 = next(t for t, ty in types.items() if ty.dtype == "uint8")
+    assert uint8 in written and uint8 in read  # the product with its quantization, then the rest
+    inner = {t for t, ty in types.items() if ty.dtype == "float32" and t not in graph.outputs}
+    product = next(n.outputs[0] for n in graph.nodes if n.op == "matmul")
+    assert not (written | read) & (inner - {product}), "a float32 cut inside the quantization"
+    # a float32 chain has no narrower tensor: every cut stays
+    plain, _ = _attention_like()
+    plain_cands = candidates(plain, partition(plain))
+    assert len(plain_cands) == len({(c.group.nodes, c.group.output) for c in plain_cands})
+    ops = {n.name: n.op for n in plain.nodes}
+    assert ("matmul", "add") in {tuple(ops[m] for m in c.group.nodes) for c in plain_cands}
+
+
 @pytest.mark.needs_cc
 def test_every_candidate_computes_its_tensor():
     graph, inputs = _attention_like()

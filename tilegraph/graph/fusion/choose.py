@@ -8,12 +8,15 @@ then the binary linear program picks the kernels.
    checked against the graph's float64 meaning, timed in the isolated runner, recorded).
 2. Every other candidate (fusion.candidates) is estimated by the roofline first; one whose
    estimate already reaches the measured time of the greedy group it splits cannot pay off and is
-   not built. The rest are built (identical workloads once: 12 transformer layers, one build
-   each) and measured; one that fails to build, fails its check, crashes or hangs is left out.
-3. fusion.orchestrate solves the program; its chosen candidates become the model's kernels.
+   not built. The rest are built and measured one per cost class (fusion/cost_class.py: 12
+   transformer layers alike but for their quantization scales, one measurement); a class whose
+   kernel fails to build, fails its check, crashes or hangs is left out.
+3. fusion.orchestrate solves the program.
 4. Where the choice leaves the greedy fusion, the kernels that differ are timed again in
    alternating rounds (their records replaced, marked confirmed) and the program solved again: a
    departure is decided on costs measured apart in time, never on one record of a busy moment.
+5. The chosen candidates not built yet (their class measured through another) are built; they
+   become the model's kernels.
 
 A graph with no candidate but the greedy groups has nothing to choose: nothing is measured.
 """
@@ -29,6 +32,7 @@ from tilegraph.errors import GraphError, TilegraphError
 from tilegraph.graph.compile_progress import stage
 from tilegraph.graph.fusion.candidates import candidates
 from tilegraph.graph.fusion.compose import group_spec
+from tilegraph.graph.fusion.cost_class import cost_class
 from tilegraph.graph.fusion.measure import CONFIRMED, candidate_measurer, fits_in_memory, hardware_for, roofline_seconds
 from tilegraph.graph.fusion.orchestrate import Orchestration, orchestrate
 from tilegraph.graph.fusion.partition import Group
@@ -81,31 +85,42 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
             hw_cache.append(hardware_for(target))
         return hw_cache[0]
 
+    classes = [cost_class(graph, c.group) if specs[i] is not None else "" for i, c in enumerate(cands)]
+    members: dict[str, list[int]] = {}
+    for i, k in enumerate(classes):
+        if k:
+            members.setdefault(k, []).append(i)
     timed: set[int] = set()  # candidates whose cost was measured (not a roofline estimate)
-    confirmed: set[str] = set()  # keys measured again apart from their first measurement
+    confirmed: set[str] = set()  # classes measured again apart from their first measurement
     greedy = [i for i, c in enumerate(cands) if c.greedy and specs[i] is not None]
     choice = any(not c.greedy and specs[i] is not None for i, c in enumerate(cands))
     with candidate_measurer(graph, target, db, count) as measure:
 
         def build_and_measure(ids: list[int]) -> None:
-            built.update(build_kernels([specs[i] for i in ids], target, db, workers, progress, errors=errors))
-            for i in ids:
+            """Costs of `ids`: one candidate of each class built and measured, its cost given to
+            the class (every member left out when it fails)."""
+            todo = [members[k][0] for k in dict.fromkeys(classes[i] for i in ids) if cost[members[k][0]] is None]
+            todo = [i for i in todo if specs[i].key not in errors]
+            built.update(build_kernels([specs[i] for i in todo], target, db, workers, progress, errors=errors))
+            for i in todo:
                 key = specs[i].key
                 if key not in built or key in errors:
                     continue
                 if not choice:
-                    cost[i] = 1.0  # nothing to choose between: nothing to measure
+                    seconds: float | None = 1.0  # nothing to choose between: nothing to measure
                 elif not fits_in_memory(specs[i].workload):
-                    cost[i] = roofline_seconds(specs[i].workload, hardware(), count)
+                    seconds = roofline_seconds(specs[i].workload, hardware(), count)
                 else:
                     record = measure(specs[i], built[key].kernel)
-                    if record.ok:  # the fastest sample: stalls of a shared machine only add time
-                        cost[i] = record.latency_min_s or record.latency_s
-                        timed.add(i)
-                        if record.meta.get(CONFIRMED):
-                            confirmed.add(key)
-                    else:
+                    if not record.ok:
                         errors[key] = GraphError(f"its check failed ({record.kind}: {record.message[:200]})")
+                        continue
+                    seconds = record.latency_min_s or record.latency_s  # the fastest: stalls only add time
+                    timed.update(members[classes[i]])
+                    if record.meta.get(CONFIRMED):
+                        confirmed.add(classes[i])
+                for j in members[classes[i]]:
+                    cost[j] = seconds
 
         build_and_measure(greedy)
         owner = {}  # node -> measured seconds of the greedy group holding it
@@ -122,22 +137,28 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
                     pruned += 1
                     continue
             rest.append(i)
-        stage(progress, f"building and measuring the other {len(rest)} fusion candidates (kernels)")
+        stage(progress, f"building and measuring the other {len(rest)} fusion candidates "
+                        f"({len({classes[i] for i in rest})} distinct kernels)")
         build_and_measure(rest)
         stage(progress, "choosing kernels (binary linear program)")
-        keys = [s.key if s is not None else "" for s in specs]
         mode = os.environ.get(COSTS_ENV, "")
         _require_cover(graph, cands, cost, specs, errors)
-        result = orchestrate(graph, groups, cands, keys, perturbed_costs(cost, cands, mode))
+        # classes as the program's keys: segments alike but for their constants are solved once
+        result = orchestrate(graph, groups, cands, classes, perturbed_costs(cost, cands, mode))
         for _ in range(MAX_CONFIRMATIONS):
-            doubtful = _departures(result, cands, timed, keys) - confirmed
-            if not doubtful:
-                break
-            stage(progress, f"timing again {len(doubtful)} kernels where the choice leaves the greedy fusion")
-            _confirm(doubtful, specs, built, cost, errors, measure)
-            confirmed |= doubtful
+            doubtful = _departures(result, cands, timed, classes) - confirmed
+            if doubtful:
+                stage(progress, f"timing again {len(doubtful)} kernels where the choice leaves the greedy fusion")
+                _confirm([members[k][0] for k in sorted(doubtful)], members, classes, specs, built, cost, errors,
+                         measure)
+                confirmed |= doubtful
+            elif not _build_chosen(result, cands, specs, built, cost, errors, target, db, workers, progress):
+                break  # confirmed and built
             _require_cover(graph, cands, cost, specs, errors)
-            result = orchestrate(graph, groups, cands, keys, perturbed_costs(cost, cands, mode))
+            result = orchestrate(graph, groups, cands, classes, perturbed_costs(cost, cands, mode))
+        else:
+            if _build_chosen(result, cands, specs, built, cost, errors, target, db, workers, progress):
+                raise GraphError("orchestration: a chosen kernel failed to build where its class built")
         measured = measure.session.measured
     by_id = {id(c): i for i, c in enumerate(cands)}
     chosen_specs = [specs[by_id[id(c)]] for c in result.chosen]
@@ -149,32 +170,47 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
     return chosen_specs, built, report
 
 
-def _departures(result: Orchestration, cands: list[Any], timed: set[int], keys: list[str]) -> set[str]:
-    """Keys of the measured candidates where the choice and the greedy fusion differ: the chosen
-    ones greedy does not have, and the greedy ones the choice leaves out."""
+def _departures(result: Orchestration, cands: list[Any], timed: set[int], classes: list[str]) -> set[str]:
+    """Classes of the measured candidates where the choice and the greedy fusion differ: the
+    chosen ones greedy does not have, and the greedy ones the choice leaves out."""
     chosen = {id(c) for c in result.chosen}
-    return {keys[i] for i in timed if (id(cands[i]) in chosen) != cands[i].greedy}
+    return {classes[i] for i in timed if (id(cands[i]) in chosen) != cands[i].greedy}
 
 
-def _confirm(doubtful: set[str], specs: list[Any], built: dict[str, Any],
-             cost: list[float | None], errors: dict[str, Any], measure: Any) -> None:
-    """Each doubtful kernel timed CONFIRM_ROUNDS more times, in alternating rounds, its cost (and
-    record) the fastest of its first and these measurements: a choice that leaves greedy is made on costs
-    measured apart in time (a record taken while the machine was busy would otherwise decide
-    every later compile: QDQ ResNet-50 read fused convolutions recorded at 16 ms, run 0.2)."""
-    ids: dict[str, list[int]] = {}
-    for i, s in enumerate(specs):
-        if s is not None and s.key in doubtful and cost[i] is not None:
-            ids.setdefault(s.key, []).append(i)
+def _confirm(representatives: list[int], members: dict[str, list[int]], classes: list[str], specs: list[Any],
+             built: dict[str, Any], cost: list[float | None], errors: dict[str, Any], measure: Any) -> None:
+    """Each doubtful class's measured kernel timed CONFIRM_ROUNDS more times, in alternating
+    rounds, its cost (and record) the fastest of its first and these measurements: a choice that
+    leaves greedy is made on costs measured apart in time (a record taken while the machine was
+    busy would otherwise decide every later compile: QDQ ResNet-50 read fused convolutions
+    recorded at 16 ms, run 0.2)."""
     for _ in range(CONFIRM_ROUNDS):
-        for key, members in ids.items():
+        for i in representatives:
+            key = specs[i].key
             if key in errors:
                 continue
-            record = measure(specs[members[0]], built[key].kernel, fresh=True)  # keeps the fastest
+            record = measure(specs[i], built[key].kernel, fresh=True)  # keeps the fastest
             if not record.ok:
                 errors[key] = GraphError(f"its check failed when timed again ({record.kind}: {record.message[:200]})")
-            for i in members:
-                cost[i] = (record.latency_min_s or record.latency_s) if record.ok else None
+            for j in members[classes[i]]:
+                cost[j] = (record.latency_min_s or record.latency_s) if record.ok else None
+
+
+def _build_chosen(result: Orchestration, cands: list[Any], specs: list[Any], built: dict[str, Any],
+                  cost: list[float | None], errors: dict[str, Any], target: Target, db: Any, workers: int | None,
+                  progress: Any) -> bool:
+    """Builds the chosen kernels not built yet (measured through another member of their class);
+    True when one failed (its cost is then dropped: the program must be solved again)."""
+    by_id = {id(c): i for i, c in enumerate(cands)}
+    missing = [by_id[id(c)] for c in result.chosen if specs[by_id[id(c)]].key not in built]
+    if not missing:
+        return False
+    stage(progress, f"building {len(missing)} chosen kernels (their cost measured on a kernel of the same class)")
+    built.update(build_kernels([specs[i] for i in missing], target, db, workers, progress, errors=errors))
+    failed = [i for i in missing if specs[i].key in errors or specs[i].key not in built]
+    for i in failed:
+        cost[i] = None
+    return bool(failed)
 
 
 MAX_CONFIRMATIONS = 5  # solves after re-timing: each re-times only the departures not yet re-timed
