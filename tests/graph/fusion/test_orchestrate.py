@@ -225,6 +225,26 @@ def test_a_departure_from_greedy_is_timed_again_before_it_is_taken(tmp_path, mon
 
 
 @pytest.mark.needs_cc
+def test_a_constant_read_twice_is_checked_with_its_value(tmp_path, monkeypatch):
+    """A size-1 constant is a literal of the add and an argument of the where: the candidates'
+    check must give the argument the constant's value (random data there made every kernel of
+    QDQ BERT's softmax and its quantization fail its check)."""
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILEGRAPH_DATA_DIR", str(tmp_path))
+    b = GraphBuilder()
+    x = b.input("x", TensorType((4, 9), "float32"))
+    zero = b.constant(np.array([0.25], np.float32))
+    y = b.add("add", [b.add("matmul", [x, _const(b, 9, 9)]), zero])
+    z = b.add("where", [b.add("isnan", [y]), zero, y])
+    graph = b.build([b.add("relu", [z])])
+    model = compile_model(graph, orchestration="blp", optimize_graph=False)
+    assert model.orchestration.failed == 0, model.orchestration.failures
+    inputs = {"x": RNG.standard_normal((4, 9)).astype(np.float32)}
+    np.testing.assert_allclose(model.run(inputs)[graph.outputs[0]], run_reference(graph, inputs)[graph.outputs[0]],
+                               rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.needs_cc
 def test_a_crashing_candidate_is_a_failed_record_and_the_compile_succeeds(tmp_path, monkeypatch):
     """Every fused candidate's kernel dereferences NULL: each crashes its measurement worker, is
     recorded as a crash, and left out; the program covers the graph with the kernels that passed,

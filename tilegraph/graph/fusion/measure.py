@@ -15,7 +15,8 @@ cost recorded and measures nothing.
 The reference is the graph's own meaning: the candidate's nodes evaluated one by one with their
 numpy references (graph/reference.py's per-node references), independent of the te lowering and
 of fusion, so a fusion that computes something else is caught here and never chosen. Integer
-inputs are zeros (a gather's indices stay in range on any shape); floats are random.
+inputs are zeros (a gather's indices stay in range on any shape); floats are random; arguments
+that are graph constants (weights, a where's fill value) hold their values.
 
 Records go to the compile's database when it can be written, else to the default tuning
 database (a compile that only reads a shipped database still keeps its costs).
@@ -99,7 +100,7 @@ def candidate_measurer(graph: Graph, target: Target, db: Database | None, thread
 
     def measure_candidate(spec: Any, kernel: Any, fresh: bool = False) -> Any:
         def check_data() -> tuple[list[np.ndarray], list[np.ndarray]]:  # only for a kernel not yet recorded
-            inputs = check_inputs(spec.workload, CHECK_SEED)
+            inputs = with_constants(graph, spec, check_inputs(spec.workload, CHECK_SEED))
             return inputs, group_reference(graph, spec, inputs)
 
         meta = {"nodes": list(spec.nodes)[:16], **({CONFIRMED: True} if fresh else {})}
@@ -127,6 +128,14 @@ def check_inputs(workload: Any, seed: int) -> list[np.ndarray]:
     random, integers zero."""
     arrays = random_inputs(workload, seed)
     return [np.zeros_like(a) if a.dtype.kind in "iu" else a for a in arrays]
+
+
+def with_constants(graph: Graph, spec: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """`inputs` with each argument that is a graph constant holding its own value: a kernel may
+    read a constant both as an argument and folded into its code (a size-1 zero point is a literal
+    of an add and an argument of a where), and the two must agree."""
+    return [np.ascontiguousarray(graph.constants[name], dtype=a.dtype).reshape(a.shape) if name in graph.constants
+            else a for name, a in zip(spec.arguments, inputs)]
 
 
 def group_reference(graph: Graph, spec: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
