@@ -122,8 +122,9 @@ def _add_closures(piece: set[str], scope: set[str], nodes: dict[str, Node], prod
 
 def _dominated_cuts(graph: Graph, groups: list[Group], nodes: dict[str, Node], producers: dict[str, Node],
                     free: set[str]) -> set[str]:
-    """Tensors inside a greedy group's chain of one-input elementwise nodes where the chain,
-    followed either way inside the group, passes a tensor of fewer bytes (module docstring)."""
+    """Tensors inside a greedy group (read only there) on a chain of one-input elementwise nodes
+    where the chain, followed either way inside the group, passes a tensor of fewer bytes (module
+    docstring)."""
     group_of = {m: i for i, g in enumerate(groups) for m in g.nodes}
     consumers = graph.consumers()
     outputs = set(graph.outputs)
@@ -157,9 +158,10 @@ def _dominated_cuts(graph: Graph, groups: list[Group], nodes: dict[str, Node], p
         return s
 
     dominated: set[str] = set()
-    for t in producers:
-        if t in outputs or t in free:
-            continue
+    for t, p in producers.items():
+        readers = consumers.get(t, [])
+        if t in outputs or t in free or not readers or not all(same_group(r, p) for r in readers):
+            continue  # a greedy group's output: its readers elsewhere need it written
         width = graph.type_of(t).nbytes
         for step in (forward, backward):
             other = step(t)
