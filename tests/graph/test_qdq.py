@@ -164,3 +164,69 @@ def test_products_of_two_activations_run_on_the_integers(tmp_path, rng, activati
     assert (got == float_path).mean() > 0.95 and np.abs(got - float_path).max() <= 0.05 * np.abs(got).max()
     want = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert np.abs(got - want).max() <= 0.05 * np.abs(want).max()
+
+
+def _conv_matmul_model(path, rng) -> None:
+    """conv 3x3 pad 1 -> relu -> conv 3x3 stride 2 -> relu -> flatten -> MatMul (no Gemm: the
+    QOperator format writes Gemm as com.microsoft's QGemm)."""
+    def const(name, shape, scale=0.3):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, (rng.standard_normal(shape) * scale).ravel())
+
+    flat = 12 * 5 * 4
+    inits = [const("w1", (8, 3, 3, 3)), const("b1", (8,), 0.1), const("w2", (12, 8, 3, 3)), const("b2", (12,), 0.1),
+             const("w3", (flat, 7), 0.05), helper.make_tensor("shape", TensorProto.INT64, (2,), (1, flat))]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], strides=[2, 2]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Reshape", ["r2", "shape"], ["f"]),
+             helper.make_node("MatMul", ["f", "w3"], ["y"])]
+    graph = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, IMAGE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 7))], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+@pytest.mark.parametrize("activation", ["QInt8", "QUInt8"])
+def test_qoperator_models_run_qlinear_conv_and_matmul_on_the_integers(tmp_path, rng, activation):
+    """quantize_static's QOperator format: QLinearConv and QLinearMatMul, read as dequantize ->
+    product -> quantize, run on the u8 x s8 kernels and match ONNX Runtime on the same file."""
+    source, out = str(tmp_path / "float.onnx"), str(tmp_path / "qop.onnx")
+    _conv_matmul_model(source, rng)
+    quantization.quantize_static(source, out, _Calibration(), quant_format=quantization.QuantFormat.QOperator,
+                                 per_channel=True, activation_type=getattr(quantization.QuantType, activation),
+                                 weight_type=quantization.QuantType.QInt8)
+    ops = {n.op_type for n in onnx.load(out).graph.node}
+    assert {"QLinearConv", "QLinearMatMul"} <= ops
+    model, error = _against_onnxruntime(out)
+    assert len(_integer_products(model)) == 3
+    assert not any(model.graph.values[t].dtype == "float64" for n in model.graph.nodes for t in n.outputs)
+    assert error < 0.05  # one requantization step at a float rounding tie, at most
+
+
+def _two_matmuls(path, rng) -> None:
+    def const(name, shape):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, (rng.standard_normal(shape) * 0.3).ravel())
+
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 13, 16))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 13, 5))],
+                              [const("w1", (16, 24)), const("w2", (24, 5))])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_dynamically_quantized_matmuls_run_on_the_integers(tmp_path, rng):
+    """quantize_dynamic's DynamicQuantizeLinear -> MatMulInteger (the activation's zero point
+    computed at run time) on the u8 x s8 kernels: the same integers, the same int32 sums, so the
+    model gives ONNX Runtime's output to float32 rounding."""
+    source, out = str(tmp_path / "float.onnx"), str(tmp_path / "dynamic.onnx")
+    _two_matmuls(source, rng)
+    quantization.quantize_dynamic(source, out, weight_type=quantization.QuantType.QInt8)
+    assert "MatMulInteger" in {n.op_type for n in onnx.load(out).graph.node}
+    model = tg.compile(out, orchestration="greedy")
+    assert len(_integer_products(model)) == 2
+    session = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((1, 13, 16)).astype(np.float32)
+        want = session.run(None, {"x": x})[0]
+        np.testing.assert_allclose(model.run({"x": x})["y"], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -202,4 +202,41 @@ def _activation_product(e: Emitter, node: Any, a: str, b: str, output: str) -> s
     return e.emit("identity", [y_], name=f"{name}_out", outputs=[output])
 
 
-__all__ = ["Dequantized", "record", "integer_conv", "integer_matmul"]
+def integer_ready(e: Emitter, x: str, w: str, channel_axis: int) -> bool:
+    """Whether a product of the dequantized activation `x` and dequantized constant weights `w`
+    (both recorded) runs on the integers here."""
+    return _activation(e, x) is not None and _weights(e, w, channel_axis) is not None
+
+
+def integer_matmul_int32(e: Emitter, name: str, a: str, a_zero: str, b: str, output: str) -> str | None:
+    """MatMulInteger's exact int32 sum (a - a_zero) @ b, b a symmetric int8 constant (K, N), a
+    int8/uint8 with a scalar zero point, a constant or computed at run time (DynamicQuantizeLinear's),
+    on the u8 x s8 kernels; None when it does not fit."""
+    if b not in e.constants or e.constants[b].dtype != np.int8 or e.constants[b].ndim != 2 \
+            or e.type_of(a).dtype not in ("int8", "uint8") or len(e.type_of(a).shape) < 2 \
+            or (a_zero and e.type_of(a_zero).size != 1):
+        return None
+    weights = e.constants[b]
+    column_sums = weights.astype(np.int64).sum(axis=0).astype(np.int32)
+    if e.type_of(a).dtype == "int8":
+        u, shift = _unsigned(e, a, 0, name)
+    else:
+        u, shift = a, 0
+    acc = e.emit("matmul", [u, e.constant(weights, f"{name}_wq")], {"accumulate": "int32"}, f"{name}_int")
+    if not a_zero and not shift:
+        return e.emit("identity", [acc], name=f"{name}_out", outputs=[output])
+    if not a_zero or a_zero in e.constants:
+        zero = (int(e.constants[a_zero].reshape(())) if a_zero else 0) + shift
+        centre = e.constant((column_sums.astype(np.int64) * zero).astype(np.int32), f"{name}_centre")
+    else:  # the zero point is computed at run time: zero * column sums, one vector per call
+        zero = e.emit("cast", [e.emit("reshape", [a_zero], {"shape": ()}, f"{name}_zero_scalar")], {"to": "int32"},
+                      f"{name}_zero_i32")
+        if shift:
+            zero = e.emit("add", [zero, e.constant(np.array(shift, np.int32), f"{name}_zero_shift")],
+                          name=f"{name}_zero_u8")
+        centre = e.emit("mul", [zero, e.constant(column_sums, f"{name}_colsum")], name=f"{name}_centre")
+    centred = e.emit("sub", [acc, centre], name=f"{name}_centred")
+    return e.emit("identity", [centred], name=f"{name}_out", outputs=[output])
+
+
+__all__ = ["Dequantized", "record", "integer_conv", "integer_matmul", "integer_matmul_int32", "integer_ready"]

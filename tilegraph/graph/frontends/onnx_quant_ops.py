@@ -4,7 +4,11 @@ correct int8/uint8/int16/uint16 models (fast int8 kernels are the low-precision 
     DequantizeLinear(x, s, z)   (float(x) - float(z)) * s               per tensor, per axis or per block
     QuantizeLinear(x, s, z)     saturate(round_half_even(x / s) + z)
     DynamicQuantizeLinear(x)    uint8 with s, z from x's range (including 0)
-    QLinearMatMul, MatMulInteger
+    QLinearMatMul, MatMulInteger, QLinearConv, ConvInteger
+                                on the u8 x s8 int32 kernels where onnx_qdq takes them (per-tensor
+                                activations, symmetric int8 constant weights: QLinear* read as
+                                DequantizeLinear -> product -> QuantizeLinear, MatMulInteger's
+                                run-time zero point (DynamicQuantizeLinear's) included); else the
                                 integer products summed exactly in float64, then requantized
 """
 
@@ -15,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError
+from tilegraph.graph.frontends import onnx_qdq
 from tilegraph.graph.frontends.emitter import Emitter
 from tilegraph.graph.frontends.onnx_ops import _out, converts, dtype_of
 from tilegraph.graph.frontends.onnx_qdq import Dequantized, record, record_unsigned
@@ -146,8 +151,27 @@ def _integer_product(e: Emitter, a: str, a_zero: str, b: str, b_zero: str, name:
     return e.emit("matmul", terms, name=f"{name}_product")
 
 
+def _recorded(e: Emitter, q: str, scale: str, zero: str, axis: int, label: str) -> str:
+    """DequantizeLinear(q, scale, zero) as a QDQ model writes it, recorded: a QOperator node
+    (QLinearConv, QLinearMatMul) becomes DequantizeLinear -> Conv/MatMul -> QuantizeLinear, whose
+    product runs on the integers where onnx_qdq can (left unused, it is dead code)."""
+    y = dequantize(e, q, scale, zero, axis, 0, "float32", label)
+    out = e.emit("identity", [y], name=f"{label}_dq")
+    record(e, out, Dequantized(q, scale, zero, axis, 0))
+    return out
+
+
+def _zero_free(e: Emitter, zero: str) -> bool:
+    return not zero or (zero in e.constants and not np.any(e.constants[zero]))
+
+
 @converts("MatMulInteger")
 def _matmul_integer(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
+    if _zero_free(e, _input(ins, 3)):  # symmetric int8 weights: the u8 x s8 kernels
+        fast = onnx_qdq.integer_matmul_int32(e, node.name or "matmul_integer", ins[0], _input(ins, 2), ins[1],
+                                             _out(node))
+        if fast is not None:
+            return [fast]
     product = _integer_product(e, ins[0], _input(ins, 2), ins[1], _input(ins, 3), node.name)
     return [e.emit("cast", [product], {"to": "int32"}, node.name, [_out(node)])]
 
@@ -155,7 +179,17 @@ def _matmul_integer(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any]
 @converts("QLinearMatMul")
 def _qlinear_matmul(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int) -> list[str]:
     a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero = ins[:8]
-    name = node.name
+    name = node.name or "qlinear_matmul"
+    columns = e.type_of(b).shape[-1]
+    if all(e.type_of(t).size == 1 for t in (y_zero, a_scale, *([a_zero] if a_zero else []))) \
+            and all(e.type_of(t).size in (1, columns) for t in (b_scale, *([b_zero] if b_zero else []))):
+        # as DequantizeLinear -> MatMul -> QuantizeLinear, on the integers
+        a_dq = _recorded(e, a, a_scale, a_zero, -1, f"{name}_a")
+        b_dq = _recorded(e, b, b_scale, b_zero, -1, f"{name}_b")
+        real = onnx_qdq.integer_matmul(e, node, a_dq, b_dq, False, "", f"{name}_real")
+        if real is not None:
+            y = quantize(e, real, y_scale, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
+            return [e.emit("identity", [y], name=f"{name}_out", outputs=[_out(node)])]
     product = _integer_product(e, a, a_zero, b, b_zero, name)
     scales = [e.emit("cast", [s], {"to": "float64"}, f"{name}_s{i}") for i, s in enumerate((a_scale, b_scale, y_scale))]
     scales = [e.emit("reshape", [s], {"shape": ()}, f"{name}_sv{i}") if e.type_of(s).size == 1 else s
@@ -204,6 +238,9 @@ def _qlinear_conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], 
     """saturate(round((conv of the centred integers + bias) * x_scale * w_scale / y_scale) + y_zero)."""
     x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero = ins[:8]
     name = node.name or "qlinear_conv"
+    fast = _qlinear_conv_on_integers(e, node, ins, attrs, opset, name)
+    if fast is not None:
+        return [fast]
     y = _integer_conv(e, node, x, x_zero, w, w_zero, attrs, opset, name)
     rank = len(e.type_of(y).shape)
     if len(ins) > 8 and ins[8]:
@@ -220,3 +257,38 @@ def _qlinear_conv(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], 
     ones = e.constant(np.array(1.0, np.float64), f"{name}_one")
     out = quantize(e, real, ones, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
     return [e.emit("identity", [out], name=f"{name}_out", outputs=[_out(node)])]
+
+
+def _qlinear_conv_on_integers(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any], opset: int,
+                              name: str) -> str | None:
+    """QLinearConv as DequantizeLinear -> Conv -> QuantizeLinear where the Conv runs on the u8 x s8
+    kernels (a 2-D convolution, one group, per-tensor activations, symmetric int8 weights, a
+    constant bias), else None. The int32 bias is the float bias * x_scale * w_scale."""
+    from tilegraph.graph.frontends.onnx_ops import CONVERTERS
+
+    x, x_scale, _, w, w_scale, _, y_scale, y_zero = ins[:8]
+    bias = _input(ins, 8)
+    if len(e.type_of(x).shape) != 4 or int(attrs.get("group", 1)) != 1 or e.type_of(y_zero).size != 1 \
+            or (bias and bias not in e.constants) or x_scale not in e.constants or w_scale not in e.constants:
+        return None
+    x_dq = _recorded(e, x, x_scale, ins[2], 1, f"{name}_x")
+    w_dq = _recorded(e, w, w_scale, ins[5], 0, f"{name}_w")
+    if not onnx_qdq.integer_ready(e, x_dq, w_dq, 0):
+        return None
+    inputs = [x_dq, w_dq]
+    if bias:
+        channels = e.type_of(w).shape[0]
+        per_channel = np.broadcast_to(e.constants[w_scale].astype(np.float64).reshape(-1), (channels,))
+        real = e.constants[bias].astype(np.float64) * float(e.constants[x_scale].reshape(-1)[0]) * per_channel
+        inputs.append(e.constant(real.astype(np.float32), f"{name}_bias_real"))
+    inner = type(node)()
+    inner.CopyFrom(node)
+    inner.op_type = "Conv"
+    del inner.output[:]
+    inner.output.append(f"{name}_real")
+    conv_attrs = {k: v for k, v in attrs.items() if k in ("auto_pad", "dilations", "group", "kernel_shape", "pads",
+                                                          "strides")}
+    y = CONVERTERS["Conv"](e, inner, inputs, conv_attrs, opset)[0]
+    q = quantize(e, y, y_scale, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
+    return e.emit("identity", [q], name=f"{name}_out", outputs=[_out(node)])
+
