@@ -19,6 +19,17 @@ pytestmark = pytest.mark.needs_cc
 IMAGE = (1, 3, 11, 9)  # odd extents: vector tails, padded borders on every side
 
 
+@pytest.fixture(autouse=True)
+def _integer_products_on_any_cpu():
+    """The integer kernels wherever the suite runs (compile takes them only where the target has an
+    int8 dot product; elsewhere the same IR runs as int32 multiply-adds, as tested here)."""
+    from tilegraph.graph.frontends import onnx_qdq
+
+    token = onnx_qdq.INTEGER_PRODUCTS.set(True)
+    yield
+    onnx_qdq.INTEGER_PRODUCTS.reset(token)
+
+
 def _float_model(path, rng) -> None:
     """conv 3x3 pad 1 -> relu -> conv 3x3 stride 2 pad 1 -> relu -> flatten -> Gemm (transB) -> MatMul."""
     def const(name, shape, scale=0.3):
@@ -58,8 +69,8 @@ def _quantized(tmp_path, rng, activation: str = "QInt8", weight: str = "QInt8") 
     return out
 
 
-def _against_onnxruntime(path: str) -> tuple[object, float]:
-    model = tg.compile(path, orchestration="greedy")  # the fusion BLP is not what is tested here
+def _against_onnxruntime(path: str, target: str = "cpu") -> tuple[object, float]:
+    model = tg.compile(path, target, orchestration="greedy")  # the fusion BLP is not what is tested here
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     worst = 0.0
     for seed in range(3):
@@ -97,6 +108,21 @@ def test_a_saved_qdq_model_loads_with_its_integer_kernels(tmp_path, rng):
     assert len(_integer_products(loaded)) == 4
     x = np.random.default_rng(3).standard_normal(IMAGE).astype(np.float32)
     np.testing.assert_array_equal(loaded.run({"x": x})["y"], model.run({"x": x})["y"])
+
+
+def test_a_target_without_an_int8_dot_product_keeps_the_dequantized_floats(tmp_path, rng):
+    """On an AVX2 target the int32 multiply-adds cost more than float32 products: compile keeps the
+    dequantized floats there (and the model still matches); QLinear* keep the integers."""
+    from tilegraph.graph.frontends import onnx_qdq
+
+    path = _quantized(tmp_path, rng)
+    token = onnx_qdq.INTEGER_PRODUCTS.set(None)  # as a user's compile: decided by the target
+    try:
+        model, error = _against_onnxruntime(path, "cpu -isa=avx2")
+    finally:
+        onnx_qdq.INTEGER_PRODUCTS.reset(token)
+    assert not _integer_products(model)
+    assert error < 0.05
 
 
 def test_weights_with_zero_points_keep_the_dequantized_floats(tmp_path, rng):

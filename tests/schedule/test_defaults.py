@@ -76,7 +76,7 @@ def test_a_quantizing_chain_is_vectorised_and_matches_numpy(out_dtype, rng):
     lo, hi = (0.0, 255.0) if out_dtype == "uint8" else (-128.0, 127.0)
     for shape in ((3, 70), (2, 1)):
         x = te.placeholder(shape, name="x")
-        q = te.compute(shape, lambda i, j: te.cast(out_dtype, te.min_(te.max_(
+        q = te.compute(shape, lambda i, j, x=x: te.cast(out_dtype, te.min_(te.max_(
             te.round_(x[i, j] / te.const(0.05, "float32")) + te.const(3.0, "float32"),
             te.const(lo, "float32")), te.const(hi, "float32"))), name="Q")
         wl = tg.Workload([x], [q])

@@ -45,6 +45,7 @@ from tilegraph.errors import GraphError, ResourceError, RunTimeValueError
 from tilegraph.graph.compile_progress import stage
 from tilegraph.graph.construct import WithConstructed, construct_schedules
 from tilegraph.graph.device_model import DeviceModel
+from tilegraph.graph.frontends import onnx_qdq
 from tilegraph.graph.fusion.choose import orchestrate_kernels
 from tilegraph.graph.fusion.compose import group_spec
 from tilegraph.graph.fusion.partition import Group, partition
@@ -61,7 +62,7 @@ from tilegraph.graph.specialize import SpecializedModel
 from tilegraph.graph.tuning.tasks import extract_tasks
 from tilegraph.runtime.backends import backend_for, require_runnable
 from tilegraph.runtime.device_memory import device_alignment
-from tilegraph.target import Target, as_target, has_bf16_dot, host_supports
+from tilegraph.target import Target, as_target, has_bf16_dot, has_int8_dot, host_supports
 
 if TYPE_CHECKING:
     from tilegraph.tune.database import Database
@@ -143,6 +144,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
 
         model = bind_inputs(model, values, str(model) if isinstance(model, (str, os.PathLike)) else "model")
     stage(progress, "reading the model")
+    told = onnx_qdq.INTEGER_PRODUCTS.get()  # a QDQ model's products on the integers where the target has a dot
+    token = onnx_qdq.INTEGER_PRODUCTS.set(has_int8_dot(tgt) if told is None else told)
     try:
         graph = as_graph(model, example_inputs, input_shapes)
     except RunTimeValueError as err:
@@ -158,6 +161,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                        accuracy_check=accuracy_check)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
+    finally:
+        onnx_qdq.INTEGER_PRODUCTS.reset(token)
     rewrites: list[str] = []
     stage(progress, "graph passes")
     if optimize_graph:

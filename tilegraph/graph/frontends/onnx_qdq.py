@@ -22,6 +22,7 @@ slower, never wrong.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,11 @@ import numpy as np
 from tilegraph.graph.frontends.emitter import Emitter
 
 GROUP = 4  # products summed per dot-product step (vpdpbusd): input channels are padded to it when few
+# Whether a QDQ model's Conv/MatMul/Gemm take the integer kernels (None: yes; compile sets it from
+# the target): without an int8 dot product the int32 multiply-adds cost more than float32 (QDQ
+# ResNet-50 on an AVX2 target: 133 ms on the integers, 49 ms on the dequantized floats, 42 ms
+# float32). QLinear*/MatMulInteger keep them (their other path sums in float64).
+INTEGER_PRODUCTS: ContextVar[bool | None] = ContextVar("tilegraph_integer_products", default=None)
 RECORDS = "_dequantized"  # the emitter's attribute: ONNX tensor -> Dequantized
 UNSIGNED = "_unsigned"  # the emitter's attribute: int8 tensor -> the same integers + 128 as uint8
 
@@ -114,9 +120,11 @@ def _epilogue(e: Emitter, acc: str, centre: np.ndarray, scale: np.ndarray, bias:
     return e.emit("identity", [y], name=f"{name}_out", outputs=[output])
 
 
-def integer_conv(e: Emitter, node: Any, ins: list[str], conv_attrs: dict[str, Any], output: str) -> str | None:
-    """A 2-D Conv (NCHW, conv_attrs as the Conv converter made them) on the integers, or None."""
-    if conv_attrs["groups"] != 1 or len(e.type_of(ins[0]).shape) != 4:
+def integer_conv(e: Emitter, node: Any, ins: list[str], conv_attrs: dict[str, Any], output: str,
+                 when: bool | None = None) -> str | None:
+    """A 2-D Conv (NCHW, conv_attrs as the Conv converter made them) on the integers, or None.
+    `when`: whether to (None: as INTEGER_PRODUCTS says)."""
+    if not _wanted(when) or conv_attrs["groups"] != 1 or len(e.type_of(ins[0]).shape) != 4:
         return None
     x, w = _activation(e, ins[0]), _weights(e, ins[1], 0)
     bias = ins[2] if len(ins) > 2 and ins[2] else ""
@@ -140,10 +148,11 @@ def integer_conv(e: Emitter, node: Any, ins: list[str], conv_attrs: dict[str, An
     return _epilogue(e, acc, zero * column_sums, x_scale * w_scale, bias, view, name, output)
 
 
-def integer_matmul(e: Emitter, node: Any, a: str, b: str, transpose_b: bool, bias: str, output: str) -> str | None:
+def integer_matmul(e: Emitter, node: Any, a: str, b: str, transpose_b: bool, bias: str, output: str,
+                   when: bool | None = None) -> str | None:
     """MatMul / Gemm (B constant, (K, N) or with transpose_b (N, K); or, for MatMul, B another
-    dequantized activation) on the integers, or None."""
-    if len(e.type_of(a).shape) < 2:
+    dequantized activation) on the integers, or None. `when` as for integer_conv."""
+    if not _wanted(when) or len(e.type_of(a).shape) < 2:
         return None
     if len(e.type_of(b).shape) >= 2 and not transpose_b and not bias and b not in e.constants \
             and _activation(e, b) is not None:
@@ -202,6 +211,10 @@ def _activation_product(e: Emitter, node: Any, a: str, b: str, output: str) -> s
     return e.emit("identity", [y_], name=f"{name}_out", outputs=[output])
 
 
+def _wanted(when: bool | None) -> bool:
+    return when if when is not None else INTEGER_PRODUCTS.get() is not False
+
+
 def integer_ready(e: Emitter, x: str, w: str, channel_axis: int) -> bool:
     """Whether a product of the dequantized activation `x` and dequantized constant weights `w`
     (both recorded) runs on the integers here."""
@@ -239,4 +252,4 @@ def integer_matmul_int32(e: Emitter, name: str, a: str, a_zero: str, b: str, out
     return e.emit("identity", [centred], name=f"{name}_out", outputs=[output])
 
 
-__all__ = ["Dequantized", "record", "integer_conv", "integer_matmul", "integer_matmul_int32", "integer_ready"]
+__all__ = ["INTEGER_PRODUCTS", "Dequantized", "record", "integer_conv", "integer_matmul", "integer_matmul_int32", "integer_ready"]

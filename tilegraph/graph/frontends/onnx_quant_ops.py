@@ -186,7 +186,7 @@ def _qlinear_matmul(e: Emitter, node: Any, ins: list[str], attrs: dict[str, Any]
         # as DequantizeLinear -> MatMul -> QuantizeLinear, on the integers
         a_dq = _recorded(e, a, a_scale, a_zero, -1, f"{name}_a")
         b_dq = _recorded(e, b, b_scale, b_zero, -1, f"{name}_b")
-        real = onnx_qdq.integer_matmul(e, node, a_dq, b_dq, False, "", f"{name}_real")
+        real = onnx_qdq.integer_matmul(e, node, a_dq, b_dq, False, "", f"{name}_real", when=True)
         if real is not None:
             y = quantize(e, real, y_scale, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
             return [e.emit("identity", [y], name=f"{name}_out", outputs=[_out(node)])]
@@ -288,7 +288,11 @@ def _qlinear_conv_on_integers(e: Emitter, node: Any, ins: list[str], attrs: dict
     inner.output.append(f"{name}_real")
     conv_attrs = {k: v for k, v in attrs.items() if k in ("auto_pad", "dilations", "group", "kernel_shape", "pads",
                                                           "strides")}
-    y = CONVERTERS["Conv"](e, inner, inputs, conv_attrs, opset)[0]
+    token = onnx_qdq.INTEGER_PRODUCTS.set(True)  # the float64 path is the other way: slower still
+    try:
+        y = CONVERTERS["Conv"](e, inner, inputs, conv_attrs, opset)[0]
+    finally:
+        onnx_qdq.INTEGER_PRODUCTS.reset(token)
     q = quantize(e, y, y_scale, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
     return e.emit("identity", [q], name=f"{name}_out", outputs=[_out(node)])
 
