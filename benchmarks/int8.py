@@ -5,7 +5,8 @@
 
 Each reference model's ONNX file is quantized once as users do it (onnxruntime.quantization's
 quant_pre_process, then quantize_static: QDQ format, per-channel int8 weights, int8 activations,
-16 random calibration inputs; cached beside the model as NAME_qdq.onnx). tilegraph compiles the QDQ
+16 random calibration inputs; cached beside the model as NAME_qdq.onnx; `--format dynamic`:
+quantize_dynamic's file, NAME_dynamic.onnx, instead). tilegraph compiles the QDQ
 file (no tuning budget: Gensor's constructed kernels; convolutions and GEMMs on the integers,
 frontends/onnx_qdq.py) and the float32 file; raced in one process (graph/race.py: alternating
 rounds, medians) against ONNX Runtime on both files and OpenVINO on the QDQ file (its int8).
@@ -59,6 +60,25 @@ def qdq_file(name: str) -> Path:
     return out
 
 
+def dynamic_file(name: str) -> Path:
+    """The reference model quantized by onnxruntime.quantization.quantize_dynamic (int8 weights;
+    DynamicQuantizeLinear -> MatMulInteger, the activations' scales computed per call; cached)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from tilegraph.cli.models import _resolve
+
+    source, _, _ = _resolve(name)
+    out = source.with_name(f"{source.stem}_dynamic.onnx")
+    if not out.exists():
+        partial = out.with_suffix(".tmp.onnx")
+        quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
+        partial.replace(out)
+    return out
+
+
+FORMATS = {"qdq": qdq_file, "dynamic": dynamic_file}
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run int8")
     p.add_argument("suite", choices=["int8"])
@@ -68,6 +88,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=2.0, help="timing per system and model")
     p.add_argument("--orchestration", choices=["blp", "greedy"], default="blp",
                    help="how tilegraph picks its fused kernels (tg.compile's orchestration=)")
+    p.add_argument("--format", choices=sorted(FORMATS), default="qdq",
+                   help="qdq: quantize_static's QDQ file (default); dynamic: quantize_dynamic's")
     p.add_argument("--out", default=None, help="folder for int8.md / int8.json")
     return p.parse_args(argv)
 
@@ -76,14 +98,14 @@ def _error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.abs(got.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
 
 
-def _row(name: str, threads: int, rounds: int, seconds: float, orchestration: str) -> dict:
+def _row(name: str, threads: int, rounds: int, seconds: float, orchestration: str, fmt: str = "qdq") -> dict:
     import tilegraph as tg
     from tilegraph.cli.models import _resolve
     from tilegraph.graph.precision import random_inputs
     from tilegraph.graph.race import PeerUnavailable, peer, race
 
     float_path, _, _ = _resolve(name)
-    qdq_path = qdq_file(name)
+    qdq_path = FORMATS[fmt](name)
     start = time.perf_counter()
     int8 = tg.compile(str(qdq_path), orchestration=orchestration)
     compile_s = time.perf_counter() - start
@@ -145,11 +167,11 @@ def main(argv: list[str]) -> int:
     rows = []
     for name in [m.strip() for m in args.only.split(",") if m.strip()]:
         print(f"int8: {name} ...", file=sys.stderr, flush=True)
-        rows.append(_row(name, threads, args.rounds, args.seconds, args.orchestration))
+        rows.append(_row(name, threads, args.rounds, args.seconds, args.orchestration, args.format))
     from benchmarks.run import cpu_model
 
     meta = {"command": "python -m benchmarks.run " + " ".join(argv), "cpu": cpu_model(), "threads": threads,
-            "date": datetime.datetime.now().isoformat(timespec="seconds")}
+            "format": args.format, "date": datetime.datetime.now().isoformat(timespec="seconds")}
     text = _markdown(rows, meta)
     print(text)
     if args.out:
