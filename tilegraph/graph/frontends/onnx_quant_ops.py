@@ -205,7 +205,6 @@ def _integer_conv(e: Emitter, node: Any, x: str, x_zero: str, w: str, w_zero: st
                   opset: int, name: str) -> str:
     """conv(x - x_zero, w - w_zero) in float64 (exact, as _integer_product), through the Conv
     converter (its padding, strides, groups and 1-D handling); w_zero per output channel or one."""
-    from tilegraph.graph.frontends.onnx_ops import CONVERTERS
 
     terms = []
     for side, (t, z) in enumerate(((x, x_zero), (w, w_zero))):
@@ -217,14 +216,22 @@ def _integer_conv(e: Emitter, node: Any, x: str, x_zero: str, w: str, w_zero: st
             zw = e.emit("reshape", [zw], {"shape": view}, f"{name}_zv{side}")
             wide = e.emit("sub", [wide, zw], name=f"{name}_c{side}")
         terms.append(wide)
+    return _as_conv(e, node, terms, attrs, opset, f"{name}_conv")
+
+
+def _as_conv(e: Emitter, node: Any, inputs: list[str], attrs: dict[str, Any], opset: int, output: str) -> str:
+    """`inputs` through the Conv converter (its padding, strides, groups and 1-D handling), with
+    the Conv attributes of the integer or QLinear node `node`."""
+    from tilegraph.graph.frontends.onnx_ops import CONVERTERS
+
     inner = type(node)()
     inner.CopyFrom(node)
     inner.op_type = "Conv"
     del inner.output[:]
-    inner.output.append(f"{name}_conv")
+    inner.output.append(output)
     conv_attrs = {k: v for k, v in attrs.items() if k in ("auto_pad", "dilations", "group", "kernel_shape", "pads",
                                                           "strides")}
-    return CONVERTERS["Conv"](e, inner, terms, conv_attrs, opset)[0]
+    return CONVERTERS["Conv"](e, inner, inputs, conv_attrs, opset)[0]
 
 
 @converts("ConvInteger")
@@ -264,7 +271,6 @@ def _qlinear_conv_on_integers(e: Emitter, node: Any, ins: list[str], attrs: dict
     """QLinearConv as DequantizeLinear -> Conv -> QuantizeLinear where the Conv runs on the u8 x s8
     kernels (a 2-D convolution, one group, per-tensor activations, symmetric int8 weights, a
     constant bias), else None. The int32 bias is the float bias * x_scale * w_scale."""
-    from tilegraph.graph.frontends.onnx_ops import CONVERTERS
 
     x, x_scale, _, w, w_scale, _, y_scale, y_zero = ins[:8]
     bias = _input(ins, 8)
@@ -281,16 +287,9 @@ def _qlinear_conv_on_integers(e: Emitter, node: Any, ins: list[str], attrs: dict
         per_channel = np.broadcast_to(e.constants[w_scale].astype(np.float64).reshape(-1), (channels,))
         real = e.constants[bias].astype(np.float64) * float(e.constants[x_scale].reshape(-1)[0]) * per_channel
         inputs.append(e.constant(real.astype(np.float32), f"{name}_bias_real"))
-    inner = type(node)()
-    inner.CopyFrom(node)
-    inner.op_type = "Conv"
-    del inner.output[:]
-    inner.output.append(f"{name}_real")
-    conv_attrs = {k: v for k, v in attrs.items() if k in ("auto_pad", "dilations", "group", "kernel_shape", "pads",
-                                                          "strides")}
     token = onnx_qdq.INTEGER_PRODUCTS.set(True)  # the float64 path is the other way: slower still
     try:
-        y = CONVERTERS["Conv"](e, inner, inputs, conv_attrs, opset)[0]
+        y = _as_conv(e, node, inputs, attrs, opset, f"{name}_real")
     finally:
         onnx_qdq.INTEGER_PRODUCTS.reset(token)
     q = quantize(e, y, y_scale, y_zero, 1, 0, e.type_of(y_zero).dtype, name)
