@@ -162,9 +162,14 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
         measured = measure.session.measured
     by_id = {id(c): i for i, c in enumerate(cands)}
     chosen_specs = [specs[by_id[id(c)]] for c in result.chosen]
-    failed = sum(1 for s in specs if s is None or s.key in errors)
-    failures = tuple(f"{', '.join(cands[i].group.nodes)}: {errors[specs[i].key]}" for i in greedy
-                     if specs[i].key in errors)
+
+    def why_failed(i: int) -> Any:  # its own error, or its class's (measured through another member)
+        if specs[i] is None:
+            return "not expressible"
+        return errors.get(specs[i].key) or errors.get(specs[members[classes[i]][0]].key)
+
+    failed = sum(1 for i in range(len(cands)) if why_failed(i))
+    failures = tuple(f"{', '.join(cands[i].group.nodes)}: {why_failed(i)}" for i in greedy if why_failed(i))
     report = OrchestrationReport(result, len(cands), pruned, failed, measured, time.perf_counter() - start,
                                  failures)
     return chosen_specs, built, report
