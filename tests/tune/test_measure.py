@@ -70,3 +70,25 @@ def test_quantized_outputs_may_be_one_step_off_and_exact_sums_may_not():
     assert compare_outputs([np.array([1, 17, 254, 128], np.uint8)], [ref])[0]
     assert not compare_outputs([np.array([2, 17, 255, 128], np.uint8)], [ref])[0]
     assert not compare_outputs([np.array([1, 17, 255, 128], np.int32)], [ref])[0]
+
+
+def test_a_dequantized_float_output_may_be_one_step_off():
+    """A float output on a grid ((q - z) * s, a DequantizeLinear after the product) may be one step
+    s from the reference at a tie; off the grid, or more than a step, or random floats: no."""
+    from tilegraph.tune.measure import quantized_step
+
+    rng = np.random.default_rng(0)
+    q = rng.integers(0, 256, 500)
+    ref = (q - 7) * 0.0125
+    assert quantized_step(ref) == pytest.approx(0.0125)
+    off = ref.astype(np.float32)
+    off[3] += np.float32(0.0125)  # one step: a tie landed the other way
+    assert compare_outputs([off], [ref])[0]
+    off[4] += np.float32(0.03)  # more than a step
+    assert not compare_outputs([off], [ref])[0]
+    floats = rng.standard_normal(500)
+    assert quantized_step(floats) == 0.0
+    assert quantized_step(ref[:10]) == 0.0  # too few values to tell a grid
+    bumped = floats.astype(np.float32)
+    bumped[0] += np.float32(0.01)
+    assert not compare_outputs([bumped], [floats])[0]

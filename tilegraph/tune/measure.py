@@ -125,7 +125,8 @@ def compare_outputs(outputs: Sequence[np.ndarray], references: Sequence[np.ndarr
     non-finite value there (an inf of a max-pool window in padding, a NaN of a log of a negative).
     An 8- or 16-bit integer output is a quantized value (a float rounded to its steps): it may be
     one step from the float64 reference, where the kernel's float32 arithmetic before the rounding
-    lands on the other side of a tie; wider integers (exact sums) get no such step."""
+    lands on the other side of a tie; wider integers (exact sums) get no such step. So may a float
+    output whose reference lies on one grid (a dequantized tensor, (q - z) * s: quantized_step)."""
     if len(outputs) != len(references):
         return False, float("inf"), f"kernel produced {len(outputs)} outputs, the reference {len(references)}"
     worst = 0.0
@@ -145,10 +146,30 @@ def compare_outputs(outputs: Sequence[np.ndarray], references: Sequence[np.ndarr
         err = np.abs(out64 - ref64)
         max_err = float(np.max(err)) if err.size else 0.0
         worst = max(worst, max_err)
-        step = 1.0 if np.asarray(out).dtype.kind in "iu" and np.asarray(out).dtype.itemsize <= 2 else 0.0
+        kind, size = np.asarray(out).dtype.kind, np.asarray(out).dtype.itemsize
+        step = 1.0 if kind in "iu" and size <= 2 else quantized_step(ref64) if kind == "f" else 0.0
         if not np.all(err <= atol_scale * max(scale, 1e-30) + rtol * np.abs(ref64) + step):
             return False, worst, f"output {n} differs from the reference: max abs error {max_err:.3g} (max |ref| {scale:.3g})"
     return True, worst, ""
+
+
+def quantized_step(ref: np.ndarray, min_size: int = 64) -> float:
+    """The step s of a reference whose values all lie on one grid v0 + k * s (a dequantized 8-bit
+    tensor: at most a few hundred distinct values, k integers to 1e-3), else 0. Float data off a grid gives
+    0: its smallest gap does not divide the others. Small tensors give 0 (too few values to tell)."""
+    if ref.size < min_size:
+        return 0.0
+    flat = ref.ravel()
+    if np.unique(flat[::max(1, flat.size // 4096)]).size > 512:  # a cheap look first: most outputs are not
+        return 0.0
+    values = np.unique(flat)
+    if values.size < 3 or values.size > 4096:
+        return 0.0
+    step = float(np.min(np.diff(values)))
+    if step <= 1e-6 * float(np.max(np.abs(values))):
+        return 0.0
+    k = (values - values[0]) / step
+    return step if float(np.max(np.abs(k - np.round(k)))) <= 1e-3 else 0.0
 
 
 # ---------------------------------------------------------------------------- timing
