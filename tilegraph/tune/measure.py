@@ -156,18 +156,19 @@ def compare_outputs(outputs: Sequence[np.ndarray], references: Sequence[np.ndarr
 def quantized_step(ref: np.ndarray, min_size: int = 64) -> float:
     """The step s of a reference whose values all lie on one grid v0 + k * s (a dequantized 8-bit
     tensor: at most a few hundred distinct values, k integers to 1e-3), else 0. Float data off a grid gives
-    0: its smallest gap does not divide the others. Small tensors give 0 (too few values to tell)."""
+    0: its smallest gap does not divide the others. Small tensors give 0 (too few values to tell),
+    and so do integer steps (a floor or a round of floats is exact in float32 as well)."""
     if ref.size < min_size:
         return 0.0
     flat = ref.ravel()
     if np.unique(flat[::max(1, flat.size // 4096)]).size > 512:  # a cheap look first: most outputs are not
         return 0.0
     values = np.unique(flat)
-    if values.size < 3 or values.size > 4096:
+    if values.size < 3 or values.size > 256:
         return 0.0
     step = float(np.min(np.diff(values)))
-    if step <= 1e-6 * float(np.max(np.abs(values))):
-        return 0.0
+    if step <= 1e-6 * float(np.max(np.abs(values))) or step == round(step):
+        return 0.0  # integer steps: floor/round/ceil of floats, exact in float32 too, get no slack
     k = (values - values[0]) / step
     return step if float(np.max(np.abs(k - np.round(k)))) <= 1e-3 else 0.0
 
