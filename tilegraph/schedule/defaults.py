@@ -146,9 +146,12 @@ def _schedule_block(sch: Schedule, name: str, target: Target) -> None:
         else:
             lanes = target.lanes("float32")
             factor = next((d for d in range(MAX_VECTOR_LOOP, 3, -1) if extent % d == 0 and d % 4 == 0), lanes)
-            head, inner = sch.split(last, factor)
-            outer.append(head)
-        if reduce:
+            try:
+                head, inner = sch.split(last, factor)
+                outer.append(head)
+            except TilegraphError:  # a tail past 32-bit indices (2**31 + 5 elements): not vectorised
+                outer, inner = list(spatial), None
+        if reduce and inner is not None:
             sch.reorder(*outer, *reduce, inner)
     try:
         if len(outer) >= 2:
