@@ -163,7 +163,9 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
             result = orchestrate(graph, groups, cands, classes, perturbed_costs(cost, cands, mode))
         else:
             if _build_chosen(result, cands, specs, built, cost, errors, target, db, workers, progress):
-                raise GraphError("orchestration: a chosen kernel failed to build where its class built")
+                why = list(errors.values())[-1]  # the last failure: this build's
+                raise GraphError(f"orchestration: a chosen kernel failed to build where its class built ({why}); "
+                                 "compile with orchestration='greedy'")
         measured = measure.session.measured - retimed
     by_id = {id(c): i for i, c in enumerate(cands)}
     chosen_specs = [specs[by_id[id(c)]] for c in result.chosen]
