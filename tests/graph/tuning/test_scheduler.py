@@ -53,11 +53,12 @@ class Done(SearchStrategy):
 class FakeSession:
     """Each task's k-th new measurement has latency curve[k]; every slice costs `cost` seconds."""
 
-    def __init__(self, curves, clock, cost=1.0, space=None):
+    def __init__(self, curves, clock, cost=1.0, space=None, costs=None):
         self.target = as_target("cpu")
         self.curves = curves
         self.clock = clock
         self.cost = cost
+        self.costs = costs or {}  # per workload key: its slices' cost, else `cost`
         self.space = space or {}
         self.recs = {}
         self.calls = []
@@ -74,9 +75,10 @@ class FakeSession:
             recs.append(Record(wl.key, "fp", f"trace{len(recs)}", "ok", latency_s=curve[min(len(recs), len(curve) - 1)],
                                meta=meta))
         self.calls.append((wl.key, max(0, n)))
-        self.clock.now += self.cost
+        cost = self.costs.get(wl.key, self.cost)
+        self.clock.now += cost
         best = min(r.latency_s for r in recs) if recs else None
-        return SliceResult(max(0, n), best, self.cost)
+        return SliceResult(max(0, n), best, cost)
 
 
 @pytest.fixture
@@ -129,6 +131,18 @@ def test_time_budget_is_honoured_within_five_percent(clock):
     assert clock.now <= 20.5 * 1.05
     assert clock.now >= 20.5 - 1.0  # and spent, not left idle
     assert s.stop_reason.startswith("time budget spent")
+
+
+def test_one_costly_first_slice_does_not_price_the_smaller_tasks_out_of_the_first_round(clock):
+    # GPT-2 on a GPU: the LM head's first slice took 22 s of 40, and a mean of the first slices
+    # then priced every other task out; a smaller task's first slice is expected to cost less.
+    big, small, soft = model_tasks()
+    session = FakeSession({t.key: [1.0, 0.5] for t in (big, small, soft)}, clock,
+                          costs={big.key: 22.0, small.key: 4.0, soft.key: 4.0})
+    s = _scheduler([big, small, soft], session, time_budget=40).run()
+    assert [k for k, _ in session.calls[:3]] == [big.key, small.key, soft.key]
+    assert all(st.before_s == 1.0 for st in s.states)
+    assert clock.now <= 40 + 4.0
 
 
 def test_tasks_that_stop_improving_die_and_the_run_stops(clock):

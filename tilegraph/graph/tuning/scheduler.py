@@ -55,6 +55,7 @@ WINDOW = 3              # slices in the backward difference
 EARLY_STOP = 3          # slices in a row ...
 MIN_GAIN = 0.01         # ... each improving the task by less than this fraction: the task dies
 FIRST_SLICE_GUESS_S = 5.0  # the cost of a first slice before any was measured
+FIRST_SLICE_FLOOR = 0.25   # a smaller task's first slice costs at least this share of a larger one's
 MEASURE_GUESS_S = 0.5      # the cost of one measurement in a later slice before any was measured
 
 
@@ -197,15 +198,32 @@ class TaskScheduler:
         return self._cost(st) <= self.time_left_s
 
     def _cost(self, st: TaskState) -> float:
-        """Expected seconds of the task's next slice: its own later slices' mean; else, for a later
-        slice, other tasks' later slices (no search in them, unlike a first slice); else a guess."""
+        """Expected seconds of the task's next slice: its own later slices' mean; else, for a first
+        slice, _first_cost; else, for a later slice, other tasks' later slices (no search in them,
+        unlike a first slice) or a guess, but no less than its own first slice's share per measurement."""
         if st.cost_s is not None:
             return st.cost_s
         if st.slices == 0:
-            firsts = [s.slice_seconds[0] for s in self.states if s.slice_seconds]
-            return sum(firsts) / len(firsts) if firsts else FIRST_SLICE_GUESS_S
+            return self._first_cost(st)
         later = [c for s in self.states for c in s.slice_seconds[1:]]
-        return sum(later) / len(later) if later else MEASURE_GUESS_S * SLICE_TRIALS
+        guess = sum(later) / len(later) if later else MEASURE_GUESS_S * SLICE_TRIALS
+        # its own first slice, per measurement, bounds it from below: a large task's measurements
+        # cost more than the small tasks' that made the others' mean
+        own = st.slice_seconds[0] * SLICE_TRIALS / (FIRST_TRIALS + 1) if st.slice_seconds else 0.0
+        return max(guess, own)
+
+    def _first_cost(self, st: TaskState) -> float:
+        """Expected seconds of an unmeasured task's first slice: the cheapest first slice seen, each
+        scaled down by the task's FLOPs against the measured task's (checking and timing a candidate
+        grow with the work; searching and building do not, hence the floor FIRST_SLICE_FLOOR).
+        Optimistic on purpose: the first round is the one slice every task should get, and a slice
+        that overruns stops measuring at the deadline. (A mean of the first slices let one large task,
+        GPT-2's 768x50304 LM head on a GPU at 22 s, price every other task out of the first round.)"""
+        seen = [(s.slice_seconds[0], s.task.flops) for s in self.states if s.slice_seconds]
+        if not seen:
+            return FIRST_SLICE_GUESS_S
+        return min(seconds * min(1.0, max(FIRST_SLICE_FLOOR, st.task.flops / max(flops, 1)))
+                   for seconds, flops in seen)
 
     def _pick(self) -> TaskState | None:
         """The alive task with the largest expected gain per second that fits the budget left."""
