@@ -6,7 +6,9 @@
 Each reference model's ONNX file is quantized once as users do it (onnxruntime.quantization's
 quant_pre_process, then quantize_static: QDQ format, per-channel int8 weights, int8 activations,
 16 random calibration inputs; cached beside the model as NAME_qdq.onnx; `--format dynamic`:
-quantize_dynamic's file, NAME_dynamic.onnx, instead). tilegraph compiles the QDQ
+quantize_dynamic's file, NAME_dynamic.onnx, instead; `--format precision`: tilegraph compiles the
+float32 file with precision="int8", its own dynamic quantization, the peers run NAME_dynamic.onnx).
+tilegraph compiles the QDQ
 file (no tuning budget: Gensor's constructed kernels; convolutions and GEMMs on the integers,
 frontends/onnx_qdq.py) and the float32 file; raced in one process (graph/race.py: alternating
 rounds, medians) against ONNX Runtime on both files and OpenVINO on the QDQ file (its int8).
@@ -76,7 +78,9 @@ def dynamic_file(name: str) -> Path:
     return out
 
 
-FORMATS = {"qdq": qdq_file, "dynamic": dynamic_file}
+# the peers' int8 file; "precision": tilegraph quantizes the float32 file itself (precision="int8",
+# graph/passes/gemms_read_int8.py), the peers run quantize_dynamic's file of the same model
+FORMATS = {"qdq": qdq_file, "dynamic": dynamic_file, "precision": dynamic_file}
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -89,7 +93,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--orchestration", choices=["blp", "greedy"], default="blp",
                    help="how tilegraph picks its fused kernels (tg.compile's orchestration=)")
     p.add_argument("--format", choices=sorted(FORMATS), default="qdq",
-                   help="qdq: quantize_static's QDQ file (default); dynamic: quantize_dynamic's")
+                   help="qdq: quantize_static's QDQ file (default); dynamic: quantize_dynamic's; precision: "
+                        "tilegraph's precision='int8' on the float32 file, the peers on quantize_dynamic's")
     p.add_argument("--out", default=None, help="folder for int8.md / int8.json")
     return p.parse_args(argv)
 
@@ -106,12 +111,17 @@ def _row(name: str, threads: int, rounds: int, seconds: float, orchestration: st
 
     float_path, _, _ = _resolve(name)
     qdq_path = FORMATS[fmt](name)
+    notes: list[str] = []
     start = time.perf_counter()
-    int8 = tg.compile(str(qdq_path), orchestration=orchestration)
+    if fmt == "precision":
+        int8 = tg.compile(str(float_path), orchestration=orchestration, precision="int8")
+        notes.append(int8.precision_report.line())
+    else:
+        int8 = tg.compile(str(qdq_path), orchestration=orchestration)
     compile_s = time.perf_counter() - start
     fp32 = tg.compile(str(float_path), orchestration=orchestration)
     inputs = random_inputs(fp32.graph, seed=1)
-    contenders, outputs, notes = {}, {}, []
+    contenders, outputs = {}, {}
     for label, model in (("tilegraph int8", int8), ("tilegraph fp32", fp32)):
         contenders[label] = (lambda m=model: m.run(inputs))
         outputs[label] = [model.run(inputs)[o] for o in model.output_names]
@@ -154,7 +164,8 @@ def _markdown(rows: list[dict], meta: dict) -> str:
         lines.append(f"| {r['model']} | " + " | ".join(f"{ms[s]:.2f}" if s in ms else "-" for s in SYSTEMS)
                      + f" | {ratio('onnxruntime int8')} | {ratio('openvino int8')} | {ratio('tilegraph fp32')} | "
                      + f"{e_int8:.1e} | {e_fp32:.1e} | {r['integer_products']} |")
-    return "\n".join(lines) + "\n"
+    notes = [f"- {r['model']}: {note}" for r in rows for note in r["notes"]]
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def main(argv: list[str]) -> int:

@@ -4,7 +4,7 @@
                       [--input-shape NAME=D0,D1,...] [--value NAME=V0,V1,...]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
                   [--target cpu|opencl|cuda] [--value NAME=V0,V1,...]
-    tilegraph compile|run MODEL --precision bf16 [--accuracy 1e-2 | --no-accuracy-check]
+    tilegraph compile|run MODEL --precision bf16|int8 [--accuracy 1e-2 | --no-accuracy-check]
 
 An input that decides shapes (a reduction's axes, a Reshape's shape given as a graph input) is
 bound with `--value NAME=V0,V1,...` (a model compiles to static shapes); without it the command
@@ -105,12 +105,13 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
 def _precision_options(parser: Any) -> None:
     parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
                         help="bf16: matmuls and convolutions read bfloat16 and accumulate in float32, the rest stays "
-                             "float32, behind an accuracy gate (default fp32)")
+                             "float32; int8: their weights int8, their activations quantized per call, summed in "
+                             "int32; both behind an accuracy gate (default fp32)")
     parser.add_argument("--accuracy", type=_relative_error, default=None, metavar="ERROR",
-                        help="--precision bf16: the largest relative error the gate accepts (default: 3x the error "
-                             "of the bf16-rounded reference)")
+                        help="--precision bf16|int8: the largest relative error the gate accepts (default: bf16 3x "
+                             "the error of the bf16-rounded reference, int8 5e-2)")
     parser.add_argument("--no-accuracy-check", action="store_true",
-                        help="--precision bf16: skip the accuracy gate")
+                        help="--precision bf16|int8: skip the accuracy gate")
 
 
 def _relative_error(text: str) -> float:

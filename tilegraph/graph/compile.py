@@ -10,6 +10,7 @@
     model = compile_model("bert.onnx", input_shapes={"input_ids": (1, 128)})   # fix symbolic extents
     model = compile_model("m.onnx", values={"axes": [1]})      # inputs that decide shapes, as constants
     model = compile_model("bert.onnx", precision="bf16")       # products read bfloat16, sum in float32
+    model = compile_model("bert.onnx", precision="int8")       # weights int8, activations quantized per call
     model.precision_report.line()                              # its accuracy gate (graph/precision.py)
     print(model.tuning.table())
 
@@ -55,6 +56,7 @@ from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
 from tilegraph.graph.passes import eliminate_dead_code, optimize
 from tilegraph.graph.passes.gemms_read_bfloat16 import gemms_read_bfloat16
+from tilegraph.graph.passes.gemms_read_int8 import gemms_read_int8
 from tilegraph.graph.plan import ALIGN, plan_memory
 from tilegraph.graph.precision import PrecisionReport, check_accuracy
 from tilegraph.graph.prepack import prepack_weights
@@ -68,7 +70,9 @@ if TYPE_CHECKING:
     from tilegraph.tune.database import Database
 
 ORCHESTRATIONS = ("greedy", "blp")
-PRECISIONS = ("fp32", "bf16")  # bf16: products read bfloat16 and accumulate in float32 (gemms_read_bfloat16)
+# bf16: products read bfloat16 and accumulate in float32 (gemms_read_bfloat16); int8: products with
+# constant weights on dynamically quantized activations, u8 x s8 summed in int32 (gemms_read_int8)
+PRECISIONS = ("fp32", "bf16", "int8")
 # the default: end to end as fast as greedy or faster on ResNet-50, MobileNet-V2 and BERT, 3% slower
 # on GPT-2 inside a 4-5% spread (docs/performance.md); a target this machine cannot run gets greedy
 DEFAULT_ORCHESTRATION = "blp"
@@ -176,8 +180,17 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                                            f"{tgt.isa} target without AVX512_BF16: bfloat16 would only add "
                                            "conversions", False)
         precision = "fp32"
+    if precision == "int8" and not has_int8_dot(tgt):
+        # without an int8 dot product the int32 multiply-adds cost more than float32 FMAs (a QDQ
+        # ResNet-50 on an AVX2 target: 133 ms on the integers, 42 ms in float32)
+        without_hardware = PrecisionReport(precision, "fp32", math.nan, math.nan, math.inf,
+                                           f"{tgt.isa} target without an int8 dot product (AVX512_VNNI, "
+                                           "AVX-VNNI): int8 products would run slower than float32", False)
+        precision = "fp32"
     if precision == "bf16":  # products read bfloat16, accumulate in float32 (the rest stays float32)
         graph = eliminate_dead_code(gemms_read_bfloat16(graph, rewrites))
+    if precision == "int8":  # products with constant weights on the integers, the rest float32
+        graph = eliminate_dead_code(gemms_read_int8(graph, rewrites))
     graph.verify()
     _check_tensor_sizes(graph)
     stage(progress, "fusion groups")

@@ -125,7 +125,7 @@ _MANIFEST = _object({
                               {"nodes": _texts})),
     "views": _dict_of(_text),
     "plan": _object({"offsets": _dict_of(_natural), "arena_bytes": _natural, "lower_bound_bytes": _natural}),
-}, {"rewrites": _texts})
+}, {"rewrites": _texts, "precision": _matching(re.compile(r"fp32|bf16|int8"), "fp32, bf16 or int8")})
 
 
 def check_manifest(manifest: Any) -> dict:

@@ -176,6 +176,7 @@ def _write_into(model: CompiledModel, folder: Path) -> None:
                    "nodes": list(s.nodes)}
                   for s in model.steps],
         "views": model.views, "plan": model.plan.to_json(), "rewrites": list(model.rewrites),
+        "precision": getattr(model, "precision", "fp32"),
     }
     fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}manifest.", dir=folder)
     try:
@@ -303,9 +304,14 @@ def _read(path: Path, manifest: dict, target: Target) -> CompiledModel:
     model = CompiledModel(graph, steps, kernels, [k["key"] for k in manifest["kernels"]],
                           [k["tuned"] for k in manifest["kernels"]], plan, manifest["views"], target,
                           manifest.get("rewrites", ()))
-    if any(node.attr("accumulate", None) for node in graph.nodes):  # its products read bfloat16 (saved as such)
-        model.precision = "bf16"
+    model.precision = manifest.get("precision") or _saved_precision(graph)
     return model
+
+
+def _saved_precision(graph: Graph) -> str:
+    """A manifest written before the precision was saved: bf16 where products sum bfloat16 in float32
+    (a QDQ model's int32 products were compiled at the default precision)."""
+    return "bf16" if any(node.attr("accumulate", None) == "float32" for node in graph.nodes) else "fp32"
 
 
 def _read_weights(data: Path, weights: dict, offsets: dict[str, int], values: dict[str, TensorType]
