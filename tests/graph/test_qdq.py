@@ -106,6 +106,7 @@ def test_a_saved_qdq_model_loads_with_its_integer_kernels(tmp_path, rng):
     model.save(tmp_path / "saved")
     loaded = tg.load(tmp_path / "saved")
     assert len(_integer_products(loaded)) == 4
+    assert loaded.precision == model.precision == "fp32"  # int32 products of its own, not a bf16 compile
     x = np.random.default_rng(3).standard_normal(IMAGE).astype(np.float32)
     np.testing.assert_array_equal(loaded.run({"x": x})["y"], model.run({"x": x})["y"])
 
