@@ -67,12 +67,12 @@ def _scalar(b: GraphBuilder, value: float | int, dtype: str, name: str) -> str:
 
 
 def _reduce_all(b: GraphBuilder, op: str, x: str, name: str) -> str:
-    """`op` over every element of x, in two steps: over all axes but the last (which stays a
-    contiguous, vectorisable row of partial results), then over that row. One reduction straight
-    to a scalar has no spatial axis to vectorise or split across threads."""
-    rank = len(b.type_of(x).shape)
-    if rank > 1:
-        x = b.add(op, [x], {"axes": tuple(range(rank - 1)), "keepdims": 0}, f"{name}_rows")
+    """`op` over every element of x, in two steps: each row (the contiguous last axis, as softmax
+    reduces) to one value, then those. One reduction straight to a scalar has no spatial axis to
+    split across threads (BERT's 128 x 3072 activation: 0.13 ms one step, 0.03 two), and reducing
+    the leading axes first reads them strided (0.55 ms)."""
+    if len(b.type_of(x).shape) > 1:
+        x = b.add(op, [x], {"axes": (-1,), "keepdims": 0}, f"{name}_rows")
     return b.add(op, [x], {"axes": None, "keepdims": 0}, name)
 
 
