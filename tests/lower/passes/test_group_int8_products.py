@@ -4,6 +4,7 @@ ungrouped one does, bit for bit (the interpreter runs both), and so does the C h
 hardware and in its fallback, wrapping past 2**31 as int32 arithmetic does."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -121,3 +122,49 @@ def test_sums_past_int32_wrap_as_the_interpreter_says(hardware):
     kernel(a.reshape(-1), b.reshape(-1), out=out)
     np.testing.assert_array_equal(out.reshape(m, n), _exact(a, b))
     assert out[0] < 0 < out[1]  # wrapped both ways
+
+
+def _guarded_tail_conv() -> tuple[tg.Workload, tg.Schedule]:
+    """A 1x1 convolution over 7 rows in a row tile of 2 (a guarded tail) with the reduction split
+    and its inner part unrolled: what Gensor constructed for MobileNet-V2's 960 -> 160 projection
+    at 7x7, smaller. Unrolled, each iteration leaves a Seq of unguarded updates and a guard of its own."""
+    x = te.placeholder((1, 7, 3, 24), "uint8", name="X")
+    w = te.placeholder((1, 1, 24, 64), "int8", name="W")
+    wl = tg.Workload([x, w], [ops.conv2d_nhwc(x, w, accumulate="int32")])
+    trace = {"instructions": [
+        {"inputs": {"factors": [2, 2, 2], "loop": "h"}, "kind": "split", "outputs": ["h_0", "h_1", "h_2"]},
+        {"inputs": {"factors": [2, 2, 16], "loop": "co"}, "kind": "split", "outputs": ["co_0", "co_1", "co_2"]},
+        {"inputs": {"factors": [3, 8], "loop": "rc"}, "kind": "split", "outputs": ["rc_0", "rc_1"]},
+        {"inputs": {"loops": ["n", "h_0", "h_1", "co_0", "rh", "rw", "rc_0", "rc_1", "h_2", "w", "co_1", "co_2"]},
+         "kind": "reorder", "outputs": []},
+        {"inputs": {"loop": "h_0"}, "kind": "parallel", "outputs": []},
+        {"inputs": {"loop": "rc_1"}, "kind": "unroll", "outputs": []},
+        {"inputs": {"loop": "h_2"}, "kind": "unroll", "outputs": []},
+        {"inputs": {"loop": "w"}, "kind": "unroll", "outputs": []},
+        {"inputs": {"loop": "co_1"}, "kind": "unroll", "outputs": []},
+        {"inputs": {"loop": "co_2"}, "kind": "vectorize", "outputs": []},
+        {"inputs": {"block": "conv2d_nhwc", "scope": "local"}, "kind": "cache_write", "outputs": ["conv2d_nhwc_wb"]},
+        {"inputs": {"block": "conv2d_nhwc_wb", "loop": "co_0"}, "kind": "reverse_compute_at", "outputs": []},
+        {"inputs": {"factors": [None, 16], "loop": "ax3_1"}, "kind": "split", "outputs": ["ax3_1_0", "ax3_1_1"]},
+        {"inputs": {"loop": "ax3_1_1"}, "kind": "vectorize", "outputs": []},
+        {"inputs": {"loop": "ax1_1"}, "kind": "unroll", "outputs": []},
+        {"inputs": {"loop": "ax2_1"}, "kind": "unroll", "outputs": []},
+        {"inputs": {"loop": "ax3_1_0"}, "kind": "unroll", "outputs": []}],
+        "names": ["X", "W", "conv2d_nhwc", "n", "h", "w", "co", "rh", "rw", "rc", "conv2d_nhwc", "v_n", "v_h", "v_w",
+                  "v_co", "v_rh", "v_rw", "v_rc"], "version": 1, "workload_key": wl.key}
+    return wl, tg.Schedule.replay(wl, json.dumps(trace))
+
+
+def test_updates_split_by_a_guarded_tail_group_too(rng):
+    # every register's eight unrolled updates become two dot steps: the unguarded rows' past the
+    # guards between them, the guarded rows' once their guards (one per iteration) are merged
+    wl, sch = _guarded_tail_conv()
+    lowered = lower(sch.func, AVX512_VNNI)
+    registers = 2 * 3 * 2  # co_1 x w x h_2, half of them under the guard
+    assert _dot_steps(lowered) == registers * 8 // 4  # rc_1's 8 unrolled updates in fours (none left single)
+    a = rng.integers(0, 256, (1, 7, 3, 24)).astype(np.uint8)
+    b = rng.integers(-128, 128, (1, 1, 24, 64)).astype(np.int8)
+    got = interpret(lowered, a.reshape(-1), b.reshape(-1), outputs=1).reshape(1, 7, 3, 64)
+    want = np.einsum("nhwc,co->nhwo", a.astype(np.int64), b[0, 0].astype(np.int64)).astype(np.int32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, interpret(sch, a, b))

@@ -15,6 +15,13 @@ one statement at the first one's position:
 Moving a later update up is legal because the statements in between only write other registers
 (anything else ends the grouping), and nothing in the sequence writes A or B.
 
+Nested Seqs (one per unrolled iteration) are spliced first, and the guards of one condition that
+an unrolled iteration each leaves (a tile's guarded tail of rows) are merged into the first where
+moving their updates up is legal (`_merged_guards`), so the guarded registers' updates group too:
+
+    r[0] += a[k]*b[k];  if c { r[1] += a'[k]*b[k] }  r[0] += a[k+1]*b[k+1];  if c { r[1] += ... }
+==> r[0] = call(r[0], ...);  if c { r[1] = call(r[1], ...) }
+
 A serial reduction loop whose body is only such updates, each reading A at the loop variable with
 coefficient 1 (one k per iteration), is first unrolled by `group` so its iterations group up; the
 leftover iterations (extent % group) stay single updates after it:
@@ -28,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tilegraph.loop.edit import rewrite_stmt, substitute_stmt
-from tilegraph.loop.ir import BufferStore, For, Func, Seq, Stmt, seq
+from tilegraph.loop.ir import BufferStore, For, Func, IfThenElse, Seq, Stmt, seq
 from tilegraph.loop.names import fresh_name
 from tilegraph.loop.visit import stmt_exprs, walk_stmts
 from tilegraph.lower.passes.common import all_loop_names
@@ -157,7 +164,72 @@ def _next_to(first: Expr, second: Expr) -> bool:
     return t0 == t1 and c1 == c0 + 1
 
 
+def _flattened(stmts: tuple[Stmt, ...] | list[Stmt]) -> list[Stmt]:
+    """Nested Seqs spliced into one list (an unrolled loop leaves one Seq per iteration)."""
+    out: list[Stmt] = []
+    for s in stmts:
+        out.extend(_flattened(s.stmts) if isinstance(s, Seq) else (s,))
+    return out
+
+
+def _stores(s: Stmt) -> set[tuple[str, Expr]]:
+    return {(x.buffer.name, x.indices[0] if len(x.indices) == 1 else x.indices)
+            for x in walk_stmts(s) if isinstance(x, BufferStore)}
+
+
+def _overlap(xs: set[tuple[str, Expr]], ys: set[tuple[str, Expr]]) -> bool:
+    """Whether two sets of (buffer, index) accesses may meet: the same buffer at the same index, or
+    at an index that is not a constant (registers are slots at constant indices)."""
+    return any(a == b and (i == j or not isinstance(i, Const) or not isinstance(j, Const))
+               for a, i in xs for b, j in ys)
+
+
+def _merged_guards(stmts: list[Stmt]) -> list[Stmt]:
+    """Guarded statements of one condition gathered into its first guard, where moving them up is
+    legal: `if c {X}; Y; if c {Z}` -> `if c {X; Z}; Y` when Z and Y touch no buffer the other
+    writes, and c reads no buffer. An unrolled reduction over a row tile with a guarded tail (7
+    rows in tiles of 2) alternates unguarded and guarded updates, one guard per iteration; merged,
+    the guarded registers' updates group too."""
+    out: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, IfThenElse) and s.else_body is None and _pure(s.cond):
+            written, touched = _stores(s.then_body), _accesses(s.then_body)
+            for j in range(len(out) - 1, -1, -1):
+                earlier = out[j]
+                if isinstance(earlier, IfThenElse) and earlier.else_body is None and earlier.cond == s.cond:
+                    out[j] = IfThenElse(earlier.cond, Seq((*_flattened((earlier.then_body,)),
+                                                           *_flattened((s.then_body,)))))
+                    s = None  # type: ignore[assignment]
+                    break
+                if _overlap(written, _accesses(earlier)) or _overlap(_stores(earlier), touched):
+                    break
+            if s is None:
+                continue
+        out.append(s)
+    return out
+
+
+def _pure(e: Expr) -> bool:
+    return not any(isinstance(x, BufferLoad) for x in walk(e))
+
+
 def _group(block: Seq, p: DotPattern) -> Stmt | None:
+    flat = _flattened(block.stmts)
+    merged = _merged_guards(flat)
+    inner_changed = False
+    for i, s in enumerate(merged):  # inside a merged guard, its registers' updates group too
+        if isinstance(s, IfThenElse) and all(s is not f for f in flat):
+            body = Seq(tuple(_flattened((s.then_body,))))
+            grouped_body = _group(body, p)
+            if grouped_body is not None:
+                merged[i], inner_changed = IfThenElse(s.cond, grouped_body), True
+    grouped = _grouped_run(Seq(tuple(merged)), p)
+    if grouped is None and not inner_changed:
+        return None
+    return grouped if grouped is not None else Seq(tuple(merged))
+
+
+def _grouped_run(block: Seq, p: DotPattern) -> Stmt | None:
     if sum(match_update(s, p) is not None for s in block.stmts) < p.group:
         return None
     written = {x.buffer.name for x in walk_stmts(block) if isinstance(x, BufferStore)}
