@@ -72,6 +72,21 @@ def test_quantized_outputs_may_be_one_step_off_and_exact_sums_may_not():
     assert not compare_outputs([np.array([1, 17, 255, 128], np.int32)], [ref])[0]
 
 
+def test_a_bfloat16_output_may_be_one_unit_in_its_last_place_off():
+    """A kernel writing bfloat16 rounds its float32 result once; vdpbf16ps moves that result within
+    float32 rounding, and across a tie the stored value moves one bfloat16 ulp (2**-7 relative at
+    1.0). Two ulps, or the same error in a float32 output, fail."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ref = np.linspace(1.0, 1.98, 50)
+    out = ref.astype(ml_dtypes.bfloat16)
+    ulp = np.array(2.0 ** -7, ml_dtypes.bfloat16)
+    out[7] = out[7] + ulp  # rounded the other way at a tie
+    assert compare_outputs([out], [ref])[0]
+    out[9] = out[9] + ulp + ulp + ulp
+    assert not compare_outputs([out], [ref])[0]
+    assert not compare_outputs([ref.astype(np.float32) + np.float32(2.0 ** -7)], [ref])[0]
+
+
 def test_a_dequantized_float_output_may_be_one_step_off():
     """A float output on a grid ((q - z) * s, a DequantizeLinear after the product) may be one step
     s from the reference at a tie; off the grid, or more than a step, or random floats: no."""

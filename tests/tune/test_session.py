@@ -51,6 +51,24 @@ def test_a_wrong_kernel_is_a_failed_record(tune_dirs):
     assert record.kind == "wrong_answer" and db.records(wl.key)[0].kind == "wrong_answer"
 
 
+def test_a_wrong_answer_from_an_older_check_is_checked_again(tune_dirs):
+    """A verdict the check has since relaxed (one bfloat16 ulp) does not refuse the binary for good;
+    one from the current check is final (its check data is not even made)."""
+    import dataclasses
+
+    from tilegraph.tune.measure import CHECK_VERSION
+
+    wl, kernel, inputs, reference = _matmul()
+    db = MemoryDatabase()
+    with TuneSession("cpu", db, policy=POLICY, progress=False) as session:
+        wrong = session.measure_kernel(wl, kernel, lambda: (inputs, [reference[0] + 1.0]))
+        assert wrong.kind == "wrong_answer" and wrong.meta["check"] == CHECK_VERSION
+        assert session.measure_kernel(wl, kernel, _never).kind == "wrong_answer"
+        db.replace_record(dataclasses.replace(wrong, meta={**wrong.meta, "check": CHECK_VERSION - 1}))
+        again = session.measure_kernel(wl, kernel, lambda: (inputs, reference))
+    assert again.ok and [r.kind for r in db.records(wl.key)] == ["ok"]
+
+
 def test_built_kernel_records_survive_export_and_import(tune_dirs, tmp_path):
     wl, kernel, inputs, reference = _matmul()
     db = SQLiteDatabase(tmp_path / "a.db")

@@ -40,7 +40,7 @@ from tilegraph.te.workload import Workload
 from tilegraph.tune.builder import Builder, workload_args
 from tilegraph.tune.database import Database, Record, built_kernels_fingerprint, open_database
 from tilegraph.tune.kernel_loader import describe_kernel
-from tilegraph.tune.measure import random_inputs, resolve_target
+from tilegraph.tune.measure import CHECK_VERSION, random_inputs, resolve_target
 from tilegraph.tune.options import TuneOptions
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.runner import Runner
@@ -150,7 +150,7 @@ class TuneSession:
         fingerprint = built_kernels_fingerprint(self.fingerprint)
         trace_json = built_kernel_trace(workload.key, kernel, self.runner.policy.num_threads)
         recorded = db.record(workload.key, fingerprint, trace_json)
-        if recorded is not None and not fresh:
+        if recorded is not None and not fresh and not _stale_verdict(recorded):
             return recorded
         try:
             build = describe_kernel(kernel, self.target, workload_args(workload), 0.0)
@@ -162,6 +162,8 @@ class TuneSession:
             self.measured += 1
         record = Record.from_run(workload.key, fingerprint, trace_json, run, policy=self.runner.policy,
                                  meta={"source": "orchestration", **(meta or {})})
+        if record.kind == "wrong_answer":
+            record = replace(record, meta={**record.meta, "check": CHECK_VERSION})
         db.commit_workload(workload)
         if recorded is None:
             db.commit_record(record)
@@ -197,4 +199,11 @@ def built_kernel_trace(workload_key: str, kernel: Any, threads: int | None) -> s
     return Trace(workload_key, (Instruction(BUILT_KERNEL, inputs),)).to_json()
 
 
+def _stale_verdict(record: Record) -> bool:
+    """A wrong answer recorded under an older check (compare_outputs since tolerates more, as one
+    bfloat16 ulp): the binary is checked again rather than refused for good."""
+    return record.kind == "wrong_answer" and int(record.meta.get("check", 1)) < CHECK_VERSION
+
+
 __all__ = ["SliceResult", "TuneSession", "built_kernel_trace"]
+
