@@ -112,7 +112,7 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
                 if not choice:
                     seconds: float | None = 1.0  # nothing to choose between: nothing to measure
                 elif not fits_in_memory(specs[i].workload):
-                    seconds = roofline_seconds(specs[i].workload, hardware(), count)
+                    seconds = roofline_seconds(specs[i].workload, hardware(), count, target)
                 else:
                     record = measure(specs[i], built[key].kernel)
                     if not record.ok:
@@ -136,7 +136,7 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
                 continue
             bound_to = owner.get(c.group.nodes[-1])
             if bound_to is not None:
-                if roofline_seconds(specs[i].workload, hardware(), count) >= bound_to:
+                if roofline_seconds(specs[i].workload, hardware(), count, target) >= bound_to:
                     pruned += 1
                     continue
             rest.append(i)
