@@ -192,7 +192,7 @@ def _merged_guards(stmts: list[Stmt]) -> list[Stmt]:
     the guarded registers' updates group too."""
     out: list[Stmt] = []
     for s in stmts:
-        if isinstance(s, IfThenElse) and s.else_body is None and _pure(s.cond):
+        if isinstance(s, IfThenElse) and s.else_body is None and _pure(s.cond) and _plain(s):
             written, touched = _stores(s.then_body), _accesses(s.then_body)
             for j in range(len(out) - 1, -1, -1):
                 earlier = out[j]
@@ -201,7 +201,7 @@ def _merged_guards(stmts: list[Stmt]) -> list[Stmt]:
                                                            *_flattened((s.then_body,)))))
                     s = None  # type: ignore[assignment]
                     break
-                if _overlap(written, _accesses(earlier)) or _overlap(_stores(earlier), touched):
+                if not _plain(earlier) or _overlap(written, _accesses(earlier)) or _overlap(_stores(earlier), touched):
                     break
             if s is None:
                 continue
@@ -211,6 +211,12 @@ def _merged_guards(stmts: list[Stmt]) -> list[Stmt]:
 
 def _pure(e: Expr) -> bool:
     return not any(isinstance(x, BufferLoad) for x in walk(e))
+
+
+def _plain(s: Stmt) -> bool:
+    """Only loads, stores, loops and conditions in it (no allocation, barrier or reduction that
+    a statement moved past could depend on beyond the buffers it touches)."""
+    return all(isinstance(x, (BufferStore, Seq, IfThenElse, For)) for x in walk_stmts(s))
 
 
 def _group(block: Seq, p: DotPattern) -> Stmt | None:
