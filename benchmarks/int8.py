@@ -164,7 +164,7 @@ def _markdown(rows: list[dict], meta: dict) -> str:
         lines.append(f"| {r['model']} | " + " | ".join(f"{ms[s]:.2f}" if s in ms else "-" for s in SYSTEMS)
                      + f" | {ratio('onnxruntime int8')} | {ratio('openvino int8')} | {ratio('tilegraph fp32')} | "
                      + f"{e_int8:.1e} | {e_fp32:.1e} | {r['integer_products']} |")
-    notes = [f"- {r['model']}: {note}" for r in rows for note in r["notes"]]
+    notes = [f"- {r['model']}: {note}" for r in rows for note in r.get("notes", ())]
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 

@@ -167,7 +167,7 @@ def hardware_for(target: Target) -> Any:
     return hardware_model(target)
 
 
-def roofline_seconds(workload: Any, hw: Any, threads: int, target: Any = None) -> float:
+def roofline_seconds(workload: Any, hw: Any, threads: int, target: Target | None = None) -> float:
     """An estimate from below of a workload's time: its arguments' bytes moved once at the
     bandwidth of the level they fit in (a GPU: its DRAM), or its FLOPs at peak, whichever is larger
     (the peak of the target's dot-product instructions for narrow operands: dot_speedup)."""
@@ -181,7 +181,7 @@ def roofline_seconds(workload: Any, hw: Any, threads: int, target: Any = None) -
     return max(nbytes / hw.bandwidth(level, cores=threads), workload.flops() / peak)
 
 
-def dot_speedup(workload: Any, target: Any) -> float:
+def dot_speedup(workload: Any, target: Target | None) -> float:
     """How many times the float32 FMA peak a workload's products may reach: 2 with bfloat16 operands
     on a target with vdpbf16ps, 4 with 8-bit ones and vpdpbusd, else 1. (Without it the roofline,
     an estimate from below, priced a bf16 GEMM above its measured time and pruned it: BERT-base's
