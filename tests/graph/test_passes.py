@@ -302,3 +302,24 @@ def test_a_wide_gemm_with_an_awkward_column_count_is_padded_and_sliced():
     assert after.op_counts()["slice"] == 1 and after.outputs == g.outputs
     assert after.type_of(head) == g.type_of(head)
     _same_outputs(g, after, x=RNG.standard_normal((2, 3, 16)).astype(np.float32))
+
+
+def test_an_integer_gemm_pads_narrower_column_counts():
+    """An 8-bit product's column tail loses its dot-product steps, so integer weights are padded
+    from MIN_COLUMNS_INTEGER columns (a QDQ classifier, 2048 x 1000); the result is exact."""
+    from tilegraph.graph.passes.pad_gemm_columns import MIN_COLUMNS_INTEGER, pad_gemm_columns
+
+    b = GraphBuilder("classifier")
+    x = b.input("x", TensorType((1, 24), "uint8"))
+    exact = {"accumulate": "int32"}
+    head = b.add("matmul", [x, b.constant(RNG.integers(-128, 128, (24, 1000)).astype(np.int8))], exact)
+    small = b.add("matmul", [x, b.constant(RNG.integers(-128, 128, (24, MIN_COLUMNS_INTEGER - 3)).astype(np.int8))], exact)
+    g = b.build([head, small])
+    fired = []
+    after = pad_gemm_columns(g, fired)
+    assert len(fired) == 1 and "1000 -> 1024" in fired[0]
+    assert after.type_of(head) == g.type_of(head)
+    data = RNG.integers(0, 256, (1, 24)).astype(np.uint8)
+    want, got = run_reference(g, {"x": data}), run_reference(after, {"x": data})
+    for name in g.outputs:
+        np.testing.assert_array_equal(got[name], want[name])

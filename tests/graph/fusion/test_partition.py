@@ -58,6 +58,26 @@ def test_conv_residual_add_relu_is_one_kernel():
     assert groups["c2"].nodes == ("c2", "s", "y") and groups["c2"].output == y and groups["c2"].epilogue_path == ()
 
 
+def test_an_epilogue_operand_is_dequantized_inside_the_kernel():
+    """A residual read as uint8 and dequantized (a QDQ model's block input) joins the consuming
+    kernel: it reads bytes, not the float32 tensor a kernel of its own would write. A broadcast
+    operand's producers (read many times per element) stay out."""
+    b = GraphBuilder()
+    x = b.input("x", TensorType((6, 8), "float32"))
+    r8 = b.input("r8", TensorType((6, 8), "uint8"))
+    h = b.add("matmul", [x, _const(b, 8, 8)], name="m")
+    wide = b.add("cast", [r8], {"to": "float32"}, name="wide")
+    centred = b.add("sub", [wide, b.constant(np.array(128, np.float32))], name="centred")
+    real = b.add("mul", [centred, b.constant(np.array(0.05, np.float32))], name="real")
+    bias = b.add("exp", [_const(b, 8)], name="bias")
+    s = b.add("add", [h, real], name="residual")
+    y = b.add("add", [s, bias], name="biased")
+    groups = _groups(b.build([y]))
+    assert groups["m"].nodes == ("m", "wide", "centred", "real", "residual", "biased")
+    assert r8 in groups["m"].inputs and "real" not in groups["m"].inputs
+    assert groups["bias"].nodes == ("bias",)
+
+
 def test_epilogue_stops_where_a_value_is_needed_outside():
     b = GraphBuilder()
     x = b.input("x", TensorType((5, 8), "float32"))

@@ -10,7 +10,8 @@ it are recomputed, not written. The set is:
 
 - every greedy group (so the greedy partition is always a feasible choice);
 - every node alone but views (so every tensor has a producer);
-- for an anchored greedy group: the anchor with each subset of its per-input prologues and each
+- for an anchored greedy group: the anchor with each subset of its per-input prologues (and of its
+  epilogue operands' prologues) and each
   prefix of its epilogue (in topological order) whose members all lead to the prefix's last
   tensor: "fuse the bias but not the transpose", "keep the gather out of the GEMM";
 - the injective pieces such a choice leaves over: for each node v of a prologue, of an epilogue
@@ -91,6 +92,7 @@ def candidates(graph: Graph, groups: list[Group], max_nodes: int = MAX_NODES) ->
         epilogue = [m for m in g.nodes if m != g.anchor and _reaches(anchor.outputs[0], m, members, nodes, producers)]
         prologue = members - set(epilogue) - {g.anchor}
         pieces = _prologue_pieces(anchor, prologue, nodes, producers)
+        pieces += _operand_pieces(prologue - set().union(*pieces), nodes, producers)
         for count in range(len(pieces) + 1):
             for chosen in combinations(pieces, count):
                 taken = set().union(*chosen) if chosen else set()
@@ -214,6 +216,12 @@ def _prologue_pieces(anchor: Node, prologue: set[str], nodes: dict[str, Node],
     while len(merged) > MAX_PROLOGUE_INPUTS:
         merged[-2] |= merged.pop()
     return merged
+
+
+def _operand_pieces(rest: set[str], nodes: dict[str, Node], producers: dict[str, Node]) -> list[set[str]]:
+    """The prologue members feeding epilogue nodes' operands (partition's operand prologues) as
+    one piece: with the epilogue prefix reading them, or left to kernels of their own."""
+    return [set(rest)] if rest else []
 
 
 def _group(graph: Graph, members: set[str], anchor: str | None, nodes: dict[str, Node], order: dict[str, int],

@@ -21,6 +21,13 @@ reductions): it is scheduled (tuned) alone, under its own workload key. Its grou
   contraction (conv2d, matmul), which reads each input many times, only producers without
   transcendental math (exp, erf, tanh, sqrt, ...) are taken: those would be recomputed at every
   read. A group holds at most MAX_FUSED_NODES nodes.
+- the **operands' prologues**: the same for an operand of an elementwise epilogue node that has as
+  many elements as the node's output (each element read once, so nothing is recomputed), e.g. a
+  QDQ model's residual, dequantized from the uint8 tensor another kernel wrote:
+
+      r8 = <previous group>                 group(anchor=conv2d, nodes=[conv2d, .., cast, sub, mul, add, ..])
+      s = mul(sub(cast(r8), zero), scale)   one kernel reads r8's bytes, where a kernel of its own
+      a = add(dequantize(conv(x, w)), s)    wrote s (four times the bytes) for the add to read
 
 Injective nodes left over become one kernel per chain: the chain's last node and its injective
 producers (each consumed only inside the chain), with no anchor; the default schedule inlines the
@@ -97,7 +104,11 @@ def partition(graph: Graph, fuse: bool = True) -> list[Group]:
             add_group(members, node.name, path)
         for members, anchor, _ in groups:
             anchor_node = nodes[anchor]  # type: ignore[index]  (every group so far has one)
-            _prologue(anchor_node, members, producers, consumers, taken, outputs, anchor_node.op in CONTRACTIONS)
+            epilogue = [nodes[m] for m in members[1:]]
+            _prologue(_absorbable_inputs(anchor_node), members, producers, consumers, taken, outputs,
+                      anchor_node.op in CONTRACTIONS)
+            _prologue(_operands_read_once(graph, epilogue, members, nodes), members, producers, consumers, taken,
+                      outputs, cheap_only=False)
             taken.update(members)
     for node in reversed(graph.nodes):
         if node.name in taken or op_def(node.op).view:
@@ -106,7 +117,7 @@ def partition(graph: Graph, fuse: bool = True) -> list[Group]:
             add_group([node.name], None if is_injective(node) else node.name, ())
             continue
         members = [node.name]
-        _prologue(node, members, producers, consumers, taken, outputs, cheap_only=False)
+        _prologue(_absorbable_inputs(node), members, producers, consumers, taken, outputs, cheap_only=False)
         add_group(members, None, ())
     result = []
     for members, anchor, path in groups:
@@ -221,11 +232,11 @@ def _new_space(parent: int, via: str, origin: dict[int, tuple[int, str]]) -> int
     return s
 
 
-def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], consumers: dict[str, list[Node]],
+def _prologue(pending: list[str], members: list[str], producers: dict[str, Node], consumers: dict[str, list[Node]],
               taken: set[str], outputs: set[str], cheap_only: bool) -> None:
-    """Absorb injective producers of `anchor`'s inputs (recursively) into `members`, while the
+    """Absorb injective producers of the tensors `pending` (recursively) into `members`, while the
     composed expression stays under MAX_INLINED_READS inlined producers."""
-    pending = _absorbable_inputs(anchor)
+    pending = list(pending)
     reads: dict[str, int] = {}  # tensor -> times the composed expression reads it
     for x in pending:
         reads[x] = reads.get(x, 0) + 1
@@ -252,6 +263,22 @@ def _prologue(anchor: Node, members: list[str], producers: dict[str, Node], cons
         for x in _absorbable_inputs(producer):
             reads[x] = reads.get(x, 0) + reads.get(t, 1)
             pending.append(x)
+
+
+def _operands_read_once(graph: Graph, epilogue: list[Node], members: list[str], nodes: dict[str, Node]) -> list[str]:
+    """The operands from outside the group of its elementwise epilogue nodes that have as many
+    elements as the node's output: the fused kernel reads each of their elements once, so their
+    injective producers may join it at no recomputation (a residual dequantized from uint8 is read
+    as bytes, not as the float32 tensor a kernel of its own would write)."""
+    produced = {o for m in members for o in nodes[m].outputs}
+    found: list[str] = []
+    for node in epilogue:
+        if not op_def(node.op).elementwise:
+            continue
+        size = graph.type_of(node.outputs[0]).size
+        found.extend(t for t in _absorbable_inputs(node)
+                     if t not in produced and t not in found and graph.type_of(t).size == size)
+    return found
 
 
 def _absorbable_inputs(node: Node) -> list[str]:
