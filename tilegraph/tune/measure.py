@@ -119,8 +119,9 @@ def library_reference(workload: Workload, inputs: Sequence[np.ndarray]) -> list[
 
 
 # Bumped whenever compare_outputs accepts what it refused before: a wrong answer recorded under an
-# older check is checked again (TuneSession.measure_kernel). 2: a 16-bit float's last-place unit.
-CHECK_VERSION = 2
+# older check is checked again (TuneSession.measure_kernel). 2: a 16-bit float's last-place unit;
+# 3: a dequantized grid computed in float32 (quantized_step's mean gap).
+CHECK_VERSION = 3
 
 # a 16-bit float output rounds the kernel's float32 result once: where that result moves within
 # float32 rounding (an FMA contraction, a dot-product instruction's order) across a tie, the stored
@@ -181,6 +182,10 @@ def quantized_step(ref: np.ndarray, min_size: int = 64) -> float:
     step = float(np.min(np.diff(values)))
     if step <= 1e-6 * float(np.max(np.abs(values))) or step == round(step):
         return 0.0  # integer steps: floor/round/ceil of floats, exact in float32 too, get no slack
+    # the mean gap, not the smallest: a grid computed in float32 ((q - z) * s rounded) has gaps
+    # uneven in their last bits, and 255 of the smallest fall a tenth of a step short of the top
+    span = float(values[-1] - values[0])
+    step = span / round(span / step)
     k = (values - values[0]) / step
     return step if float(np.max(np.abs(k - np.round(k)))) <= 1e-3 else 0.0
 
