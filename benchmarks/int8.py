@@ -9,7 +9,8 @@ quant_pre_process, then quantize_static: QDQ format, per-channel int8 weights, i
 quantize_dynamic's file, NAME_dynamic.onnx, instead; `--format precision`: tilegraph compiles the
 float32 file with precision="int8", its own dynamic quantization, the peers run NAME_dynamic.onnx).
 tilegraph compiles the QDQ
-file (no tuning budget: Gensor's constructed kernels; convolutions and GEMMs on the integers,
+file (`--budget S` seconds of tuning per model, default none: Gensor's constructed kernels;
+convolutions and GEMMs on the integers,
 frontends/onnx_qdq.py) and the float32 file; raced in one process (graph/race.py: alternating
 rounds, medians) against ONNX Runtime on both files and OpenVINO on the QDQ file (its int8).
 Errors are against ONNX Runtime's output on the same QDQ file, and against float32.
@@ -95,6 +96,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--format", choices=sorted(FORMATS), default="qdq",
                    help="qdq: quantize_static's QDQ file (default); dynamic: quantize_dynamic's; precision: "
                         "tilegraph's precision='int8' on the float32 file, the peers on quantize_dynamic's")
+    p.add_argument("--budget", type=float, default=0.0,
+                   help="tuning seconds per tilegraph model (tg.compile's time_budget; int8 and float32 alike; "
+                        "default 0: Gensor's constructed kernels)")
     p.add_argument("--out", default=None, help="folder for int8.md / int8.json")
     return p.parse_args(argv)
 
@@ -103,7 +107,8 @@ def _error(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.abs(got.astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30))
 
 
-def _row(name: str, threads: int, rounds: int, seconds: float, orchestration: str, fmt: str = "qdq") -> dict:
+def _row(name: str, threads: int, rounds: int, seconds: float, orchestration: str, fmt: str = "qdq",
+         budget: float = 0.0) -> dict:
     import tilegraph as tg
     from tilegraph.cli.models import _resolve
     from tilegraph.graph.precision import random_inputs
@@ -114,12 +119,12 @@ def _row(name: str, threads: int, rounds: int, seconds: float, orchestration: st
     notes: list[str] = []
     start = time.perf_counter()
     if fmt == "precision":
-        int8 = tg.compile(str(float_path), orchestration=orchestration, precision="int8")
+        int8 = tg.compile(str(float_path), orchestration=orchestration, precision="int8", time_budget=budget)
         notes.append(int8.precision_report.line())
     else:
-        int8 = tg.compile(str(qdq_path), orchestration=orchestration)
+        int8 = tg.compile(str(qdq_path), orchestration=orchestration, time_budget=budget)
     compile_s = time.perf_counter() - start
-    fp32 = tg.compile(str(float_path), orchestration=orchestration)
+    fp32 = tg.compile(str(float_path), orchestration=orchestration, time_budget=budget)
     inputs = random_inputs(fp32.graph, seed=1)
     contenders, outputs = {}, {}
     for label, model in (("tilegraph int8", int8), ("tilegraph fp32", fp32)):
@@ -178,11 +183,11 @@ def main(argv: list[str]) -> int:
     rows = []
     for name in [m.strip() for m in args.only.split(",") if m.strip()]:
         print(f"int8: {name} ...", file=sys.stderr, flush=True)
-        rows.append(_row(name, threads, args.rounds, args.seconds, args.orchestration, args.format))
+        rows.append(_row(name, threads, args.rounds, args.seconds, args.orchestration, args.format, args.budget))
     from benchmarks.run import cpu_model
 
     meta = {"command": "python -m benchmarks.run " + " ".join(argv), "cpu": cpu_model(), "threads": threads,
-            "format": args.format, "date": datetime.datetime.now().isoformat(timespec="seconds")}
+            "format": args.format, "budget_s": args.budget, "date": datetime.datetime.now().isoformat(timespec="seconds")}
     text = _markdown(rows, meta)
     print(text)
     if args.out:

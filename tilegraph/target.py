@@ -222,6 +222,18 @@ def has_int8_dot(target: object) -> bool:
     return "-mavx512vnni" in flags or ("-march=native" in flags and "avx512_vnni" in _detect_cpu()["flags"])
 
 
+def int8_dot_lanes(target: object) -> int:
+    """The int32 lanes of the uint8 x int8 dot-product step code for `target` may use: 16 with
+    AVX512_VNNI (vpdpbusd on a zmm register), 8 on an x86 AVX2 target (the same sum, exact, from
+    vpmaddwd on 16-bit pairs: codegen/int8.py), else 0 (no step: int32 multiply-adds; so on an
+    AVX-512 CPU without VNNI, whose int32 vectors have 16 lanes)."""
+    if has_int8_dot(target):
+        return 16
+    if isinstance(target, Target) and target.kind == "cpu" and target.arch == "x86_64" and target.isa == "avx2":
+        return 8
+    return 0
+
+
 # ---- parsing -------------------------------------------------------------------------------
 def _parse_value(name: str, annotation: str, text: str, spec: str) -> Any:
     annotation = str(annotation)

@@ -212,7 +212,7 @@ class _Printer:
         self.bfloat16_lanes: set[int] | None = None  # vector widths of bfloat16 helpers used; None: no bfloat16
         self.bfloat16_dot = False  # whether the code calls tgh_bf16_dot2_v16sf
         self.int8_loads: set[tuple[str, int]] = set()  # (uint8 | int8, lanes) widening loads used (codegen/int8.py)
-        self.int8_dot = False  # whether the code calls tgh_u8s8_dot4_v16si
+        self.int8_dot: set[int] = set()  # the lanes of the tgh_u8s8_dot4_v{lanes}si steps called
         # int32 index arithmetic unless a buffer or loop is too large for it: then every int32
         # variable is declared int64_t and C's promotions carry the 64 bits through each index.
         self.index_type = "int64_t" if _needs_wide_index(func) else "int32_t"
@@ -377,12 +377,13 @@ class _Printer:
         """acc + a0*b0 + .. + a3*b3 (lower/passes/group_int8_products.py): A's four consecutive
         bytes by the first one's address, B's four rows by theirs."""
         acc, a, b = e.args[0], e.args[1:5], e.args[5:]
-        if not all(isinstance(x, BufferLoad) for x in (*a, *b)) or lanes_of(e) != 16 or len(b) != 4:
-            raise LoweringError("u8s8_dot4 takes a 16-lane accumulator, four uint8 loads and four int8 row loads")
-        self.int8_dot = True
+        lanes = lanes_of(e)
+        if not all(isinstance(x, BufferLoad) for x in (*a, *b)) or lanes not in (8, 16) or len(b) != 4:
+            raise LoweringError("u8s8_dot4 takes an 8- or 16-lane accumulator, four uint8 loads and four int8 row loads")
+        self.int8_dot.add(lanes)
         first = f"{self.buf(a[0].buffer)} + {self.expr(a[0].indices[0])}"  # type: ignore[attr-defined]
         rows = ", ".join(f"{self.buf(x.buffer)} + {self.expr(x.indices[0].base)}" for x in b)  # type: ignore[attr-defined]
-        return f"tgh_u8s8_dot4_v16si({self.expr(acc)}, {first}, {rows})"
+        return f"tgh_u8s8_dot4_v{lanes}si({self.expr(acc)}, {first}, {rows})"
 
     def load_bfloat16(self, b: Buffer, idx: Expr) -> str:
         if not isinstance(idx, Ramp):

@@ -4,7 +4,7 @@
     tgh_i8_load_v16si(p)    16 int8 at p, sign-extended (vpmovsxbd); also 4 and 8 lanes
     tgh_u8_store_v16si(p, x), tgh_i8_store_v16si(p, x)
                             int32 lanes stored as their low 8 bits (vpmovdb: C's conversion)
-    tgh_u8s8_dot4_v16si(acc, a, b0, b1, b2, b3)
+    tgh_u8s8_dot4_v16si(acc, a, b0, b1, b2, b3), tgh_u8s8_dot4_v8si (8 lanes, b0..b3: 8 int8 each)
                             acc + a[0]*b0 + a[1]*b1 + a[2]*b2 + a[3]*b3 per lane, in int32, wrapping
                             (a: four consecutive uint8, b0..b3: 16 int8 each; lower/passes/group_int8_products.py)
 
@@ -66,25 +66,56 @@ static inline v16si tgh_u8s8_dot4_v16si(v16si acc, const uint8_t* a, const int8_
 }
 #endif"""
 
+# The same step on 8 lanes for AVX2 without VNNI, exact: A's bytes zero-extended to 16-bit pairs
+# (a0, a1) and (a2, a3), each broadcast as one 32-bit word; B's rows sign-extended to 16 bits and
+# interleaved into (b0[c], b1[c]) and (b2[c], b3[c]) pairs per column; vpmaddwd sums each pair of
+# 16-bit products into 32 bits (|a0*b0 + a1*b1| <= 2 * 255 * 128: no saturation, vpmaddwd saturates
+# only for two (-32768)**2 products); the two sums and the accumulator added wrapping, as the IR's.
+_DOT4_8 = """#if defined(__AVX2__)
+#include <immintrin.h>
+static inline v8si tgh_u8s8_dot4_v8si(v8si acc, const uint8_t* a, const int8_t* b0, const int8_t* b1,
+                                      const int8_t* b2, const int8_t* b3) {
+  uint32_t word;
+  __builtin_memcpy(&word, a, 4);
+  const __m256i a01 = _mm256_set1_epi32((int32_t)((word & 0xffu) | ((word & 0xff00u) << 8)));
+  const __m256i a23 = _mm256_set1_epi32((int32_t)(((word >> 16) & 0xffu) | ((word >> 24) << 16)));
+  const __m128i r0 = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i*)b0));
+  const __m128i r1 = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i*)b1));
+  const __m128i r2 = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i*)b2));
+  const __m128i r3 = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i*)b3));
+  const __m256i b01 = _mm256_set_m128i(_mm_unpackhi_epi16(r0, r1), _mm_unpacklo_epi16(r0, r1));
+  const __m256i b23 = _mm256_set_m128i(_mm_unpackhi_epi16(r2, r3), _mm_unpacklo_epi16(r2, r3));
+  const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(a01, b01), _mm256_madd_epi16(a23, b23));
+  return (v8si)((v8su)acc + (v8su)sum);
+}
+#else
+static inline v8si tgh_u8s8_dot4_v8si(v8si acc, const uint8_t* a, const int8_t* b0, const int8_t* b1,
+                                      const int8_t* b2, const int8_t* b3) {
+  v8si sum = tgh_splat_v8si(a[0]) * tgh_i8_load_v8si(b0) + tgh_splat_v8si(a[1]) * tgh_i8_load_v8si(b1)
+           + tgh_splat_v8si(a[2]) * tgh_i8_load_v8si(b2) + tgh_splat_v8si(a[3]) * tgh_i8_load_v8si(b3);
+  return (v8si)((v8su)acc + (v8su)sum);  /* wrapping, as the IR's int32 */
+}
+#endif"""
+
 LOADS = {"uint8": ("u8", "uint8_t"), "int8": ("i8", "int8_t")}
 
 
-def int8_helpers(loads: set[tuple[str, int]], dot: bool) -> str:
-    """The widening loads and narrowing stores of the (dtype name, lanes) used and, with `dot`, the
-    dot-product step."""
-    if dot:
-        loads = loads | {("int8", 16)}
+def int8_helpers(loads: set[tuple[str, int]], dot: set[int] | bool) -> str:
+    """The widening loads and narrowing stores of the (dtype name, lanes) used and the dot-product
+    steps of the lanes in `dot` (True: 16)."""
+    steps = {16} if dot is True else set(dot or ())
+    loads = loads | {("int8", lanes) for lanes in steps}
     w = CodeWriter()
-    if dot:
-        w.raw("typedef uint32_t v16su __attribute__((vector_size(64)));")
+    for lanes in sorted(steps):
+        w.raw(f"typedef uint32_t v{lanes}su __attribute__((vector_size({lanes * 4})));")
     for name, lanes in sorted(loads):
         short, scalar = LOADS[name]
         text = (_LOAD.replace("VB", f"v{lanes}{short}b").replace("VI", f"v{lanes}si").replace("LANES", str(lanes))
                 .replace("SCALAR", scalar).replace("NAME", short))
         for line in text.splitlines():
             w.raw(line)
-    if dot:
-        for line in _DOT4.splitlines():
+    for lanes in sorted(steps):
+        for line in (_DOT4 if lanes == 16 else _DOT4_8).splitlines():
             w.raw(line)
     return w.text()
 

@@ -1,5 +1,6 @@
 """group_int8_products: the register updates of a uint8 x int8 GEMM become AVX512_VNNI dot-product
-steps on targets that have the instruction, and nowhere else; the grouped IR means what the
+steps on targets that have the instruction, 8-lane steps from vpmaddwd on AVX2 targets, and
+nowhere else; the grouped IR means what the
 ungrouped one does, bit for bit (the interpreter runs both), and so does the C helper, on the
 hardware and in its fallback, wrapping past 2**31 as int32 arithmetic does."""
 
@@ -19,7 +20,7 @@ from tilegraph.loop.visit import stmt_exprs, walk_stmts
 from tilegraph.lower.passes.group_int8_products import DOT4
 from tilegraph.lower.pipeline import lower
 from tilegraph.runtime.kernel import Kernel
-from tilegraph.target import COMMON_CFLAGS, CROSS_ISA_CFLAGS, has_int8_dot
+from tilegraph.target import COMMON_CFLAGS, CROSS_ISA_CFLAGS, has_int8_dot, int8_dot_lanes
 from tilegraph.te.expr import Call
 from tilegraph.te.visit import walk
 
@@ -60,17 +61,21 @@ def _exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def test_only_targets_with_the_instruction_group_products():
     assert has_int8_dot(AVX512_VNNI) and not has_int8_dot(AVX512) and not has_int8_dot(AVX2)
     assert not has_int8_dot(tg.Target("opencl"))
+    assert (int8_dot_lanes(AVX512_VNNI), int8_dot_lanes(AVX2), int8_dot_lanes(AVX512)) == (16, 8, 0)
+    assert int8_dot_lanes(tg.Target("opencl")) == 0
     sch = _schedule(_matmul(24, 64, 32), AVX512_VNNI)
     assert _dot_steps(lower(sch.func, AVX512_VNNI)) > 0
     assert _dot_steps(lower(sch.func, AVX512)) == 0
+    assert _dot_steps(lower(_schedule(_matmul(24, 64, 32), AVX2).func, AVX2)) > 0  # vpmaddwd's 8 lanes
     assert _dot_steps(lower(_schedule(_matmul(24, 64, 32, "int8"), AVX512_VNNI).func, AVX512_VNNI)) == 0  # s8 x s8
 
 
+@pytest.mark.parametrize("target", [AVX512_VNNI, AVX2], ids=["vnni", "avx2"])
 @pytest.mark.parametrize("m, n, k", [(24, 64, 32), (7, 48, 11), (5, 33, 6)])  # K % 4: 0, 3, 2 (a tail)
-def test_grouped_ir_means_the_ungrouped_products_bit_for_bit(m, n, k, rng):
+def test_grouped_ir_means_the_ungrouped_products_bit_for_bit(m, n, k, target, rng):
     wl = _matmul(m, n, k)
-    sch = _schedule(wl, AVX512_VNNI)
-    lowered = lower(sch.func, AVX512_VNNI)
+    sch = _schedule(wl, target)
+    lowered = lower(sch.func, target)
     a, b = _inputs(m, n, k, rng)
     grouped = interpret(lowered, a.reshape(-1), b.reshape(-1), outputs=1).reshape(m, n)
     np.testing.assert_array_equal(grouped, _exact(a, b))
@@ -168,3 +173,28 @@ def test_updates_split_by_a_guarded_tail_group_too(rng):
     want = np.einsum("nhwc,co->nhwo", a.astype(np.int64), b[0, 0].astype(np.int64)).astype(np.int32)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got, interpret(sch, a, b))
+
+
+@pytest.mark.needs_cc
+def test_the_avx2_step_agrees_bit_for_bit_and_wraps(rng):
+    """AVX2's step (vpmaddwd on 16-bit pairs) on odd sizes and on the extremes: 255 x -128 pairs
+    (the largest 16-bit pair sums, no saturation) and sums past 2**31, wrapping as the interpreter's."""
+    host = tg.Target("cpu")
+    if host.arch != "x86_64" or host.isa not in ("avx2", "avx512"):
+        pytest.skip("AVX2 code runs on x86 CPUs with AVX2")
+    for m, n, k, extreme in ((13, 40, 37, False), (2, 16, 70000, True)):
+        lowered = lower(_schedule(_matmul(m, n, k), AVX2).func, AVX2)
+        src = codegen_c(lowered)
+        assert "tgh_u8s8_dot4_v8si(" in src.code
+        kernel = Kernel(compile_c(src.code, AVX2, name=src.entry), src.entry, inputs=lowered.params[:2],
+                        outputs=lowered.params[2:], source=src.code, target=AVX2, lowered=lowered)
+        a, b = _inputs(m, n, k, rng)
+        if extreme:
+            a[:] = 255
+            b[:] = 127
+            b[:, 1] = -128
+        out = np.full(m * n, -12345, np.int32)  # poisoned
+        kernel(a.reshape(-1), b.reshape(-1), out=out)
+        np.testing.assert_array_equal(out.reshape(m, n), _exact(a, b))
+        if extreme:
+            assert out[0] < 0 < out[1]  # wrapped both ways

@@ -89,7 +89,7 @@ def _check_value(e: Expr) -> None:
         _check_value(e.value.indices[0].base)
         return
     if isinstance(e, Call) and e.name == DOT4:  # A's bytes and B's rows are passed by address
-        _check_vector_type(e.dtype.scalar.with_lanes(16), DOT4)
+        _check_vector_type(e.dtype, DOT4)
         for x in e.args[1:]:
             _check_value(x.indices[0].base if isinstance(x.indices[0], Ramp) else x.indices[0])  # type: ignore[attr-defined]
         _check_value(e.args[0])

@@ -1,7 +1,8 @@
 """group_int8_products: four register updates of a uint8 x int8 GEMM micro-kernel that add the
 products of neighbouring elements of A become one AVX512_VNNI dot-product step (vpdpbusd: 64
-multiply-adds per instruction, against 16 for an int32 multiply and add). Only for targets that
-have the instruction (target.has_int8_dot); anywhere else the IR is left as it is.
+multiply-adds per instruction, against 16 for an int32 multiply and add); on an x86 target with
+AVX2 alone the same step on 8 lanes, computed exactly from vpmaddwd's 16-bit pairs (codegen/int8.py;
+target.int8_dot_lanes). Anywhere else the IR is left as it is.
 
     acc[2] = acc[2] + broadcast(int32(A[i*K + k]), 16) * int32(B[ramp(k*N + j, 1, 16)])
     ...                                            (other registers in between)
@@ -25,16 +26,20 @@ from tilegraph.loop.ir import Func
 from tilegraph.lower.passes import dot_groups
 
 DOT4 = "u8s8_dot4"
-LANES = 16  # vpdpbusd on a zmm register: 16 int32 accumulators
-PATTERN = dot_groups.DotPattern(DOT4, 4, LANES, dt.int32.with_lanes(LANES), (dt.uint8,), (dt.int8,), dt.int32)
+LANES = (8, 16)  # int32 accumulators: a ymm register (AVX2's vpmaddwd pairs), a zmm register (vpdpbusd)
+
+
+def pattern(lanes: int) -> dot_groups.DotPattern:
+    return dot_groups.DotPattern(DOT4, 4, lanes, dt.int32.with_lanes(lanes), (dt.uint8,), (dt.int8,), dt.int32)
 
 
 def run(func: Func, target: object) -> Func:
-    from tilegraph.target import has_int8_dot
+    from tilegraph.target import int8_dot_lanes
 
-    if not has_int8_dot(target) or not any(b.dtype == dt.int8 for b in func.buffers):
+    lanes = int8_dot_lanes(target)
+    if not lanes or not any(b.dtype == dt.int8 for b in func.buffers):
         return func
-    return dot_groups.run(func, PATTERN)
+    return dot_groups.run(func, pattern(lanes))
 
 
 __all__ = ["DOT4", "run"]
