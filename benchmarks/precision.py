@@ -3,8 +3,8 @@
     python -m benchmarks.run precision                          # resnet50, mobilenet_v2, bert, gpt2
     python -m benchmarks.run precision --only bert --threads 2 --out DIR
 
-For each reference model (its ONNX file): tilegraph compiled with precision="bf16" (no tuning
-budget: Gensor's constructed kernels) and in float32, raced in one process against ONNX Runtime
+For each reference model (its ONNX file): tilegraph compiled with precision="bf16" (`--budget S`
+seconds of tuning per model, default none: Gensor's constructed kernels) and in float32, raced in one process against ONNX Runtime
 (float32), OpenVINO with the f32 hint and with the bf16 hint (where installed), alternating
 rounds, medians (graph/race.py). Each system's max relative error against ONNX Runtime's float32
 output on the same seeded inputs is reported beside its time, with the accuracy gate's verdict.
@@ -30,11 +30,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="threads for every system (default: all cores)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seconds", type=float, default=2.0, help="timing per system and model")
+    p.add_argument("--budget", type=float, default=0.0,
+                   help="tuning seconds per tilegraph model (tg.compile's time_budget; bf16 and float32 alike; "
+                        "default 0: Gensor's constructed kernels)")
     p.add_argument("--out", default=None, help="folder for precision.md / precision.json")
     return p.parse_args(argv)
 
 
-def _row(name: str, threads: int, rounds: int, seconds: float) -> dict:
+def _row(name: str, threads: int, rounds: int, seconds: float, budget: float = 0.0) -> dict:
     import tilegraph as tg
     from tilegraph.cli.models import _resolve
     from tilegraph.graph.precision import random_inputs, relative_error
@@ -42,9 +45,9 @@ def _row(name: str, threads: int, rounds: int, seconds: float) -> dict:
 
     onnx_path, _, _ = _resolve(name)
     start = time.perf_counter()
-    bf16 = tg.compile(str(onnx_path), precision="bf16")
+    bf16 = tg.compile(str(onnx_path), precision="bf16", time_budget=budget)
     compile_s = time.perf_counter() - start
-    fp32 = tg.compile(str(onnx_path))
+    fp32 = tg.compile(str(onnx_path), time_budget=budget)
     inputs = random_inputs(fp32.graph, seed=1)
     contenders, outputs = {}, {}
     for label, model in (("tilegraph bf16", bf16), ("tilegraph fp32", fp32)):
@@ -102,11 +105,11 @@ def main(argv: list[str]) -> int:
     rows = []
     for name in [m.strip() for m in args.only.split(",") if m.strip()]:
         print(f"precision: {name} ...", file=sys.stderr, flush=True)
-        rows.append(_row(name, threads, args.rounds, args.seconds))
+        rows.append(_row(name, threads, args.rounds, args.seconds, args.budget))
     from benchmarks.run import cpu_model
 
     meta = {"command": "python -m benchmarks.run " + " ".join(argv), "cpu": cpu_model(), "threads": threads,
-            "date": datetime.datetime.now().isoformat(timespec="seconds")}
+            "budget_s": args.budget, "date": datetime.datetime.now().isoformat(timespec="seconds")}
     text = _markdown(rows, meta)
     print(text)
     if args.out:

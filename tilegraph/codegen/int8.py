@@ -66,12 +66,24 @@ static inline v16si tgh_u8s8_dot4_v16si(v16si acc, const uint8_t* a, const int8_
 }
 #endif"""
 
-# The same step on 8 lanes for AVX2 without VNNI, exact: A's bytes zero-extended to 16-bit pairs
+# The same step on 8 lanes: vpdpbusd on a ymm register with AVX512_VNNI and AVX512VL (a tile's
+# 8-column tail, MobileNet-V2's 24-channel projections); for AVX2 without VNNI, exact: A's bytes zero-extended to 16-bit pairs
 # (a0, a1) and (a2, a3), each broadcast as one 32-bit word; B's rows sign-extended to 16 bits and
 # interleaved into (b0[c], b1[c]) and (b2[c], b3[c]) pairs per column; vpmaddwd sums each pair of
 # 16-bit products into 32 bits (|a0*b0 + a1*b1| <= 2 * 255 * 128: no saturation, vpmaddwd saturates
 # only for two (-32768)**2 products); the two sums and the accumulator added wrapping, as the IR's.
-_DOT4_8 = """#if defined(__AVX2__)
+_DOT4_8 = """#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#include <immintrin.h>
+static inline v8si tgh_u8s8_dot4_v8si(v8si acc, const uint8_t* a, const int8_t* b0, const int8_t* b1,
+                                      const int8_t* b2, const int8_t* b3) {
+  int32_t word;
+  __builtin_memcpy(&word, a, 4);
+  const __m128i r01 = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i*)b0), _mm_loadl_epi64((const __m128i*)b1));
+  const __m128i r23 = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i*)b2), _mm_loadl_epi64((const __m128i*)b3));
+  const __m256i b = _mm256_set_m128i(_mm_unpackhi_epi16(r01, r23), _mm_unpacklo_epi16(r01, r23));
+  return (v8si)_mm256_dpbusd_epi32((__m256i)acc, _mm256_set1_epi32(word), b);
+}
+#elif defined(__AVX2__)
 #include <immintrin.h>
 static inline v8si tgh_u8s8_dot4_v8si(v8si acc, const uint8_t* a, const int8_t* b0, const int8_t* b1,
                                       const int8_t* b2, const int8_t* b3) {

@@ -86,7 +86,7 @@ def _kernel(wl: tg.Workload, hardware: bool) -> Kernel:
     host = tg.Target("cpu")
     lowered = lower(_schedule(wl, AVX512_VNNI).func, AVX512_VNNI)
     src = codegen_c(lowered)
-    assert "tgh_u8s8_dot4_v16si(" in src.code
+    assert "tgh_u8s8_dot4_v16si(" in src.code or "tgh_u8s8_dot4_v8si(" in src.code
     build_target = host if hardware else dataclasses.replace(host, cflags=AVX512.cflags)
     lib = compile_c(src.code, build_target, name=src.entry)
     return Kernel(lib, src.entry, inputs=lowered.params[:2], outputs=lowered.params[2:], source=src.code,
@@ -198,3 +198,21 @@ def test_the_avx2_step_agrees_bit_for_bit_and_wraps(rng):
         np.testing.assert_array_equal(out.reshape(m, n), _exact(a, b))
         if extreme:
             assert out[0] < 0 < out[1]  # wrapped both ways
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("hardware", [False, True])
+def test_an_eight_column_tail_takes_ymm_steps(hardware, rng):
+    """24 columns: a 16-lane register and an 8-lane one (MobileNet-V2's 24-channel projections);
+    with VNNI both take dot steps, the 8-lane one vpdpbusd on a ymm register, bit for bit."""
+    _skip_unless_runnable(hardware)
+    m, n, k = 9, 24, 23
+    lowered = lower(_schedule(_matmul(m, n, k), AVX512_VNNI).func, AVX512_VNNI)
+    lanes = {x.dtype.lanes for s in walk_stmts(lowered.body) for e in stmt_exprs(s) for x in walk(e)
+             if isinstance(x, Call) and x.name == DOT4}
+    assert 8 in lanes
+    kernel = _kernel(_matmul(m, n, k), hardware)
+    a, b = _inputs(m, n, k, rng)
+    out = np.full(m * n, -12345, np.int32)  # poisoned
+    kernel(a.reshape(-1), b.reshape(-1), out=out)
+    np.testing.assert_array_equal(out.reshape(m, n), _exact(a, b))

@@ -1,6 +1,7 @@
 """group_int8_products: four register updates of a uint8 x int8 GEMM micro-kernel that add the
 products of neighbouring elements of A become one AVX512_VNNI dot-product step (vpdpbusd: 64
-multiply-adds per instruction, against 16 for an int32 multiply and add); on an x86 target with
+multiply-adds per instruction, against 16 for an int32 multiply and add; 8-lane accumulators, a
+tile's 8-column tail, on a ymm register); on an x86 target with
 AVX2 alone the same step on 8 lanes, computed exactly from vpmaddwd's 16-bit pairs (codegen/int8.py;
 target.int8_dot_lanes). Anywhere else the IR is left as it is.
 
@@ -39,7 +40,8 @@ def run(func: Func, target: object) -> Func:
     lanes = int8_dot_lanes(target)
     if not lanes or not any(b.dtype == dt.int8 for b in func.buffers):
         return func
-    return dot_groups.run(func, pattern(lanes))
+    func = dot_groups.run(func, pattern(lanes))
+    return dot_groups.run(func, pattern(8)) if lanes == 16 else func  # 8-column tails: vpdpbusd on a ymm
 
 
 __all__ = ["DOT4", "run"]
