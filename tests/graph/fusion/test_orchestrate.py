@@ -224,6 +224,37 @@ def test_a_departure_from_greedy_is_timed_again_before_it_is_taken(tmp_path, mon
     assert [s.nodes for s in third.steps] == [s.nodes for s in again.steps]
 
 
+def test_a_cost_far_above_its_roofline_is_timed_again_once(tmp_path, monkeypatch):
+    """A cost recorded while the machine was busy on a candidate the choice leaves out is never a
+    departure, so only its roofline can doubt it: records of single-node kernels made 10 s are timed
+    again (confirmed, the faster measurement kept) before the program reads them, and once
+    confirmed they are read as they are."""
+    from dataclasses import replace
+
+    from tilegraph.graph.fusion.measure import CONFIRMED
+    from tilegraph.tune.database import open_database
+
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILEGRAPH_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("TILEGRAPH_BLP_COSTS", raising=False)
+    graph, _ = _blocks(2)
+    compile_model(graph, orchestration="blp", optimize_graph=False)
+    db = open_database(None)
+    busy = 10.0
+    inflated = 0
+    for r in db.records():
+        if r.meta.get("source") == "orchestration" and len(r.meta["nodes"]) == 1:
+            db.replace_record(replace(r, latency_s=busy, latency_min_s=busy, meta={**r.meta, CONFIRMED: False}))
+            inflated += 1
+    assert inflated
+    again = compile_model(graph, orchestration="blp", optimize_graph=False)
+    assert again.orchestration.retimed >= inflated and again.orchestration.measured == 0
+    singles = [r for r in db.records() if r.meta.get("source") == "orchestration" and len(r.meta["nodes"]) == 1]
+    assert all(r.meta.get(CONFIRMED) and r.latency_min_s < busy for r in singles)
+    third = compile_model(graph, orchestration="blp", optimize_graph=False)
+    assert third.orchestration.retimed == 0 and third.orchestration.measured == 0
+
+
 @pytest.mark.needs_cc
 def test_a_constant_read_twice_is_checked_with_its_value(tmp_path, monkeypatch):
     """A size-1 constant is a literal of the add and an argument of the where: the candidates'
