@@ -112,10 +112,9 @@ static inline v8si tgh_u8s8_dot4_v8si(v8si acc, const uint8_t* a, const int8_t* 
 LOADS = {"uint8": ("u8", "uint8_t"), "int8": ("i8", "int8_t")}
 
 
-def int8_helpers(loads: set[tuple[str, int]], dot: set[int] | bool) -> str:
+def int8_helpers(loads: set[tuple[str, int]], steps: set[int]) -> str:
     """The widening loads and narrowing stores of the (dtype name, lanes) used and the dot-product
-    steps of the lanes in `dot` (True: 16)."""
-    steps = {16} if dot is True else set(dot or ())
+    steps of the lanes in `steps`."""
     loads = loads | {("int8", lanes) for lanes in steps}
     w = CodeWriter()
     for lanes in sorted(steps):

@@ -203,8 +203,8 @@ def test_the_avx2_step_agrees_bit_for_bit_and_wraps(rng):
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("hardware", [False, True])
 def test_an_eight_column_tail_takes_ymm_steps(hardware, rng):
-    """24 columns: a 16-lane register and an 8-lane one (MobileNet-V2's 24-channel projections);
-    with VNNI both take dot steps, the 8-lane one vpdpbusd on a ymm register, bit for bit."""
+    """24 columns (MobileNet-V2's 24-channel projections) take 8-lane registers (16 lanes would pad
+    them to 32: state.choose_vec_width); with VNNI they take vpdpbusd on a ymm register, bit for bit."""
     _skip_unless_runnable(hardware)
     m, n, k = 9, 24, 23
     lowered = lower(_schedule(_matmul(m, n, k), AVX512_VNNI).func, AVX512_VNNI)

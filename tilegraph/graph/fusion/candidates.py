@@ -92,7 +92,9 @@ def candidates(graph: Graph, groups: list[Group], max_nodes: int = MAX_NODES) ->
         epilogue = [m for m in g.nodes if m != g.anchor and _reaches(anchor.outputs[0], m, members, nodes, producers)]
         prologue = members - set(epilogue) - {g.anchor}
         pieces = _prologue_pieces(anchor, prologue, nodes, producers)
-        pieces += _operand_pieces(prologue - set().union(*pieces), nodes, producers)
+        operand_prologues = prologue - set().union(*pieces)  # partition's operands' prologues: one piece
+        if operand_prologues:
+            pieces.append(operand_prologues)
         for count in range(len(pieces) + 1):
             for chosen in combinations(pieces, count):
                 taken = set().union(*chosen) if chosen else set()
@@ -216,12 +218,6 @@ def _prologue_pieces(anchor: Node, prologue: set[str], nodes: dict[str, Node],
     while len(merged) > MAX_PROLOGUE_INPUTS:
         merged[-2] |= merged.pop()
     return merged
-
-
-def _operand_pieces(rest: set[str], nodes: dict[str, Node], producers: dict[str, Node]) -> list[set[str]]:
-    """The prologue members feeding epilogue nodes' operands (partition's operand prologues) as
-    one piece: with the epilogue prefix reading them, or left to kernels of their own."""
-    return [set(rest)] if rest else []
 
 
 def _group(graph: Graph, members: set[str], anchor: str | None, nodes: dict[str, Node], order: dict[str, int],

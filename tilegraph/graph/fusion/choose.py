@@ -55,7 +55,7 @@ class OrchestrationReport:
     measured: int  # kernels measured now for the first time (the rest were recorded in the database)
     seconds: float  # building, timing and solving together
     failures: tuple[str, ...] = ()  # greedy groups that failed to build or their check, with why (left out)
-    retimed: int = 0  # measurements of kernels timed again where the choice left greedy (records replaced)
+    retimed: int = 0  # kernels timed again: where the choice left greedy, or far above their roofline
 
     def summary(self) -> str:
         r = self.result
@@ -92,8 +92,7 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
     for i, k in enumerate(classes):
         if k:
             members.setdefault(k, []).append(i)
-    retimed = 0
-    retimed_suspects = [0]  # recorded costs far above their roofline, timed again once
+    retimed = 0  # measurements of kernels already measured (confirmations), not counted as measured
     timed: set[int] = set()  # candidates whose cost was measured (not a roofline estimate)
     confirmed: set[str] = set()  # classes measured again apart from their first measurement
     greedy = [i for i, c in enumerate(cands) if c.greedy and specs[i] is not None]
@@ -103,6 +102,7 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
         def build_and_measure(ids: list[int]) -> None:
             """Costs of `ids`: one candidate of each class built and measured, its cost given to
             the class (every member left out when it fails)."""
+            nonlocal retimed
             todo = [members[k][0] for k in dict.fromkeys(classes[i] for i in ids) if cost[members[k][0]] is None]
             todo = [i for i in todo if specs[i].key not in errors]
             built.update(build_kernels([specs[i] for i in todo], target, db, workers, progress, errors=errors))
@@ -124,8 +124,12 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
                             and seconds > SUSPECT_OVER_ROOFLINE * roofline_seconds(specs[i].workload, hardware(),
                                                                                    count, target)):
                         record = measure(specs[i], built[key].kernel, fresh=True)  # keeps the fastest
-                        seconds = (record.latency_min_s or record.latency_s) if record.ok else seconds
-                        retimed_suspects[0] += 1
+                        retimed += 1
+                        if not record.ok:
+                            errors[key] = GraphError(f"its check failed when timed again ({record.kind}: "
+                                                     f"{record.message[:200]})")
+                            continue
+                        seconds = record.latency_min_s or record.latency_s
                     timed.update(members[classes[i]])
                     if record.meta.get(CONFIRMED):
                         confirmed.add(classes[i])
@@ -173,7 +177,6 @@ def orchestrate_kernels(graph: Graph, groups: list[Group], target: Target, db: D
                 why = list(errors.values())[-1]  # the last failure: this build's
                 raise GraphError(f"orchestration: a chosen kernel failed to build where its class built ({why}); "
                                  "compile with orchestration='greedy'")
-        retimed += retimed_suspects[0]
         measured = measure.session.measured - retimed
     by_id = {id(c): i for i, c in enumerate(cands)}
     chosen_specs = [specs[by_id[id(c)]] for c in result.chosen]

@@ -183,16 +183,19 @@ def roofline_seconds(workload: Any, hw: Any, threads: int, target: Target | None
 
 def dot_speedup(workload: Any, target: Target | None) -> float:
     """How many times the float32 FMA peak a workload's products may reach: 2 with bfloat16 operands
-    on a target with vdpbf16ps, 4 with 8-bit ones and vpdpbusd, else 1. (Without it the roofline,
+    on a target with vdpbf16ps, 4 with 8-bit ones and vpdpbusd, 2 with 8-bit ones and AVX2's
+    vpmaddwd steps (16 multiply-adds a ymm instruction against an FMA's 8), else 1. (Without it the roofline,
     an estimate from below, priced a bf16 GEMM above its measured time and pruned it: BERT-base's
     768 x 3072 projections then ran unpaired, 2.2 ms instead of 0.9.)"""
-    from tilegraph.target import has_bf16_dot, has_int8_dot
+    from tilegraph.target import has_bf16_dot, has_int8_dot, int8_dot_lanes
 
     dtypes = {t.dtype.name for t in workload.inputs}
     if target is None:  # unknown: the best any target reaches (the estimate stays one from below)
         return 4.0 if dtypes & {"uint8", "int8"} else 2.0 if "bfloat16" in dtypes else 1.0
     if dtypes & {"uint8", "int8"} and has_int8_dot(target):
         return 4.0
+    if dtypes & {"uint8", "int8"} and int8_dot_lanes(target):
+        return 2.0
     if "bfloat16" in dtypes and has_bf16_dot(target):
         return 2.0
     return 1.0
