@@ -234,6 +234,18 @@ def int8_dot_lanes(target: object) -> int:
     return 0
 
 
+def dot_group(target: object, dtype: str) -> int:
+    """How many consecutive reduction elements of a `dtype` operand one dot-product step of code for
+    `target` reads per lane, and so how a packed copy of it groups them (EtirState.dot_group): 4 for
+    int8 with AVX512_VNNI (vpdpbusd's quads), 2 for int8 on AVX2 (vpmaddwd's pairs: codegen/int8.py)
+    and for bfloat16 with AVX512_BF16 (vdpbf16ps's pairs); 0 where no step reads it."""
+    if dtype == "int8":
+        return 4 if has_int8_dot(target) else (2 if int8_dot_lanes(target) == 8 else 0)
+    if dtype == "bfloat16":
+        return 2 if has_bf16_dot(target) else 0
+    return 0
+
+
 # ---- parsing -------------------------------------------------------------------------------
 def _parse_value(name: str, annotation: str, text: str, spec: str) -> Any:
     annotation = str(annotation)

@@ -67,9 +67,27 @@ static inline v16sf tgh_bf16_dot2_v16sf(v16sf acc, uint16_t a0, uint16_t a1, con
 #endif"""
 
 
-def bfloat16_helpers(vector_lanes: set[int], qualifier: str = "static inline", dot: bool = False) -> str:
+# The same step reading B from a copy packed in pairs (tune/gensor/to_trace.py packed_layout): each
+# lane's (b0, b1) together, vdpbf16ps's operand as it is (one load); elsewhere in float, as above.
+_DOT2_PAIRS = """#if defined(__AVX512BF16__)
+#include <immintrin.h>
+static inline v16sf tgh_bf16_dot2p_v16sf(v16sf acc, uint16_t a0, uint16_t a1, const uint16_t* b) {
+  __m512i a = _mm512_set1_epi32((int32_t)((uint32_t)a0 | ((uint32_t)a1 << 16)));
+  return (v16sf)_mm512_dpbf16_ps((__m512)acc, (__m512bh)_mm512_loadu_si512((const void*)b), (__m512bh)a);
+}
+#else
+static inline v16sf tgh_bf16_dot2p_v16sf(v16sf acc, uint16_t a0, uint16_t a1, const uint16_t* b) {
+  v16sf b0, b1;
+  for (int l = 0; l < 16; ++l) { b0[l] = tgh_bf16_value(b[2 * l]); b1[l] = tgh_bf16_value(b[2 * l + 1]); }
+  return (acc + tgh_splat_v16sf(tgh_bf16_value(a0)) * b0) + tgh_splat_v16sf(tgh_bf16_value(a1)) * b1;
+}
+#endif"""
+
+
+def bfloat16_helpers(vector_lanes: set[int], qualifier: str = "static inline", dot: set[str] | bool = False) -> str:
     """The C helpers for bfloat16: the scalar ones (GPU dialects: with their function qualifier),
-    and the vector ones for each width used (C only: the GPU printers keep bfloat16 scalar)."""
+    and the vector ones for each width used (C only: the GPU printers keep bfloat16 scalar); `dot`:
+    the layouts of B ("rows", "pairs") the dot-product steps read."""
     w = CodeWriter()
     for line in _SCALAR.replace("QUALIFIER", qualifier).splitlines():
         w.raw(line)
@@ -78,8 +96,9 @@ def bfloat16_helpers(vector_lanes: set[int], qualifier: str = "static inline", d
                 .replace("VH", f"v{lanes}bh").replace("LANES", str(lanes)))
         for line in text.splitlines():
             w.raw(line)
-    if dot:
-        for line in _DOT2.splitlines():
+    layouts = {"rows"} if dot is True else set(dot or ())
+    for layout in sorted(layouts):
+        for line in (_DOT2 if layout == "rows" else _DOT2_PAIRS).splitlines():
             w.raw(line)
     return w.text()
 

@@ -39,6 +39,7 @@ from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.passes.common import lanes_of
+from tilegraph.lower.passes.dot_groups import grouped_layout
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
 
 C_TYPES = {
@@ -210,9 +211,9 @@ class _Printer:
         self.parallel_depth = 0
         self.vector_math: set[tuple[str, int]] = set()  # (intrinsic, lanes) helpers the code calls
         self.bfloat16_lanes: set[int] | None = None  # vector widths of bfloat16 helpers used; None: no bfloat16
-        self.bfloat16_dot = False  # whether the code calls tgh_bf16_dot2_v16sf
+        self.bfloat16_dot: set[str] = set()  # B's layouts ("rows", "pairs") of the bf16 dot steps called
         self.int8_loads: set[tuple[str, int]] = set()  # (uint8 | int8, lanes) widening loads used (codegen/int8.py)
-        self.int8_dot: set[int] = set()  # the lanes of the tgh_u8s8_dot4_v{lanes}si steps called
+        self.int8_dot: set[tuple[int, str]] = set()  # (lanes, B's layout) of the u8s8 dot steps called
         # int32 index arithmetic unless a buffer or loop is too large for it: then every int32
         # variable is declared int64_t and C's promotions carry the 64 bits through each index.
         self.index_type = "int64_t" if _needs_wide_index(func) else "int32_t"
@@ -353,10 +354,15 @@ class _Printer:
         acc, a0, a1, b0, b1 = e.args
         if not all(isinstance(x, BufferLoad) for x in (a0, a1, b0, b1)) or lanes_of(e) != 16:
             raise LoweringError("bf16_dot2 takes a 16-lane accumulator and four bfloat16 loads")
+        stride = grouped_layout((b0, b1), 2)  # type: ignore[arg-type]
+        if stride is None:
+            raise LoweringError("bf16_dot2 reads B as rows or pairs (lower/passes/dot_groups.py grouped_layout)")
         self.uses_bfloat16(16)
-        self.bfloat16_dot = True
+        self.bfloat16_dot.add("rows" if stride == 1 else "pairs")
         bits = [f"{self.buf(x.buffer)}[{self.expr(x.indices[0])}]" for x in (a0, a1)]  # type: ignore[attr-defined]
         rows = [f"{self.buf(x.buffer)} + {self.expr(x.indices[0].base)}" for x in (b0, b1)]  # type: ignore[attr-defined]
+        if stride == 2:
+            return f"tgh_bf16_dot2p_v16sf({self.expr(acc)}, {bits[0]}, {bits[1]}, {rows[0]})"
         return f"tgh_bf16_dot2_v16sf({self.expr(acc)}, {bits[0]}, {bits[1]}, {rows[0]}, {rows[1]})"
 
     def widening_load(self, e: Cast) -> str:
@@ -364,10 +370,16 @@ class _Printer:
         load = e.value
         (idx,) = load.indices  # type: ignore[attr-defined]
         lanes = lanes_of(e)
-        if not isinstance(idx, Ramp) or idx.stride != 1 or lanes not in _VECTOR_WIDTHS or \
-                e.dtype.scalar not in (dt.int32, dt.float32):
-            raise LoweringError(f"the C printer widens 8-bit integers from contiguous loads into int32 or float32 "
+        if not isinstance(idx, Ramp) or lanes not in _VECTOR_WIDTHS or e.dtype.scalar not in (dt.int32, dt.float32):
+            raise LoweringError(f"the C printer widens 8-bit integers from ramp loads into int32 or float32 "
                                 f"vectors of 4, 8 or 16 lanes, got {e.dtype} of {idx}")
+        if idx.stride != 1:  # a gather, each byte widened
+            tmp = self.names.fresh("temp", "base")
+            scalar = "int32_t" if e.dtype.scalar == dt.int32 else "float"
+            values = ", ".join(f"({scalar}){self.buf(load.buffer)}[{tmp} + {k * idx.stride}]"  # type: ignore[attr-defined]
+                               for k in range(lanes))
+            vt = vector_type(e.dtype.scalar, lanes)
+            return f"({{ {self.index_type} {tmp} = {self.expr(idx.base)}; ({vt}){{{values}}}; }})"
         name = load.buffer.dtype.name  # type: ignore[attr-defined]
         self.int8_loads.add((name, lanes))
         text = f"tgh_{int8.LOADS[name][0]}_load_v{lanes}si({self.buf(load.buffer)} + {self.expr(idx.base)})"  # type: ignore[attr-defined]
@@ -380,10 +392,15 @@ class _Printer:
         lanes = lanes_of(e)
         if not all(isinstance(x, BufferLoad) for x in (*a, *b)) or lanes not in (8, 16) or len(b) != 4:
             raise LoweringError("u8s8_dot4 takes an 8- or 16-lane accumulator, four uint8 loads and four int8 row loads")
-        self.int8_dot.add(lanes)
+        stride = grouped_layout(b, 4)  # type: ignore[arg-type]
+        if stride is None:
+            raise LoweringError("u8s8_dot4 reads B as rows, quads or pairs (lower/passes/dot_groups.py grouped_layout)")
+        layout = {1: "rows", 2: "pairs", 4: "quads"}[stride]
+        self.int8_dot.add((lanes, layout))
         first = f"{self.buf(a[0].buffer)} + {self.expr(a[0].indices[0])}"  # type: ignore[attr-defined]
-        rows = ", ".join(f"{self.buf(x.buffer)} + {self.expr(x.indices[0].base)}" for x in b)  # type: ignore[attr-defined]
-        return f"tgh_u8s8_dot4_v{lanes}si({self.expr(acc)}, {first}, {rows})"
+        starts = {"rows": b, "quads": b[:1], "pairs": b[::2]}[layout]
+        rows = ", ".join(f"{self.buf(x.buffer)} + {self.expr(x.indices[0].base)}" for x in starts)  # type: ignore[attr-defined]
+        return f"tgh_u8s8_{int8.LAYOUTS[layout]}_v{lanes}si({self.expr(acc)}, {first}, {rows})"
 
     def load_bfloat16(self, b: Buffer, idx: Expr) -> str:
         if not isinstance(idx, Ramp):

@@ -109,15 +109,64 @@ static inline v8si tgh_u8s8_dot4_v8si(v8si acc, const uint8_t* a, const int8_t* 
 }
 #endif"""
 
+# The same step reading B from a copy packed in K groups (tune/gensor/to_trace.py packed_layout):
+# quads, each lane's four bytes together (vpdpbusd's operand as it is: one load), or pairs, (b0, b1)
+# and (b2, b3) of each lane together (vpmaddwd's operands after one sign extension). Elsewhere the
+# same sums from the lanes gathered: every path gives the interpreter's bits.
+_DOT4_QUADS = """#if defined(__AVX512VNNI__) && defined(__AVX512F__) && LANES == 16
+#include <immintrin.h>
+static inline VI tgh_u8s8_dot4q_VI(VI acc, const uint8_t* a, const int8_t* b) {
+  int32_t word;
+  __builtin_memcpy(&word, a, 4);
+  return (VI)_mm512_dpbusd_epi32((__m512i)acc, _mm512_set1_epi32(word), _mm512_loadu_si512((const void*)b));
+}
+#elif defined(__AVX512VNNI__) && defined(__AVX512VL__) && LANES == 8
+#include <immintrin.h>
+static inline VI tgh_u8s8_dot4q_VI(VI acc, const uint8_t* a, const int8_t* b) {
+  int32_t word;
+  __builtin_memcpy(&word, a, 4);
+  return (VI)_mm256_dpbusd_epi32((__m256i)acc, _mm256_set1_epi32(word), _mm256_loadu_si256((const __m256i*)b));
+}
+#else
+static inline VI tgh_u8s8_dot4q_VI(VI acc, const uint8_t* a, const int8_t* b) {
+  VI sum;
+  for (int l = 0; l < LANES; ++l)
+    sum[l] = a[0] * b[4 * l] + a[1] * b[4 * l + 1] + a[2] * b[4 * l + 2] + a[3] * b[4 * l + 3];
+  return (VI)((VU)acc + (VU)sum);  /* wrapping, as the IR's int32 */
+}
+#endif"""
+
+_DOT4_PAIRS = """#if defined(__AVX2__) && LANES == 8
+#include <immintrin.h>
+static inline VI tgh_u8s8_dot4p_VI(VI acc, const uint8_t* a, const int8_t* b01, const int8_t* b23) {
+  uint32_t word;
+  __builtin_memcpy(&word, a, 4);
+  const __m256i a01 = _mm256_set1_epi32((int32_t)((word & 0xffu) | ((word & 0xff00u) << 8)));
+  const __m256i a23 = _mm256_set1_epi32((int32_t)(((word >> 16) & 0xffu) | ((word >> 24) << 16)));
+  const __m256i p01 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b01));
+  const __m256i p23 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b23));
+  const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(a01, p01), _mm256_madd_epi16(a23, p23));
+  return (VI)((VU)acc + (VU)sum);
+}
+#else
+static inline VI tgh_u8s8_dot4p_VI(VI acc, const uint8_t* a, const int8_t* b01, const int8_t* b23) {
+  VI sum;
+  for (int l = 0; l < LANES; ++l)
+    sum[l] = a[0] * b01[2 * l] + a[1] * b01[2 * l + 1] + a[2] * b23[2 * l] + a[3] * b23[2 * l + 1];
+  return (VI)((VU)acc + (VU)sum);  /* wrapping, as the IR's int32 */
+}
+#endif"""
+
 LOADS = {"uint8": ("u8", "uint8_t"), "int8": ("i8", "int8_t")}
+LAYOUTS = {"rows": "dot4", "quads": "dot4q", "pairs": "dot4p"}  # B's layout -> the step's helper name
 
 
-def int8_helpers(loads: set[tuple[str, int]], steps: set[int]) -> str:
+def int8_helpers(loads: set[tuple[str, int]], steps: set[tuple[int, str]]) -> str:
     """The widening loads and narrowing stores of the (dtype name, lanes) used and the dot-product
-    steps of the lanes in `steps`."""
-    loads = loads | {("int8", lanes) for lanes in steps}
+    steps in `steps`: (lanes, B's layout in LAYOUTS)."""
+    loads = loads | {("int8", lanes) for lanes, layout in steps if layout == "rows"}
     w = CodeWriter()
-    for lanes in sorted(steps):
+    for lanes in sorted({lanes for lanes, _ in steps}):
         w.raw(f"typedef uint32_t v{lanes}su __attribute__((vector_size({lanes * 4})));")
     for name, lanes in sorted(loads):
         short, scalar = LOADS[name]
@@ -125,10 +174,15 @@ def int8_helpers(loads: set[tuple[str, int]], steps: set[int]) -> str:
                 .replace("SCALAR", scalar).replace("NAME", short))
         for line in text.splitlines():
             w.raw(line)
-    for lanes in sorted(steps):
-        for line in (_DOT4 if lanes == 16 else _DOT4_8).splitlines():
+    for lanes, layout in sorted(steps):
+        if layout == "rows":
+            text = _DOT4 if lanes == 16 else _DOT4_8
+        else:
+            text = (_DOT4_QUADS if layout == "quads" else _DOT4_PAIRS).replace("VI", f"v{lanes}si") \
+                .replace("VU", f"v{lanes}su").replace("LANES", str(lanes))
+        for line in text.splitlines():
             w.raw(line)
     return w.text()
 
 
-__all__ = ["int8_helpers", "LOADS"]
+__all__ = ["int8_helpers", "LAYOUTS", "LOADS"]

@@ -81,10 +81,10 @@ def _check_value(e: Expr) -> None:
             _check_index(i, e.buffer, store=False)
         return
     if isinstance(e, Cast) and isinstance(e.value, BufferLoad) and e.value.buffer.dtype in WIDENED_LOADS \
-            and isinstance(e.value.indices[0], Ramp):  # a widening load (codegen/int8.py)
-        if e.value.indices[0].stride != 1 or e.dtype.scalar not in VECTOR_TYPES:
-            raise LoweringError(f"a load of {e.value.buffer.name} widened to {e.dtype}: only contiguous 8-bit loads "
-                                "widen to int32 or float32 vectors")
+            and isinstance(e.value.indices[0], Ramp):  # a widening load (codegen/int8.py), a gather if strided
+        if e.dtype.scalar not in VECTOR_TYPES:
+            raise LoweringError(f"a load of {e.value.buffer.name} widened to {e.dtype}: 8-bit loads widen to int32 "
+                                "or float32 vectors only")
         _check_vector_type(e.dtype.scalar.with_lanes(e.value.indices[0].lanes), f"widening load of {e.value.buffer.name}")
         _check_value(e.value.indices[0].base)
         return

@@ -12,6 +12,16 @@ one statement at the first one's position:
 ==> r[3] = call(r[3], A[a], A[a + 1], B[ramp(b0)], B[ramp(b1)])
     r[0] = ...
 
+B may also come from a copy packed in K groups (tune/gensor/to_trace.py packed_layout), each
+lane's `group` elements stored together: its updates read strided ramps, and group when load c
+starts c elements after the first (quads, `grouped_layout`); the step then loads each lane's
+group at once (codegen/int8.py, codegen/bfloat16.py):
+
+    r[0] = r[0] + broadcast(A[a]) * B_global[ramp(kg*256, 4, 16)]          (c = 0)
+    ...                                                                    (c = 1, 2)
+    r[0] = r[0] + broadcast(A[a + 3]) * B_global[ramp(kg*256 + 3, 4, 16)]  (c = 3)
+==> r[0] = call(r[0], A[a], .., A[a + 3], B_global[ramp(kg*256, 4, 16)], .., B_global[ramp(kg*256 + 3, 4, 16)])
+
 Moving a later update up is legal because the statements in between only write other registers
 (anything else ends the grouping), and nothing in the sequence writes A or B.
 
@@ -55,6 +65,7 @@ class DotPattern:
     a_dtypes: tuple          # what A may hold
     b_dtypes: tuple          # what B may hold
     widened: object          # the dtype A and B are widened to in the product
+    b_strides: tuple = (1,)  # B's ramp strides taken: 1 (rows), or a packed copy's K grouping
 
 
 def run(func: Func, pattern: DotPattern) -> Func:
@@ -96,9 +107,30 @@ def _broadcast_load(e: Expr, p: DotPattern) -> BufferLoad | None:
 def _vector_load(e: Expr, p: DotPattern) -> BufferLoad | None:
     if isinstance(e, Cast) and isinstance(e.value, BufferLoad) and e.value.buffer.dtype in p.b_dtypes:
         (idx,) = e.value.indices
-        if isinstance(idx, Ramp) and idx.stride == 1 and idx.lanes == p.lanes:
+        if isinstance(idx, Ramp) and idx.stride in p.b_strides and idx.lanes == p.lanes:
             return e.value
     return None
+
+
+def grouped_layout(b_loads: tuple[BufferLoad, ...], group: int) -> int | None:
+    """The stride s of B's loads in one step when they read a layout the step can take: rows (s = 1,
+    any bases), or a copy whose K groups of s elements are stored together, load c starting c % s
+    elements after load c - c % s (s = group: one contiguous group per lane; s = 2 < group: two
+    pairs). None otherwise."""
+    strides = {x.indices[0].stride for x in b_loads}  # type: ignore[attr-defined]
+    if len(strides) != 1:
+        return None
+    stride = strides.pop()
+    if stride == 1:
+        return 1
+    if group % stride or any(x.buffer != b_loads[0].buffer for x in b_loads):
+        return None
+    forms = [affine(x.indices[0].base) for x in b_loads]  # type: ignore[attr-defined]
+    for c, (terms, const) in enumerate(forms):
+        first_terms, first_const = forms[c - c % stride]
+        if terms != first_terms or const - first_const != c % stride:
+            return None
+    return stride
 
 
 def _unrolled_in_groups(loop: For, taken: set[str], p: DotPattern) -> Stmt | None:
@@ -261,6 +293,8 @@ def _grouped_run(block: Seq, p: DotPattern) -> Stmt | None:
         acc = BufferLoad(store.buffer, store.indices)
         a_loads = tuple(u[1] for _, u in run_)
         b_loads = tuple(u[2] for _, u in run_)
+        if grouped_layout(b_loads, p.group) is None:  # a layout no step reads: the updates stay
+            continue
         stmts[run_[0][0]] = BufferStore(store.buffer, store.indices,
                                         Call(p.name, (acc, *a_loads, *b_loads), store.buffer.dtype))
         for position, _ in run_[1:]:
@@ -271,5 +305,5 @@ def _grouped_run(block: Seq, p: DotPattern) -> Stmt | None:
     return Seq(tuple(s for s in stmts if s is not None))
 
 
-__all__ = ["DotPattern", "run", "match_update"]
+__all__ = ["DotPattern", "grouped_layout", "run", "match_update"]
 

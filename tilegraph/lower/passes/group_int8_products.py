@@ -17,6 +17,10 @@ and the sum of four fit in 18 bits; the accumulation wraps, vpdpbusd does not sa
 compiled kernels agree with the interpreter bit for bit. A must be uint8 (activations shifted by
 128 when quantized signed: graph/frontends/onnx_qdq.py) and B int8.
 
+B read from a copy packed in quads (target.dot_group 4, AVX512_VNNI) or pairs (2, AVX2) groups the
+same way, and the step loads each lane's bytes at once (tgh_u8s8_dot4q / dot4p in codegen/int8.py):
+on VNNI the interleaving of four rows per step (vpermb) is gone, on AVX2 the unpacking of four.
+
 The grouping and the unrolling of the reduction loop by four are lower/passes/dot_groups.py's.
 """
 
@@ -30,18 +34,23 @@ DOT4 = "u8s8_dot4"
 LANES = (8, 16)  # int32 accumulators: a ymm register (AVX2's vpmaddwd pairs), a zmm register (vpdpbusd)
 
 
-def pattern(lanes: int) -> dot_groups.DotPattern:
-    return dot_groups.DotPattern(DOT4, 4, lanes, dt.int32.with_lanes(lanes), (dt.uint8,), (dt.int8,), dt.int32)
+def pattern(lanes: int, grouped: int = 0) -> dot_groups.DotPattern:
+    """The updates a step of `lanes` takes: B read as rows, or from a copy packed in K groups of
+    `grouped` (target.dot_group: 4, vpdpbusd's quads; 2, the pairs of AVX2's vpmaddwd)."""
+    strides = (1, grouped) if grouped > 1 else (1,)
+    return dot_groups.DotPattern(DOT4, 4, lanes, dt.int32.with_lanes(lanes), (dt.uint8,), (dt.int8,), dt.int32,
+                                 strides)
 
 
 def run(func: Func, target: object) -> Func:
-    from tilegraph.target import int8_dot_lanes
+    from tilegraph.target import dot_group, int8_dot_lanes
 
     lanes = int8_dot_lanes(target)
     if not lanes or not any(b.dtype == dt.int8 for b in func.buffers):
         return func
-    func = dot_groups.run(func, pattern(lanes))
-    return dot_groups.run(func, pattern(8)) if lanes == 16 else func  # 8-column tails: vpdpbusd on a ymm
+    grouped = dot_group(target, "int8")
+    func = dot_groups.run(func, pattern(lanes, grouped))
+    return dot_groups.run(func, pattern(8, grouped)) if lanes == 16 else func  # 8-column tails: a ymm
 
 
 __all__ = ["DOT4", "run"]

@@ -15,7 +15,7 @@ chunk: `if (all lanes pass) vector statement else scalar loop over the chunk`.
 Math calls (exp, log, tanh, ...) become vector calls (the printer emits SIMD helpers for them),
 float32/int32/bfloat16 casts vector conversions, and a select whose condition depends on the
 variable a lane mask and a blend. 8-bit integers are computed in int32 lanes: loads widen them
-(Cast(int32|float32, X[ramp])), stores keep each lane's low 8 bits (a conversion, a load or a
+(Cast(int32|float32, X[ramp]), a gather when the ramp is strided), stores keep each lane's low 8 bits (a conversion, a load or a
 select of them, stored to a uint8/int8 buffer), and a conversion through 8 bits and back wraps:
 
     Y[i*16 + j] = select(X[i*16 + j] > 0, X[i*16 + j], exp(X[i*16 + j]))
@@ -244,10 +244,9 @@ def _vector_expr(e: Expr, c: _Chunk) -> Expr:
         return wrapped if e.dtype == dt.int32 else Cast(e.dtype, wrapped)
     if (isinstance(e, Cast) and e.dtype in (dt.int32, dt.float32) and isinstance(e.value, BufferLoad)
             and e.value.buffer.dtype in WIDENED_LOADS):
-        load = _vector_load(e.value, c)
-        if isinstance(load.indices[0], Ramp) and load.indices[0].stride != 1:  # type: ignore[attr-defined]
-            raise _Fallback  # a gather of bytes: left to the C compiler
-        return Cast(e.dtype, load)
+        # a strided ramp is a gather of bytes, or one operand of a dot-product step reading a copy
+        # packed in K groups (lower/passes/dot_groups.py takes those)
+        return Cast(e.dtype, _vector_load(e.value, c))
     raise _Fallback
 
 

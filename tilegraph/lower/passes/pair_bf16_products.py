@@ -36,7 +36,7 @@ from tilegraph.lower.passes import dot_groups
 DOT2 = "bf16_dot2"
 LANES = 16  # vdpbf16ps on a zmm register: 16 float32 accumulators
 PATTERN = dot_groups.DotPattern(DOT2, 2, LANES, dt.float32.with_lanes(LANES), (dt.bfloat16,), (dt.bfloat16,),
-                                dt.float32)
+                                dt.float32, (1, 2))  # B as rows, or packed in pairs (target.dot_group)
 
 
 def run(func: Func, target: object) -> Func:

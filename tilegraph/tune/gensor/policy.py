@@ -38,10 +38,12 @@ class SearchSetup:
     graph: ConstructionGraph
 
     @staticmethod
-    def create(workload: Workload, hw: HardwareModel, config: MarkovConfig | None = None) -> SearchSetup:
+    def create(workload: Workload, hw: HardwareModel, config: MarkovConfig | None = None,
+               dot_group: int = 0) -> SearchSetup:
+        """`dot_group`: the K grouping of packed copies every state carries (EtirState.dot_group)."""
         space = IterSpace.from_workload(workload)
         model = PerfModel(space, hw)
-        minimal = minimal_state(space, hw.simd_lanes_fp32)
+        minimal = replace(minimal_state(space, hw.simd_lanes_fp32), dot_group=dot_group)
         graph = ConstructionGraph(space, hw, model, minimal, config or MarkovConfig(), packable_operands(space))
         return SearchSetup(workload, space, hw, model, minimal, graph)
 

@@ -224,6 +224,10 @@ class EtirState:
     unroll: int = 1
     parallel: int = 1
     pack: tuple[str, ...] = ()
+    # K grouping of the packed copies of 8- and 16-bit operands: each column's `dot_group`
+    # consecutive reduction elements stored together, as the target's dot-product step reads them
+    # (4: vpdpbusd's quads, 2: vdpbf16ps's and vpmaddwd's pairs; 0: rows as they are; to_trace.py)
+    dot_group: int = 0
 
     @property
     def interleave(self) -> int:
@@ -241,12 +245,13 @@ class EtirState:
     def to_dict(self) -> dict[str, Any]:
         return {"reg": list(self.reg), "l1": list(self.l1), "l2": list(self.l2), "rstep": list(self.rstep),
                 "vec_axis": self.vec_axis, "vec_width": self.vec_width, "unroll": self.unroll,
-                "parallel": self.parallel, "pack": list(self.pack)}
+                "parallel": self.parallel, "pack": list(self.pack), "dot_group": self.dot_group}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> EtirState:
         return EtirState(tuple(d["reg"]), tuple(d["l1"]), tuple(d["l2"]), tuple(d["rstep"]), int(d["vec_axis"]),
-                         int(d["vec_width"]), int(d.get("unroll", 1)), int(d.get("parallel", 1)), tuple(d.get("pack", ())))
+                         int(d["vec_width"]), int(d.get("unroll", 1)), int(d.get("parallel", 1)), tuple(d.get("pack", ())),
+                         int(d.get("dot_group", 0)))
 
 
 SPATIAL_LEVELS = ("reg", "l1", "l2")

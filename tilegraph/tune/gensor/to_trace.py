@@ -53,7 +53,7 @@ from tilegraph.te.arith import affine
 from tilegraph.te.expr import BufferLoad, Call
 from tilegraph.te.visit import uses_var, walk
 from tilegraph.te.workload import Workload
-from tilegraph.tune.gensor.state import EtirState, IterSpace, can_pack, pack_order
+from tilegraph.tune.gensor.state import EtirState, IterSpace, Operand, can_pack, pack_order
 
 # loop-nest position of each level, outermost first
 _BLOCKED_ORDER = ("outer", "l1", "r_outer", "reg", "r_inner", "r_unroll", "micro", "interleave", "vec")
@@ -212,13 +212,52 @@ def _micro_kernel(sch: Schedule, workload: Workload, space: IterSpace, state: Et
         if not can_pack(space, state, operand):
             continue
         op = next(o for o in space.operands if o.name == operand)
-        order = pack_order(op, state.vec_axis)
-        copy = sch.cache_read(space.anchor, operand, "global", layout={"order": list(order)} if order else None)
+        copy = sch.cache_read(space.anchor, operand, "global", layout=packed_layout(space, state, op))
         if task_loop is not None:
             sch.compute_at(copy, task_loop)
         elif get_loop(sch.func, sch.loops(copy)[0]).extent > 1:
             sch.parallel(sch.loops(copy)[0])
         _vectorize_tile_nest(sch, copy, state.vec_width, unroll_outer=False)
+
+
+def packed_layout(space: IterSpace, state: EtirState, op: Operand) -> dict | None:
+    """The layout of a packed copy of `op`: its dimension read along the vector axis moved last
+    (`pack_order`), and with `state.dot_group` > 1 its dimension along the innermost reduction split
+    in groups of that many elements, the group's part moved after it, so each column's group of
+    reduction elements is contiguous: what one dot-product step reads (vpdpbusd's four bytes per
+    int32 lane, vdpbf16ps's two bfloat16). B[K, N] with groups of 4 is copied as [K // 4, N, 4]:
+
+        B_global[k // 4, j, k % 4] = B[k, j]       (k = 4 * kg + c: B_global[kg, ramp(j, 1, 16), c]
+                                                    is ramp(base + c, 4, 16), the step's 64 bytes)
+    """
+    order = pack_order(op, state.vec_axis)
+    perm = list(order) if order else list(range(len(op.dims)))
+    grouped = _grouped_dim(space, state, op)
+    if grouped is None:
+        return {"order": perm} if order else None
+    position, at = {}, 0
+    for d in range(len(op.dims)):
+        position[d] = at
+        at += 2 if d == grouped else 1
+    return {"split": [[grouped, state.dot_group]], "order": [position[d] for d in perm] + [position[grouped] + 1]}
+
+
+def _grouped_dim(space: IterSpace, state: EtirState, op: Operand) -> int | None:
+    """The dimension of `op` that the dot-product steps group: indexed by the last reduce axis alone
+    (coefficient 1), which another operand reads contiguously (the broadcast A of the step), its
+    extent and the reduction's unrolling divisible by the group (so every group's index folds to
+    a constant offset). None when there is none or the state groups nothing."""
+    group = state.dot_group
+    if group <= 1 or not space.reduce or op.dtype_bytes * group > 4:  # the step's lane holds 4 bytes
+        return None
+    axis = space.num_spatial + len(space.reduce) - 1
+    if state.unroll % group and state.unroll != 1:
+        return None
+    if not any(o.name != op.name and o.contiguous_axis() == axis for o in space.operands):
+        return None
+    found = [d for d, dim in enumerate(op.dims) if dim is not None and len(dim) == 1 and dim[0] == (axis, 1)
+             and op.shape[d] % group == 0]
+    return found[0] if len(found) == 1 else None
 
 
 def _innermost_existing(sch: Schedule, block: str, candidates: list[str]) -> str | None:

@@ -18,6 +18,8 @@ from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
 from tilegraph.runtime.backends import backend_for
+from tilegraph.target import Target
+from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.markov import MarkovConfig, WalkResult, polish, random_walks
 from tilegraph.tune.gensor.policy import SearchSetup, roller_construct
 from tilegraph.tune.gensor.state import EtirState
@@ -81,7 +83,7 @@ class ModelGuidedStrategy(SearchStrategy):
     def _prepare(self, ctx: TuneContext) -> SearchSetup:
         hw = self.hw or hardware_model(ctx.target, measure=self.measure_hardware)
         config = replace(self.config or MarkovConfig(), seed=int(ctx.seed or 0))
-        self.setup = SearchSetup.create(ctx.workload, hw, config)
+        self.setup = SearchSetup.create(ctx.workload, hw, config, workload_dot_group(ctx.workload, ctx.target))
         return self.setup
 
     def propose(self, ctx: TuneContext, n: int) -> list[Candidate]:
@@ -135,6 +137,15 @@ class GensorStrategy(ModelGuidedStrategy):
         best = sorted(set(states), key=lambda st: (setup.model.predict(st), repr(st)))[: self.top_k]
         states += polish(setup.graph, best)  # one greedy descent from the walk's best states
         return candidates_from_states(setup, states, self.top_k, self.name, dict(self.walk.visits))
+
+
+def workload_dot_group(workload: Workload, target: Target) -> int:
+    """The K grouping of packed copies for `workload` on `target` (target.dot_group): that of the
+    narrowest dtype among its 8- and 16-bit inputs read by a dot-product step, else 0."""
+    from tilegraph.target import dot_group
+
+    groups = {dot_group(target, t.dtype.name) for t in workload.inputs}
+    return max(groups, default=0)
 
 
 def _attention_candidates(ctx: TuneContext) -> list[Candidate] | None:
