@@ -79,3 +79,33 @@ def test_given_decisions_are_used_and_ill_fitting_ones_replaced():
 def test_an_unknown_sketch_is_refused():
     with pytest.raises(ScheduleError, match="unknown sketch"):
         apply_sketch(workloads.from_spec("matmul:4,4,4"), "nope", Decider(random.Random(0)))
+
+
+@pytest.mark.parametrize("op", ["matmul", "conv"])
+def test_int8_operands_may_be_packed_in_a_dot_steps_k_groups(op):
+    """multi_level_tiling samples, for an 8-bit reused operand, a packed copy whose reduction
+    dimension is stored in groups of 2 or 4 (what a dot-product step reads); such programs still
+    mean the workload, bit for bit (int32 accumulation)."""
+    from tilegraph import ops, te
+
+    if op == "matmul":
+        a = te.placeholder((9, 32), "uint8", name="A")
+        b = te.placeholder((32, 48), "int8", name="B")
+        wl = tg.Workload([a, b], [ops.matmul(a, b, accumulate="int32")])
+    else:
+        a = te.placeholder((1, 5, 6, 16), "uint8", name="A")
+        b = te.placeholder((3, 3, 16, 32), "int8", name="B")
+        wl = tg.Workload([a, b], [ops.conv2d_nhwc(a, b, padding=1, accumulate="int32")])
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, a.shape).astype(np.uint8)
+    w = rng.integers(-128, 128, b.shape).astype(np.int8)
+    want = tg.interpret(tg.Schedule(wl), x, w)
+    groups = set()
+    for seed in range(40):
+        sch = apply_sketch(wl, "multi_level_tiling", Decider(random.Random(seed)))
+        for ins in sch.trace.instructions:
+            if ins.kind == "cache_read" and ins.inputs.get("layout"):
+                groups.add(ins.inputs["layout"]["split"][0][1])
+                np.testing.assert_array_equal(tg.interpret(sch, x, w), want)
+                assert tg.Schedule.replay(wl, sch.trace.to_json()).func == sch.func
+    assert groups == {2, 4}

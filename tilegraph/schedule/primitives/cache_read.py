@@ -99,6 +99,18 @@ class Layout:
         return tuple(out)
 
 
+def layout_in_groups(ndim: int, dim: int, group: int, order: list[int] | None = None) -> dict[str, Any]:
+    """The layout that splits dimension `dim` of an `ndim`-dimensional buffer in groups of `group`
+    and stores each group's elements last (innermost), the dimensions otherwise in `order` (a
+    permutation of range(ndim); identity by default). B[K, N] in groups of 4 along K:
+
+        layout_in_groups(2, 0, 4) == {"split": [[0, 4]], "order": [0, 2, 1]}    # [K // 4, N, 4]
+    """
+    perm = list(order) if order is not None else list(range(ndim))
+    position = {d: d + (1 if d > dim else 0) for d in range(ndim)}  # dim's outer part keeps its place
+    return {"split": [[dim, group]], "order": [position[d] for d in perm] + [dim + 1]}
+
+
 def cache_read(func: Func, block: str, buffer: str, scope: str = "local",
                layout: dict[str, Any] | None = None) -> tuple[Func, tuple[str, ...]]:
     where = f"cache_read({block}, {buffer})"
@@ -122,4 +134,4 @@ def cache_read(func: Func, block: str, buffer: str, scope: str = "local",
     return out, (name,)
 
 
-__all__ = ["cache_read", "Layout"]
+__all__ = ["cache_read", "Layout", "layout_in_groups"]

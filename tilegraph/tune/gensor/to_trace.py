@@ -47,6 +47,7 @@ from tilegraph.errors import ScheduleError
 from tilegraph.loop.ir import BufferStore, For
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.schedule.defaults import inline_producers
+from tilegraph.schedule.primitives.cache_read import layout_in_groups
 from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.te.arith import affine
@@ -231,15 +232,10 @@ def packed_layout(space: IterSpace, state: EtirState, op: Operand) -> dict | Non
                                                     is ramp(base + c, 4, 16), the step's 64 bytes)
     """
     order = pack_order(op, state.vec_axis)
-    perm = list(order) if order else list(range(len(op.dims)))
     grouped = _grouped_dim(space, state, op)
     if grouped is None:
-        return {"order": perm} if order else None
-    position, at = {}, 0
-    for d in range(len(op.dims)):
-        position[d] = at
-        at += 2 if d == grouped else 1
-    return {"split": [[grouped, state.dot_group]], "order": [position[d] for d in perm] + [position[grouped] + 1]}
+        return {"order": list(order)} if order else None
+    return layout_in_groups(len(op.dims), grouped, state.dot_group, list(order) if order else None)
 
 
 def _grouped_dim(space: IterSpace, state: EtirState, op: Operand) -> int | None:

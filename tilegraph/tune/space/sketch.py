@@ -12,7 +12,8 @@ multi_level_tiling (HasDataReuse: matmul, convolutions; CPU "SSRSRS"), for C[i, 
 
     for i, j, k: C[i, j] += ...          becomes, with decisions i=[i0,i1,i2,i3] j=[...] k=[k0,k1]
     for i0_j0_fused parallel:            # parallel granularity: how many outer tiles are fused
-      B_global = B[:, j-panel]           # optional pack (cache_read at the S0 tile)
+      B_global = B[:, j-panel]           # optional pack (cache_read at the S0 tile), 8/16-bit B
+                                         #   optionally in a dot step's K groups of 2 or 4
       for i1, j1:                        # write cache at level 1 or 2 (or none)
         for k0: for i2, j2: for k1: for i3: for j3 vectorized:  C_local[...] += ...
         for ax0, ax1 vectorized: C[...] = C_local[...]
@@ -38,6 +39,7 @@ from tilegraph.loop.visit import loads_under, reduce_loop_of, walk_stmts
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.defaults import inline_producers, is_padding
 from tilegraph.schedule.gpu_rows import is_row_operator
+from tilegraph.schedule.primitives.cache_read import layout_in_groups
 from tilegraph.schedule.primitives.common import get_block, get_loop
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
@@ -183,11 +185,13 @@ def multi_level_tiling(sch: Schedule, workload: Workload, d: Decider) -> None:
     unit_spatial: list[str] = []
     unit_reduce: list[str] = []
     last_axis_inner: str | None = None
+    innermost_reduce = 1  # the trip count of the last reduce axis's innermost part
     loops = list(sch.loops(anchor))
     for index, name in enumerate(loops):
         reducing = _is_reduce_loop(sch, name)
         if _extent(sch, name) == 1:
             (unit_reduce if reducing else unit_spatial).append(name)
+            innermost_reduce = 1 if reducing else innermost_reduce
             continue
         levels = reduce_levels if reducing else spatial_levels
         factors = d.tile(sch, name, len(levels), MAX_INNERMOST)
@@ -196,6 +200,8 @@ def multi_level_tiling(sch: Schedule, workload: Workload, d: Decider) -> None:
             level.append(part)
         if not reducing and index == space.num_spatial - 1:
             last_axis_inner = parts[-1]
+        if reducing:
+            innermost_reduce = _extent(sch, parts[-1])
     s0, s1, s2, s3 = spatial_levels
     r0, r1 = reduce_levels
     order = [*unit_spatial, *s0, *s1, *unit_reduce, *r0, *s2, *r1, *s3]
@@ -219,8 +225,11 @@ def multi_level_tiling(sch: Schedule, workload: Workload, d: Decider) -> None:
     if s0 or unit_spatial:
         at = [*unit_spatial, *s0][-1]
         for buffer in _reused_operands(sch, anchor):
-            if d.categorical(sch, [0, 1]) == 1:
-                copy = sch.cache_read(anchor, buffer, "global")
+            grouped = _groupable_dim(sch, anchor, buffer, innermost_reduce)
+            choice = d.categorical(sch, [0, 1, *(grouped[1] if grouped else ())])
+            if choice:  # 1: a contiguous copy; 2 or 4: its K groups together (a dot step's operand)
+                layout = layout_in_groups(len(grouped[0]), grouped[2], choice) if choice > 1 else None
+                copy = sch.cache_read(anchor, buffer, "global", layout=layout)
                 if _try(sch.compute_at, copy, at):
                     _vectorize_innermost(sch, copy)
 
@@ -256,6 +265,27 @@ def _reused_operands(sch: Schedule, anchor: str) -> list[str]:
         if any(not any(uses_var(ix, iv.var) for ix in ld.indices) for iv in spatial):
             out.append(ld.buffer.name)
     return out
+
+
+def _groupable_dim(sch: Schedule, anchor: str, buffer: str,
+                   innermost_reduce: int) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+    """(shape, group sizes, dim) when an 8- or 16-bit `buffer` has one dimension indexed by the
+    anchor's last reduce variable alone, which a packed copy may store in the K groups of a
+    dot-product step (groups of 2 or 4 bytes per int32 lane, tune/gensor/to_trace.py packed_layout):
+    the groups dividing both that extent and the reduction's innermost trip count. The sketch does
+    not ask the target which step it has; a group no step reads is measured and loses."""
+    blk = get_block(sch.func, anchor)
+    reduce_vars = [iv.var for iv in blk.iter_vars if iv.kind == "reduce"]
+    load = next((ld for ld in loads_under(blk.body) if ld.buffer.name == buffer), None)
+    if load is None or not reduce_vars:
+        return None
+    sizes = {8: (2, 4), 16: (2,)}.get(load.buffer.dtype.bits, ())
+    dims = [d for d, ix in enumerate(load.indices) if isinstance(ix, Var) and ix.name == reduce_vars[-1].name]
+    if not sizes or len(dims) != 1:
+        return None
+    shape = tuple(load.buffer.shape)
+    groups = tuple(g for g in sizes if shape[dims[0]] % g == 0 and innermost_reduce % g == 0)
+    return (shape, groups, dims[0]) if groups else None
 
 
 def _vectorize_innermost(sch: Schedule, block: str) -> None:
