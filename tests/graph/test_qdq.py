@@ -112,13 +112,13 @@ def test_a_saved_qdq_model_loads_with_its_integer_kernels(tmp_path, rng):
 
 
 def test_a_target_without_an_int8_dot_product_keeps_the_dequantized_floats(tmp_path, rng, monkeypatch):
-    """On a target without an int8 dot product (an AVX2 CPU, an ARM one here) the int32 multiply-adds
-    cost more than float32 products: compile keeps the dequantized floats there (and the model
-    still matches). The host's own target, told it has none: the test runs on any CPU."""
+    """On a target without an int8 dot-product step (an ARM CPU, an AVX-512 one without VNNI) the
+    int32 multiply-adds cost more than float32 products: compile keeps the dequantized floats there
+    (and the model still matches). The host's own target, told it has none: the test runs on any CPU."""
     from tilegraph.graph import compile as compile_module
     from tilegraph.graph.frontends import onnx_qdq
 
-    monkeypatch.setattr(compile_module, "has_int8_dot", lambda target: False)
+    monkeypatch.setattr(compile_module, "int8_dot_lanes", lambda target: 0)
     path = _quantized(tmp_path, rng)
     token = onnx_qdq.INTEGER_PRODUCTS.set(None)  # as a user's compile: decided by the target
     try:
@@ -127,6 +127,27 @@ def test_a_target_without_an_int8_dot_product_keeps_the_dequantized_floats(tmp_p
         onnx_qdq.INTEGER_PRODUCTS.reset(token)
     assert not _integer_products(model)
     assert error < 0.05
+
+
+def test_an_avx2_target_runs_the_products_on_the_integers(tmp_path, rng):
+    """AVX2's vpmaddwd step (weights packed in its pairs) makes the integers pay there: a user's
+    compile for an AVX2 target takes them, packed in pairs, and the model still matches."""
+    from tilegraph.graph.frontends import onnx_qdq
+
+    host = tg.Target("cpu")
+    if host.arch != "x86_64" or host.isa not in ("avx2", "avx512"):
+        pytest.skip("AVX2 code runs on x86 CPUs with AVX2")
+    path = _quantized(tmp_path, rng)
+    token = onnx_qdq.INTEGER_PRODUCTS.set(None)  # as a user's compile: decided by the target
+    try:
+        model = tg.compile(path, target="cpu -isa=avx2", orchestration="greedy")
+    finally:
+        onnx_qdq.INTEGER_PRODUCTS.reset(token)
+    assert len(_integer_products(model)) == 4
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(7).standard_normal(IMAGE).astype(np.float32)
+    want = session.run(None, {"x": x})[0]
+    assert float(np.abs(model.run({"x": x})["y"] - want).max() / np.abs(want).max()) < 0.05
 
 
 def test_weights_with_zero_points_keep_the_dequantized_floats(tmp_path, rng):

@@ -64,7 +64,7 @@ from tilegraph.graph.specialize import SpecializedModel
 from tilegraph.graph.tuning.tasks import extract_tasks
 from tilegraph.runtime.backends import backend_for, require_runnable
 from tilegraph.runtime.device_memory import device_alignment
-from tilegraph.target import Target, as_target, has_bf16_dot, has_int8_dot, host_supports
+from tilegraph.target import Target, as_target, has_bf16_dot, has_int8_dot, host_supports, int8_dot_lanes
 
 if TYPE_CHECKING:
     from tilegraph.tune.database import Database
@@ -148,8 +148,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
 
         model = bind_inputs(model, values, str(model) if isinstance(model, (str, os.PathLike)) else "model")
     stage(progress, "reading the model")
-    told = onnx_qdq.INTEGER_PRODUCTS.get()  # a QDQ model's products on the integers where the target has a dot
-    token = onnx_qdq.INTEGER_PRODUCTS.set(has_int8_dot(tgt) if told is None else told)
+    told = onnx_qdq.INTEGER_PRODUCTS.get()  # a QDQ model's products on the integers where the target has a dot step
+    token = onnx_qdq.INTEGER_PRODUCTS.set(int8_dot_lanes(tgt) > 0 if told is None else told)
     try:
         graph = as_graph(model, example_inputs, input_shapes)
     except RunTimeValueError as err:
@@ -182,7 +182,9 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         precision = "fp32"
     if precision == "int8" and not has_int8_dot(tgt):
         # without an int8 dot product the int32 multiply-adds cost more than float32 FMAs (a QDQ
-        # ResNet-50 on an AVX2 target: 133 ms on the integers, 42 ms in float32)
+        # ResNet-50 on an AVX2 target before its vpmaddwd step: 133 ms on the integers, 42 ms in
+        # float32); AVX2's step pays for QDQ files (onnx_qdq.INTEGER_PRODUCTS) but this path's
+        # per-call quantization of activations was not measured with it, so it stays float32 there
         without_hardware = PrecisionReport(precision, "fp32", math.nan, math.nan, math.inf,
                                            f"{tgt.isa} target without an int8 dot product (AVX512_VNNI, "
                                            "AVX-VNNI): int8 products would run slower than float32", False)

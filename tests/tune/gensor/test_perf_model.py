@@ -161,3 +161,18 @@ def test_depthwise_loads_behind_fused_parallel_loops_are_charged() -> None:
     one = canonical(space, _dep_state((1, 1, 14, 32), (1, 8, 28, 32), parallel=1))
     fused = canonical(space, replace(one, parallel=3))
     assert model.predict(fused) > 2 * model.predict(one)
+
+
+def test_dot_steps_price_interleaving_unpacked_rows() -> None:
+    """With a dot-product step (dot_group 4: vpdpbusd) an int8 B read as rows is interleaved at every
+    step: the unpacked state costs more than the one packed in the step's quads; without steps
+    (dot_group 0) the model is as before."""
+    a = te.placeholder((256, 256), "uint8", name="A")
+    b = te.placeholder((256, 256), "int8", name="B")
+    space = IterSpace.from_workload(tg.Workload([a, b], [tg.ops.matmul(a, b, accumulate="int32")]))
+    model = PerfModel(space, ZEN4_1T)
+    packed = canonical(space, EtirState((6, 32), (6, 32), (64, 64), (256,), 1, 16, 4, 1, ("B",), 4))
+    unpacked = replace(packed, pack=())
+    assert model.micro_kernel(unpacked)[1] > model.micro_kernel(packed)[1]
+    plain = replace(packed, dot_group=0)
+    assert model.micro_kernel(replace(plain, pack=()))[1] == model.micro_kernel(plain)[1]

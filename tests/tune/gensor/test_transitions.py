@@ -40,6 +40,33 @@ def test_register_limit_removes_edges(isa):
     assert "registers" in feasible(space, hw, too_big)
 
 
+def test_avx2_int8_pair_steps_count_two_registers_per_operand():
+    """AVX2's int8 step holds B's two pairs per column and A's two broadcast pairs: a 4 x 3-vector
+    tile (12 accumulators) fits 16 registers for float32 but not for those steps, whose
+    construction keeps to tiles that do (GCC spilled the 4 x 3 tile's products to the stack)."""
+    from dataclasses import replace
+
+    from tilegraph.tune.strategy.gensor import workload_dot_group
+
+    avx2 = Target.from_string("cpu -isa=avx2 -arch=x86_64")  # whatever this machine is
+    hw = hardware_model(avx2, measure=False)
+    space = IterSpace.from_workload(matmul_workload(64, 96, 64))
+    tile = canonical(space, EtirState((4, 24), (4, 24), (4, 24), (8,), 1, 8))
+    assert feasible(space, hw, tile) is None
+    assert "registers" in feasible(space, hw, replace(tile, dot_group=2))
+
+    import tilegraph as tg
+    from tilegraph import ops, te
+
+    a, b = te.placeholder((64, 64), "uint8", name="A"), te.placeholder((64, 96), "int8", name="B")
+    wl = tg.Workload([a, b], [ops.matmul(a, b, accumulate="int32")])
+    assert workload_dot_group(wl, avx2) == 2 and workload_dot_group(matmul_workload(8, 8, 8), avx2) == 0
+    setup = SearchSetup.create(wl, hw, MarkovConfig(), workload_dot_group(wl, avx2))
+    for s in reachable(setup.graph, [setup.minimal]):
+        assert s.dot_group == 2
+        assert s == setup.minimal or s.accumulators + s.operand_vectors <= hw.vector_registers
+
+
 def _row_sum_workload(rows: int, cols: int):
     import tilegraph as tg
     from tilegraph import te

@@ -66,8 +66,8 @@ def rstep_sizes(extent: int) -> list[int]:
 def feasible(space: IterSpace, hw: HardwareModel, s: EtirState, minimal: EtirState | None = None) -> str | None:
     """None when the state may be a node of the graph, else the reason it may not."""
     acc = s.accumulators
-    if acc + s.interleave + 1 > hw.vector_registers:
-        return f"{acc} accumulators + {s.interleave} operand vectors exceed {hw.vector_registers} registers"
+    if acc + s.operand_vectors > hw.vector_registers:
+        return f"{acc} accumulators + {s.operand_vectors} operand vectors exceed {hw.vector_registers} registers"
     if acc * s.unroll > MAX_UNROLLED_BODY:
         return "unrolled micro-kernel too large"
     for a, e in enumerate(space.spatial):
