@@ -103,6 +103,7 @@ def test_grouped_layout_takes_rows_whole_groups_and_pairs_only():
     assert grouped_layout(loads(64, 66, 65, 67, stride=4), 4) is None             # quads out of order
     assert grouped_layout(loads(64, 66, 96, 98, stride=2), 4) is None             # no pair together
     assert grouped_layout((*loads(0, 1, stride=2), *loads(2, 3, stride=4)), 4) is None  # mixed strides
+    assert grouped_layout(loads(67, 66, 65, 64, stride=-4), 4) is None           # descending lanes
 
 
 @pytest.mark.parametrize("target, group, lanes", [(AVX512_VNNI, 4, 16), (AVX2, 2, 8)], ids=["quads", "pairs"])

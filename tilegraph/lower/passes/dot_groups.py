@@ -123,7 +123,7 @@ def grouped_layout(b_loads: tuple[BufferLoad, ...], group: int) -> int | None:
     stride = strides.pop()
     if stride == 1:
         return 1
-    if group % stride or any(x.buffer != b_loads[0].buffer for x in b_loads):
+    if stride <= 0 or group % stride or any(x.buffer != b_loads[0].buffer for x in b_loads):
         return None
     forms = [affine(x.indices[0].base) for x in b_loads]  # type: ignore[attr-defined]
     for c, (terms, const) in enumerate(forms):
