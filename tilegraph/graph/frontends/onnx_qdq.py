@@ -35,7 +35,7 @@ GROUP = 4  # products summed per dot-product step (vpdpbusd): input channels are
 # the target, target.int8_dot_lanes): without a dot-product step the int32 multiply-adds cost more
 # than float32 (QDQ ResNet-50 on an AVX2 target before it had a step: 133 ms on the integers, 49
 # on the dequantized floats, 42 float32); with AVX2's vpmaddwd step and weights packed in its pairs
-# (a Zen 4 core as an AVX2 target, untuned: ResNet-50 40.8 ms on the integers, 48.3 on the floats,
+# (a Zen 5 core as an AVX2 target, untuned: ResNet-50 40.8 ms on the integers, 48.3 on the floats,
 # 43.7 float32; BERT-base 97.8 / 117.2 / 100.4). QLinear*/MatMulInteger keep them
 # (their other path sums in float64).
 INTEGER_PRODUCTS: ContextVar[bool | None] = ContextVar("tilegraph_integer_products", default=None)

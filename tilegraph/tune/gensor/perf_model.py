@@ -90,7 +90,8 @@ PACKED_STREAM_SPEEDUP = 2.0
 FUSED_INDEX_CYCLES = 4.0
 # A dot-product step (dot_group > 1) that reads an 8/16-bit B as rows interleaves them into its
 # operand at every step, per accumulator column: 4 row loads, 3 inserts and a vpermb per 4 k on
-# AVX512_VNNI, 4 sign extensions, 4 unpacks and 2 inserts on AVX2, in cycles per k; a copy packed in
+# AVX512_VNNI, 4 sign extensions, 4 unpacks and 2 inserts on AVX2, in cycles per k (estimated from
+# those instruction counts, not fitted; bf16's rows are priced as int8's); a copy packed in
 # the step's K groups is read as it is (to_trace.packed_layout). Packed u8 x s8 GEMMs measured
 # 1.3-2.4x faster than unpacked ones on AVX-512 with VNNI, and their 1x1 convolutions in QDQ
 # ResNet-50 257 against 163 GOP/s on AVX2.

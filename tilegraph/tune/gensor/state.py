@@ -240,7 +240,7 @@ class EtirState:
         accumulator column and A's broadcast; int8 steps on 8-lane int32 vectors (AVX2's vpmaddwd,
         dot_group 2) hold two of each (B's (b0, b1) and (b2, b3) pairs, A's two broadcast pairs).
         Their two products before the add are not counted: tiles that leave room for them (8
-        accumulators) measured about 1.3x slower on a Zen 4 core than those that spill a little."""
+        accumulators) measured about 1.3x slower on a Zen 5 core (as an AVX2 target) than those that spill a little."""
         if self.dot_group == 2 and self.vec_width == 8:
             return 2 * (self.interleave + 1)
         return self.interleave + 1

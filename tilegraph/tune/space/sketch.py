@@ -228,7 +228,7 @@ def multi_level_tiling(sch: Schedule, workload: Workload, d: Decider) -> None:
             grouped = _groupable_dim(sch, anchor, buffer, innermost_reduce)
             choice = d.categorical(sch, [0, 1, *(grouped[1] if grouped else ())])
             if choice:  # 1: a contiguous copy; 2 or 4: its K groups together (a dot step's operand)
-                layout = layout_in_groups(len(grouped[0]), grouped[2], choice) if choice > 1 else None
+                layout = layout_in_groups(grouped[0], grouped[2], choice) if choice > 1 else None
                 copy = sch.cache_read(anchor, buffer, "global", layout=layout)
                 if _try(sch.compute_at, copy, at):
                     _vectorize_innermost(sch, copy)
@@ -268,8 +268,8 @@ def _reused_operands(sch: Schedule, anchor: str) -> list[str]:
 
 
 def _groupable_dim(sch: Schedule, anchor: str, buffer: str,
-                   innermost_reduce: int) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
-    """(shape, group sizes, dim) when an 8- or 16-bit `buffer` has one dimension indexed by the
+                   innermost_reduce: int) -> tuple[int, tuple[int, ...], int] | None:
+    """(dimensions, group sizes, dim) when an 8- or 16-bit `buffer` has one dimension indexed by the
     anchor's last reduce variable alone, which a packed copy may store in the K groups of a
     dot-product step (groups of 2 or 4 bytes per int32 lane, tune/gensor/to_trace.py packed_layout):
     the groups dividing both that extent and the reduction's innermost trip count. The sketch does
@@ -283,9 +283,9 @@ def _groupable_dim(sch: Schedule, anchor: str, buffer: str,
     dims = [d for d, ix in enumerate(load.indices) if isinstance(ix, Var) and ix.name == reduce_vars[-1].name]
     if not sizes or len(dims) != 1:
         return None
-    shape = tuple(load.buffer.shape)
-    groups = tuple(g for g in sizes if shape[dims[0]] % g == 0 and innermost_reduce % g == 0)
-    return (shape, groups, dims[0]) if groups else None
+    extent = load.buffer.shape[dims[0]]
+    groups = tuple(g for g in sizes if extent % g == 0 and innermost_reduce % g == 0)
+    return (len(load.buffer.shape), groups, dims[0]) if groups else None
 
 
 def _vectorize_innermost(sch: Schedule, block: str) -> None:

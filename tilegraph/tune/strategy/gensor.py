@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
 from tilegraph.runtime.backends import backend_for
-from tilegraph.target import Target
+from tilegraph.target import Target, dot_group
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.markov import MarkovConfig, WalkResult, polish, random_walks
 from tilegraph.tune.gensor.policy import SearchSetup, roller_construct
@@ -142,8 +142,6 @@ class GensorStrategy(ModelGuidedStrategy):
 def workload_dot_group(workload: Workload, target: Target) -> int:
     """The K grouping of packed copies for `workload` on `target` (target.dot_group): that of the
     narrowest dtype among its 8- and 16-bit inputs read by a dot-product step, else 0."""
-    from tilegraph.target import dot_group
-
     groups = {dot_group(target, t.dtype.name) for t in workload.inputs}
     return max(groups, default=0)
 
