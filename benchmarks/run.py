@@ -5,6 +5,7 @@
     python -m benchmarks.run coverage                       # architectures: compile, match, latency
     python -m benchmarks.run precision                      # bf16 models vs ORT and OpenVINO (precision.py)
     python -m benchmarks.run int8                           # QDQ int8 models vs ORT and OpenVINO (int8.py)
+    python -m benchmarks.run busy                           # models beside busy processes (busy.py)
 
 Per workload: tilegraph is tuned once per strategy (--budget seconds each), each in-process peer is
 prepared (torch.compile compiles), then for each thread count every system is timed interleaved
@@ -174,6 +175,10 @@ def _early_options(argv: list[str] | None) -> tuple[str | None, int]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["busy"]:  # models beside busy processes, thread pool vs libgomp vs peers (benchmarks/busy.py)
+        from benchmarks import busy
+
+        return busy.main(argv)
     if argv[:1] == ["int8"]:  # QDQ int8 models against ONNX Runtime and OpenVINO (benchmarks/int8.py)
         from benchmarks import int8
 

@@ -32,6 +32,7 @@ from tilegraph.config import cache_dir
 from tilegraph.loop.ir import Buffer
 from tilegraph.runtime import threads
 from tilegraph.runtime.launch import KernelBase
+from tilegraph.runtime.thread_pool import install_pool
 from tilegraph.target import Target, host_supports
 
 _by_content: dict[str, ctypes.CDLL] = {}  # sha256 of a library's bytes -> the loaded library
@@ -66,6 +67,7 @@ def load_library(path: Path | str, sha256: str | None = None) -> ctypes.CDLL:
                 library = ctypes.CDLL(key)
             else:
                 library = ctypes.CDLL(str(_private_copy(data, digest)))
+            install_pool(library)
             _by_content[digest] = library
         _by_path[key] = digest
         return library
