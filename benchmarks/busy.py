@@ -1,16 +1,16 @@
 """python -m benchmarks.run busy: the models on a quiet machine and beside busy processes.
 
     python -m benchmarks.run busy                                  # mobilenet_v2, resnet50, bert, gpt2
-    python -m benchmarks.run busy --only swin,mobilenet_v2 --busy 1,2 --out DIR
+    python -m benchmarks.run busy --only mobilenet_v2,model.onnx --busy 1,2,torch:2 --out DIR
 
 A user's machine is rarely idle. For each model (a reference model or any ONNX file): tilegraph
 compiled once (`--budget S` seconds of tuning, default none: Gensor's constructed kernels) and
 timed twice, its parallel loops on tilegraph's thread pool and on libgomp (the same libraries:
 runtime/thread_pool.set_pool_enabled), beside ONNX Runtime and OpenVINO (f32 hint) with the same
-thread count. Each phase (quiet, then `--busy N` processes spinning, one per N given) times every
-system call by call in alternating rounds; the report gives the median, the 90th percentile and
-the worst call, and each system's slowdown (busy median / its quiet median). Writes busy.md and
-busy.json.
+thread count. Each phase (quiet, then one per `--busy` item: N Python processes spinning, or
+`torch:N`, a PyTorch training loop on N threads) times every system call by call in alternating
+rounds; the report gives the median, the 90th percentile and the worst call, and each system's
+slowdown (busy median / its quiet median). Writes busy.md and busy.json.
 """
 
 from __future__ import annotations
@@ -28,6 +28,16 @@ from typing import Any
 
 MODELS = ("mobilenet_v2", "resnet50", "bert", "gpt2")
 SPIN = "while True: pass\n"  # a competing process: one core's worth of work, never sleeping
+TRAIN = """import torch
+torch.set_num_threads({threads})
+model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 512))
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+x, y = torch.randn(64, 512), torch.randn(64, 512)
+while True:
+    optimizer.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    optimizer.step()
+"""  # a competing process as users run them: a training loop, its OpenMP threads spinning between steps
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -35,7 +45,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("suite", choices=["busy"])
     p.add_argument("--only", default=",".join(MODELS), help="comma-separated reference models or ONNX paths")
     p.add_argument("--threads", type=int, default=2, help="threads for every system (default 2)")
-    p.add_argument("--busy", default="1,2", help="competing spinning processes per busy phase, comma list")
+    p.add_argument("--busy", default="1,2,torch:2",
+                   help="busy phases, comma list: N spinning processes, or torch:N (a PyTorch training loop, N threads)")
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds per phase")
     p.add_argument("--seconds", type=float, default=4.0, help="timing per system and phase")
     p.add_argument("--budget", type=float, default=0.0, help="tuning seconds per model (default 0: constructed)")
@@ -81,17 +92,26 @@ def summary(calls: list[float]) -> dict[str, float]:
             "max_ms": max(calls) * 1e3, "calls": len(calls)}
 
 
-class Competitors:
-    """`n` processes spinning on the CPU while the block runs (none for n == 0)."""
+def competitor_programs(phase: str) -> list[str]:
+    """The Python programs a busy phase runs beside the timed one: "0" none, "N" N spinning
+    processes, "torch:N" one PyTorch training loop on N threads."""
+    kind, _, count = phase.rpartition(":")
+    if not count.isdigit() or kind not in ("", "torch"):
+        raise ValueError(f"busy phase {phase!r}: expected N or torch:N")
+    return [TRAIN.format(threads=int(count))] if kind == "torch" else [SPIN] * int(count)
 
-    def __init__(self, n: int):
-        self.n = n
+
+class Competitors:
+    """The competing processes of a busy phase, running while the block runs."""
+
+    def __init__(self, phase: str):
+        self.programs = competitor_programs(phase)
         self.processes: list[subprocess.Popen] = []
 
     def __enter__(self) -> Competitors:
-        self.processes = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(self.n)]
-        time.sleep(0.5 if self.n else 0.0)  # they are running before the first call is timed
-        return self
+        self.processes = [subprocess.Popen([sys.executable, "-c", program]) for program in self.programs]
+        time.sleep(3.0 if any("torch" in p for p in self.programs) else 0.5 if self.programs else 0.0)
+        return self  # they are running (torch imported) before the first call is timed
 
     def __exit__(self, *exc: object) -> None:
         for process in self.processes:
@@ -130,7 +150,8 @@ def _contenders(name: str, threads: int, budget: float) -> tuple[dict[str, Calla
 def _markdown(rows: list[dict], meta: dict) -> str:
     lines = [f"Command: `{meta['command']}`  ",
              f"{meta['cpu']}, {meta['threads']} threads per system, {meta['date']}; a busy phase runs N processes "
-             "spinning on the CPU beside the timed one. Per call: median / 90th percentile / worst, ms; "
+             "spinning on the CPU (torch:N: a PyTorch training loop on N threads) beside the timed one. "
+             "Per call: median / 90th percentile / worst, ms; "
              "slowdown = busy median / quiet median.", "",
              "| model | system | " + " | ".join(f"{p} ms" for p in meta["phases"])
              + " | " + " | ".join(f"slowdown {p}" for p in meta["phases"][1:]) + " |",
@@ -152,15 +173,17 @@ def main(argv: list[str]) -> int:
     from tilegraph.runtime.thread_pool import set_pool_enabled
 
     tg.set_num_threads(args.threads)
-    busy = [int(b) for b in args.busy.split(",") if b.strip()]
+    busy = [b.strip() for b in args.busy.split(",") if b.strip()]
+    for b in busy:
+        competitor_programs(b)  # a bad phase is an error before anything compiles
     phases = ["quiet", *(f"busy {b}" for b in busy)]
     rows = []
     for name in [m.strip() for m in args.only.split(",") if m.strip()]:
         print(f"busy: {name} ...", file=sys.stderr, flush=True)
         contenders, prepare, notes, compile_s = _contenders(name, args.threads, args.budget)
         systems: dict[str, dict[str, dict[str, float]]] = {s: {} for s in contenders}
-        for phase, n in zip(phases, [0, *busy]):
-            with Competitors(n):
+        for phase, competitors in zip(phases, ["0", *busy]):
+            with Competitors(competitors):
                 calls = time_calls(contenders, args.rounds, args.seconds, prepare)
             for system, samples in calls.items():
                 systems[system][phase] = summary(samples)
