@@ -84,61 +84,6 @@ static inline v16si tgh_blend_v16si(v16si m, v16si a, v16si b) { return (v16si)(
 static inline v16si tgh_max_v16si(v16si a, v16si b) { v16si m = (a > b); return (v16si)((m & (v16si)a) | (~m & (v16si)b)); }
 static inline v16si tgh_min_v16si(v16si a, v16si b) { v16si m = (a < b); return (v16si)((m & (v16si)a) | (~m & (v16si)b)); }
 
-/* tilegraph's thread pool (codegen/thread_pool_abi.py): GCC's GOMP_parallel calls land here */
-#include <dlfcn.h>
-typedef struct {
-  unsigned version;
-  void (*parallel)(void (*task)(void* job, unsigned index, unsigned count), void* job, unsigned threads);
-} tg_pool_api;
-typedef struct { void (*fn)(void*); void* data; } tg_job;
-static const tg_pool_api* volatile tg_pool;
-static __thread unsigned tg_task_index, tg_task_count = 1;
-__attribute__((visibility("default"))) int tg_install_pool(const tg_pool_api* api) {
-  if (api != 0 && api->version != 1) return 0;
-  tg_pool = api;
-  return 1;
-}
-static void tg_run_task(void* job, unsigned index, unsigned count) {
-  const tg_job* j = (const tg_job*)job;
-  unsigned saved_index = tg_task_index, saved_count = tg_task_count;
-  tg_task_index = index;
-  tg_task_count = count;
-  j->fn(j->data);
-  tg_task_index = saved_index;
-  tg_task_count = saved_count;
-}
-typedef void (*tg_gomp_parallel_fn)(void (*)(void*), void*, unsigned, unsigned);
-static tg_gomp_parallel_fn tg_gomp_parallel;
-static int (*tg_gomp_thread_num)(void);
-static int (*tg_gomp_num_threads)(void);
-static void tg_gomp_task(void* job) {
-  tg_run_task(job, (unsigned)tg_gomp_thread_num(), (unsigned)tg_gomp_num_threads());
-}
-static int tg_find_libgomp(void) {  /* callers may race here: each finds the same three */
-  if (__atomic_load_n(&tg_gomp_parallel, __ATOMIC_ACQUIRE) == 0) {
-    void* gomp = dlopen("libgomp.so.1", RTLD_LAZY);
-    if (gomp == 0) return 0;
-    tg_gomp_thread_num = (int (*)(void))dlsym(gomp, "omp_get_thread_num");
-    tg_gomp_num_threads = (int (*)(void))dlsym(gomp, "omp_get_num_threads");
-    if (tg_gomp_thread_num == 0 || tg_gomp_num_threads == 0) return 0;
-    __atomic_store_n(&tg_gomp_parallel, (tg_gomp_parallel_fn)dlsym(gomp, "GOMP_parallel"), __ATOMIC_RELEASE);
-  }
-  return tg_gomp_parallel != 0;
-}
-__attribute__((visibility("hidden"))) void GOMP_parallel(void (*fn)(void*), void* data, unsigned threads,
-                                                         unsigned flags) {
-  tg_job job = {fn, data};
-  if (threads > 1 && tg_pool != 0) {
-    tg_pool->parallel(tg_run_task, &job, threads);
-  } else if (threads > 1 && tg_find_libgomp()) {
-    tg_gomp_parallel(tg_gomp_task, &job, threads, flags);
-  } else {
-    tg_run_task(&job, 0, 1);
-  }
-}
-__attribute__((visibility("hidden"))) int omp_get_thread_num(void) { return (int)tg_task_index; }
-__attribute__((visibility("hidden"))) int omp_get_num_threads(void) { return (int)tg_task_count; }
-
 void tg_matmul(float* restrict b_A, float* restrict b_B, float* restrict b_C, int32_t num_threads) {
   if (num_threads < 1) num_threads = 1;
 #pragma omp parallel for num_threads(num_threads)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from tilegraph.build.compile import compile_c
-from tilegraph.codegen.thread_pool_abi import kernel_shim
 from tilegraph.runtime import thread_pool
 from tilegraph.runtime.kernel import load_library
 from tilegraph.target import as_target
@@ -19,8 +18,7 @@ pytestmark = pytest.mark.needs_cc
 # A parallel loop as the C printer writes one, counting how often each iteration runs and
 # recording how many shares (omp_get_num_threads) the loop was cut into.
 COUNTING_KERNEL = """#include <stdint.h>
-#include <stdlib.h>
-""" + kernel_shim() + """
+int omp_get_num_threads(void);
 void count(int32_t* restrict hits, int32_t* restrict shares, int32_t n, int32_t num_threads) {
 #pragma omp parallel for num_threads(num_threads)
   for (int32_t i = 0; i < n; ++i) {
@@ -33,7 +31,7 @@ void count(int32_t* restrict hits, int32_t* restrict shares, int32_t n, int32_t 
 
 @pytest.fixture(scope="module")
 def count_fn():
-    library = load_library(compile_c(COUNTING_KERNEL, as_target("cpu"), name="pool_count"))
+    library = load_library(compile_c(COUNTING_KERNEL, as_target("cpu"), name="pool_count", thread_pool=True))
     fn = library.count
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32]
@@ -108,7 +106,7 @@ def test_thread_counts_and_share_counts_may_change_between_calls(count_fn):
 
 
 def _child_runs(queue) -> None:
-    library = load_library(compile_c(COUNTING_KERNEL, as_target("cpu"), name="pool_count"))
+    library = load_library(compile_c(COUNTING_KERNEL, as_target("cpu"), name="pool_count", thread_pool=True))
     fn = library.count
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32]
     hits, _ = _run(fn, 99, 2, calls=10)
@@ -124,6 +122,17 @@ def test_a_forked_child_starts_an_empty_pool_of_its_own(count_fn):
     child.join(timeout=60)
     assert child.exitcode == 0, "the child hung or crashed running a kernel on the pool"
     assert queue.get(timeout=5) == [10] * 99
+
+
+def test_kernels_link_the_shim_and_other_libraries_do_not():
+    import tilegraph as tg
+    from tilegraph import workloads
+
+    kernel = tg.build(workloads.from_spec("softmax:4,33"))
+    assert kernel.lib_path.is_file()
+    assert hasattr(load_library(kernel.lib_path), "tg_install_pool")
+    plain = load_library(compile_c(COUNTING_KERNEL, as_target("cpu"), name="pool_count"))
+    assert not hasattr(plain, "tg_install_pool") and not thread_pool.install_pool(plain)
 
 
 def test_pool_settings_are_checked():

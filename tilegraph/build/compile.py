@@ -3,6 +3,8 @@
     compile_c(source, target)            first call: gcc in a private folder, published atomically
         -> ~/.cache/tilegraph/build/<sha256>/kernel.so
     compile_c(source, target)            later calls: the manifest's hash matches, gcc is not run
+    compile_c(source, target, thread_pool=True)   a kernel: its OpenMP loops on tilegraph's pool
+                                         (the pool's shim, an object compiled once, linked in)
     compile_cuda(source, target)         the same with nvcc and the cuda Target's flags (-arch=sm_XX ...)
     compile_executable(source, target)   a program (kernel + main) for a cpu target of another
                                          architecture, run under an emulator (runtime/emulated.py);
@@ -31,9 +33,11 @@ from tilegraph.build.toolchain import (
     compile_command,
     cuda_compile_command,
     executable_command,
+    object_command,
     resolve_compiler,
     run_compiler,
 )
+from tilegraph.codegen.thread_pool_abi import shim_source
 from tilegraph.errors import BuildError
 from tilegraph.target import Target
 from tilegraph.version import CODEGEN_VERSION
@@ -45,12 +49,23 @@ def build_cache() -> BuildCache:
     return BuildCache(config.cache_dir() / "build")
 
 
-def compile_c(source: str, target: Target, name: str = "kernel", timeout: float = DEFAULT_TIMEOUT_S) -> Path:
+def compile_c(source: str, target: Target, name: str = "kernel", timeout: float = DEFAULT_TIMEOUT_S,
+              thread_pool: bool = False) -> Path:
     """Compile C `source` for a cpu `target` into a shared library and return its path.
+    `thread_pool=True` (kernels) links the thread pool's shim, so the library's OpenMP loops run
+    on tilegraph's pool once it is installed (codegen/thread_pool_abi.py).
     Raises BuildError when the compiler is missing, fails (stderr in the message, the source
     kept at `err.source_path`) or runs longer than `timeout` seconds."""
     _check_arguments(source, target, "cpu", "compile_c")
-    return _compile(source, target, name, timeout, compile_command)
+    if not thread_pool:
+        return _compile(source, target, name, timeout, compile_command)
+    shim = _compile(shim_source(), target, "thread_pool_shim", timeout, object_command, artifact="object")
+
+    def with_shim(cc: str, cflags: Sequence[str], source_path: Path, output: Path) -> list[str]:
+        command = compile_command(cc, cflags, source_path, output)
+        return [*command[:-1], str(shim), command[-1]]  # the shim's object before the libraries
+
+    return _compile(source, target, name, timeout, with_shim, extra_key={"thread_pool_shim": shim_source()})
 
 
 def compile_cuda(source: str, target: Target, name: str = "kernel", timeout: float = NVCC_TIMEOUT_S) -> Path:
@@ -90,7 +105,8 @@ def _check_arguments(source: str, target: Target, kind: str, fn: str) -> None:
 
 
 def _compile(source: str, target: Target, name: str, timeout: float,
-             command: Callable[[str, Sequence[str], Path, Path], list[str]], artifact: str = "library") -> Path:
+             command: Callable[[str, Sequence[str], Path, Path], list[str]], artifact: str = "library",
+             extra_key: dict | None = None) -> Path:
     cc = resolve_compiler(target.cc)
     cflags = tuple(target.cflags)
     key_parts = {"kind": target.kind, "source": source, "cflags": cflags, "cc": os.path.basename(cc),
@@ -99,6 +115,7 @@ def _compile(source: str, target: Target, name: str, timeout: float,
         del key_parts["kind"]  # keys of C libraries built before CUDA joined the cache stay valid
     if artifact != "library":
         key_parts["artifact"] = artifact
+    key_parts.update(extra_key or {})
     if any("native" in flag for flag in cflags):
         key_parts["host"] = [target.arch, target.cpu_model]
     key = cache_key(key_parts)

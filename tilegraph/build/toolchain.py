@@ -42,6 +42,12 @@ def compile_command(cc: str, cflags: Sequence[str], source: Path | str, output: 
     return [cc, *cflags, "-o", str(output), str(source), "-lm"]
 
 
+def object_command(cc: str, cflags: Sequence[str], source: Path | str, output: Path | str) -> list[str]:
+    """An object file to link into libraries (the thread pool's shim): compiled, not linked."""
+    flags = [f for f in cflags if f != "-shared"]
+    return [cc, *flags, "-c", "-o", str(output), str(source)]
+
+
 def executable_command(cc: str, cflags: Sequence[str], source: Path | str, output: Path | str) -> list[str]:
     """A program instead of a shared library: the Target's flags without -shared/-fPIC."""
     flags = [f for f in cflags if f not in ("-shared", "-fPIC")]

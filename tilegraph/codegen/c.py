@@ -1,5 +1,5 @@
 """C printer for lowered loop IR: GCC vector extensions for SIMD, OpenMP pragmas for parallel loops
-(run on the process's thread pool: codegen/thread_pool_abi.py).
+(a kernel library links codegen/thread_pool_abi.py's shim, which runs them on tilegraph's pool).
 
     src = codegen_c(lower(func, target))
     src.code     the translation unit
@@ -33,7 +33,6 @@ from tilegraph import dtype as dt
 from tilegraph.codegen import bfloat16 as bf16
 from tilegraph.codegen import int8
 from tilegraph.codegen.names import NameTable
-from tilegraph.codegen.thread_pool_abi import kernel_shim
 from tilegraph.codegen.vector_math import VECTOR_MATH, vector_math_helpers
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.dtype import DType
@@ -540,8 +539,6 @@ def codegen_c(func: Func) -> CSource:
         helpers += bf16.bfloat16_helpers(printer.bfloat16_lanes, dot=printer.bfloat16_dot)
     if printer.int8_loads or printer.int8_dot:
         helpers += int8.int8_helpers(printer.int8_loads, printer.int8_dot)
-    if any(isinstance(s, For) and s.kind == "parallel" for s in walk_stmts(func.body)):
-        helpers = kernel_shim() + helpers  # its parallel loops run on the process's thread pool
     return CSource(_prelude() + helpers + "\n" + printer.w.text() + signature, entry)
 
 

@@ -6,10 +6,12 @@ omp_get_thread_num() and omp_get_num_threads() (the static schedule). libgomp ru
 each of n threads and waits at a barrier for all of them: on a machine whose cores other
 processes keep busy, a descheduled sibling stalls every kernel for its time slice.
 
-A kernel unit with a parallel loop defines those three functions itself (hidden, so its own calls
-bind to them) and hands the shares to the process's pool (runtime/thread_pool.py) as tasks,
-a few per thread (the pool's setting), which any pool thread claims, the calling one included: a thread that
-is not running claims nothing, and the caller does its share.
+Every kernel library links a small object (`shim_source()`, compiled once per compiler and
+flags: build/compile.py, `compile_c(..., thread_pool=True)`) that defines those three functions,
+hidden, so the library's own calls bind to them and never to libgomp's. They hand the shares to
+the process's pool (runtime/thread_pool.py) as tasks, a few per thread (the pool's setting),
+which any pool thread claims, the calling one included: a thread that is not running claims
+nothing, and the caller does its share.
 
     GCC's call                                  with the shim
     GOMP_parallel(fn, data, 2, 0)          ->   tg_pool->parallel(tg_run_task, {fn, data}, 2)
@@ -31,10 +33,11 @@ POOL_API_TYPEDEF = """typedef struct {
 } tg_pool_api;"""
 
 
-def kernel_shim() -> str:
-    """The C definitions a kernel unit with a parallel loop carries (after its includes)."""
-    return f"""
-/* tilegraph's thread pool (codegen/thread_pool_abi.py): GCC's GOMP_parallel calls land here */
+def shim_source() -> str:
+    """The C unit linked into every kernel library (a separate object, so a kernel's source stays
+    plain OpenMP C and compiling it costs nothing more: printed into each unit, the shim made
+    every gcc call about 15 ms slower)."""
+    return f"""/* tilegraph's thread pool (codegen/thread_pool_abi.py): GCC's GOMP_parallel calls land here */
 #include <dlfcn.h>
 {POOL_API_TYPEDEF}
 typedef struct {{ void (*fn)(void*); void* data; }} tg_job;
@@ -88,4 +91,4 @@ __attribute__((visibility("hidden"))) int omp_get_num_threads(void) {{ return (i
 """
 
 
-__all__ = ["POOL_ABI_VERSION", "POOL_API_TYPEDEF", "kernel_shim"]
+__all__ = ["POOL_ABI_VERSION", "POOL_API_TYPEDEF", "shim_source"]

@@ -105,11 +105,11 @@ def _build(kernel: Kernel, position: int, split: PackSplit, target: Target) -> t
     """(packing kernel, compute kernel), or None where either fails to build."""
     try:
         pack_src = codegen_c(split.pack)
-        pack = Kernel(compile_c(pack_src.code, target, name=pack_src.entry), pack_src.entry,
+        pack = Kernel(compile_c(pack_src.code, target, name=pack_src.entry, thread_pool=True), pack_src.entry,
                       [kernel.inputs[position]], [split.packed], pack_src.code, target, split.pack)
         compute_src = codegen_c(split.compute)
         inputs = [split.packed if j == position else b for j, b in enumerate(kernel.inputs)]
-        compute = Kernel(compile_c(compute_src.code, target, name=compute_src.entry), compute_src.entry,
+        compute = Kernel(compile_c(compute_src.code, target, name=compute_src.entry, thread_pool=True), compute_src.entry,
                          inputs, list(kernel.outputs), compute_src.code, target, split.compute)
     except Exception as err:  # an optimisation: the kernel keeps its packing
         log.warning("prepacking %s: %s: %s", kernel.entry, type(err).__name__, err)

@@ -81,7 +81,7 @@ def require_runnable(target: Target, timed: bool = False) -> None:
 def _build_cpu(sch: Schedule, target: Target) -> KernelProtocol:
     lowered = lower(sch.func, target)
     src = codegen_c(lowered)
-    lib = compile_c(src.code, target, name=src.entry)
+    lib = compile_c(src.code, target, name=src.entry, thread_pool=True)
     n_inputs = len(sch.workload.inputs)
     return Kernel(lib, src.entry, inputs=sch.func.params[:n_inputs], outputs=sch.func.params[n_inputs:],
                   source=src.code, target=target, lowered=lowered)
