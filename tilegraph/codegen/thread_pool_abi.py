@@ -78,8 +78,9 @@ static int tg_find_libgomp(void) {{  /* callers may race here: each finds the sa
 __attribute__((visibility("hidden"))) void GOMP_parallel(void (*fn)(void*), void* data, unsigned threads,
                                                          unsigned flags) {{
   tg_job job = {{fn, data}};
-  if (threads > 1 && tg_pool != 0) {{
-    tg_pool->parallel(tg_run_task, &job, threads);
+  const tg_pool_api* pool = tg_pool;  /* read once: another thread may install or remove it */
+  if (threads > 1 && pool != 0) {{
+    pool->parallel(tg_run_task, &job, threads);
   }} else if (threads > 1 && tg_find_libgomp()) {{
     tg_gomp_parallel(tg_gomp_task, &job, threads, flags);
   }} else {{

@@ -176,6 +176,7 @@ static void* worker_main(void* arg) {{
 static void after_fork_in_child(void) {{
   /* the child has only the forking thread: its pool starts empty */
   workers = 0;
+  atomic_store(&sleepers, 0);
   pthread_mutex_init(&call_lock, 0);
 }}
 
