@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import statistics
 import subprocess
 import sys
@@ -169,6 +168,7 @@ def _markdown(rows: list[dict], meta: dict) -> str:
 def main(argv: list[str]) -> int:
     args = _parse(argv)
     import tilegraph as tg
+    from benchmarks.report import write_table_report
     from benchmarks.run import cpu_model
     from tilegraph.runtime.thread_pool import set_pool_enabled
 
@@ -193,9 +193,5 @@ def main(argv: list[str]) -> int:
     set_pool_enabled(True)
     text = _markdown(rows, meta)
     print(text)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "busy.md").write_text(text)
-        (out / "busy.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    write_table_report(args.out, "busy", text, meta, rows)
     return 0

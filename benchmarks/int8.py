@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
 from pathlib import Path
@@ -184,15 +183,12 @@ def main(argv: list[str]) -> int:
     for name in [m.strip() for m in args.only.split(",") if m.strip()]:
         print(f"int8: {name} ...", file=sys.stderr, flush=True)
         rows.append(_row(name, threads, args.rounds, args.seconds, args.orchestration, args.format, args.budget))
+    from benchmarks.report import write_table_report
     from benchmarks.run import cpu_model
 
     meta = {"command": "python -m benchmarks.run " + " ".join(argv), "cpu": cpu_model(), "threads": threads,
             "format": args.format, "budget_s": args.budget, "date": datetime.datetime.now().isoformat(timespec="seconds")}
     text = _markdown(rows, meta)
     print(text)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "int8.md").write_text(text)
-        (out / "int8.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    write_table_report(args.out, "int8", text, meta, rows)
     return 0

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
-from pathlib import Path
 
 MODELS = ("resnet50", "mobilenet_v2", "bert", "gpt2")
 
@@ -106,15 +104,12 @@ def main(argv: list[str]) -> int:
     for name in [m.strip() for m in args.only.split(",") if m.strip()]:
         print(f"precision: {name} ...", file=sys.stderr, flush=True)
         rows.append(_row(name, threads, args.rounds, args.seconds, args.budget))
+    from benchmarks.report import write_table_report
     from benchmarks.run import cpu_model
 
     meta = {"command": "python -m benchmarks.run " + " ".join(argv), "cpu": cpu_model(), "threads": threads,
             "budget_s": args.budget, "date": datetime.datetime.now().isoformat(timespec="seconds")}
     text = _markdown(rows, meta)
     print(text)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "precision.md").write_text(text)
-        (out / "precision.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    write_table_report(args.out, "precision", text, meta, rows)
     return 0

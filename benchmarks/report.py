@@ -288,3 +288,15 @@ def write_all(out_dir: str, rows: Sequence[Row], meta: dict[str, Any]) -> dict[s
     with open(paths["report.md"], "w") as fh:
         fh.write(markdown(all_rows, meta))
     return paths
+
+
+def write_table_report(out_dir: str | None, stem: str, text: str, meta: dict[str, Any], rows: Sequence[Any]) -> None:
+    """A model suite's report: <stem>.md (the table) and <stem>.json (meta and rows) in out_dir,
+    created if missing; nothing when out_dir is None (the table was printed)."""
+    if not out_dir:
+        return
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, f"{stem}.md"), "w") as fh:
+        fh.write(text)
+    with open(os.path.join(out_dir, f"{stem}.json"), "w") as fh:
+        json.dump({"meta": meta, "rows": list(rows)}, fh, indent=1)

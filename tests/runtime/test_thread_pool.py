@@ -138,8 +138,10 @@ def test_kernels_link_the_shim_and_other_libraries_do_not():
 def test_pool_settings_are_checked():
     with pytest.raises(ValueError, match="unknown thread pool setting"):
         thread_pool.configure_pool(threads=3)
-    with pytest.raises(ValueError, match="non-negative int"):
-        thread_pool.configure_pool(spin=-1)
+    before = thread_pool.configure_pool()
+    with pytest.raises(ValueError, match="an int from 0 to"):
+        thread_pool.configure_pool(spin=before["spin"] + 1, tasks_per_thread=-1)
+    assert thread_pool.configure_pool() == before  # nothing applied when one setting is refused
     assert set(thread_pool.configure_pool()) == set(thread_pool.SETTINGS)
 
 

@@ -83,7 +83,6 @@ static _Atomic(tg_task_fn) job_task;
 static _Atomic(void*) job_arg;
 static _Atomic unsigned job_per_thread, job_threads;
 static unsigned workers;
-static pthread_t worker_threads[{MAX_WORKERS}];
 
 static inline void tg_pause(void) {{
 #if defined(__x86_64__) || defined(__i386__)
@@ -189,7 +188,8 @@ static void ensure_workers(unsigned wanted) {{
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int failed = pthread_create(&worker_threads[workers], &attr, worker_main, (void*)(uintptr_t)workers);
+    pthread_t thread;
+    int failed = pthread_create(&thread, &attr, worker_main, (void*)(uintptr_t)workers);
     pthread_attr_destroy(&attr);
     if (failed) return;  /* fewer threads: the caller claims what they would have */
     ++workers;
@@ -230,6 +230,9 @@ const tg_pool_api tg_pool_api_v{POOL_ABI_VERSION} = {{{POOL_ABI_VERSION}, tg_poo
 
 _lock = threading.Lock()
 _api: Any = None  # the loaded tg_pool_api's address (an int), False once it could not be built
+_keep: list[ctypes.CDLL] = []  # the pool's library stays loaded as long as the process
+_installers: list[Any] = []  # every loaded library's tg_install_pool, for set_pool_enabled
+_enabled: bool | None = None  # set_pool_enabled's choice; None: TILEGRAPH_THREAD_POOL decides
 
 
 def pool_api() -> int | None:
@@ -253,25 +256,21 @@ def pool_api() -> int | None:
         return _api or None
 
 
-_keep: list[ctypes.CDLL] = []  # the pool's library stays loaded as long as the process
-
-
 def configure_pool(**settings: int) -> dict[str, int]:
-    """Change the running pool's settings (names of SETTINGS: tasks_per_thread, spin, backoff);
-    returns them all as they now are ({} where the pool is off or could not be built)."""
+    """Change the running pool's settings (names of SETTINGS); returns them all as they now are
+    ({} where the pool is off or could not be built). Nothing changes when one is refused."""
     unknown = set(settings) - set(SETTINGS)
     if unknown:
         raise ValueError(f"unknown thread pool setting(s) {sorted(unknown)}; known: {sorted(SETTINGS)}")
+    for name, value in settings.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
+            raise ValueError(f"thread pool setting {name} must be an int from 0 to 2**32 - 1, got {value!r}")
     if pool_api() is None:
         return {}
     library = _keep[0]
     for name, value in settings.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"thread pool setting {name} must be a non-negative int, got {value!r}")
         ctypes.c_uint.in_dll(library, f"tg_pool_{name}").value = value
     return {name: ctypes.c_uint.in_dll(library, f"tg_pool_{name}").value for name in SETTINGS}
-_installers: list[Any] = []  # every loaded library's tg_install_pool, for set_pool_enabled
-_enabled: bool | None = None  # set_pool_enabled's choice; None: TILEGRAPH_THREAD_POOL decides
 
 
 def pool_enabled() -> bool:
@@ -283,8 +282,8 @@ def pool_enabled() -> bool:
 
 
 def install_pool(library: ctypes.CDLL) -> bool:
-    """Point a loaded kernel library's parallel loops at the pool; False where it has no shim
-    (no parallel loop, or printed before the pool), the pool is off or could not be built."""
+    """Point a loaded kernel library's parallel loops at the pool; False where it has no shim (not
+    built as a kernel: compile_c's thread_pool=False), the pool is off or could not be built."""
     try:
         install = library.tg_install_pool
     except AttributeError:
