@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,14 +72,33 @@ def run_compiler(command: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S) -> 
     """Run `command`. A missing compiler raises BuildError; a failure or timeout CompilerFailed."""
     name = os.path.basename(command[0])
     try:
-        result = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, check=False)
+        # a session of its own: gcc is a driver, and a timeout must stop the cc1 it started too
+        # (killing the driver alone left cc1 compiling for minutes, a core taken from every later
+        # measurement)
+        process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
     except FileNotFoundError:
         hint = INSTALL_HINTS["nvcc" if name == "nvcc" else "gcc"]
         raise BuildError(f"compiler {command[0]!r} not found; {hint}") from None
+    try:
+        _, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(process)
         raise CompilerFailed(f"{name} timed out after {timeout:g} s") from None
-    if result.returncode != 0:
-        raise CompilerFailed(f"{name} failed with exit code {result.returncode}:\n{trim_lines(result.stderr)}")
+    except BaseException:  # interrupted (Ctrl-C): no compiler left behind
+        _kill_group(process)
+        raise
+    if process.returncode != 0:
+        raise CompilerFailed(f"{name} failed with exit code {process.returncode}:\n{trim_lines(stderr)}")
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL the compiler's whole process group and reap the driver."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    process.communicate()
 
 
 def trim_lines(text: str, limit: int = MAX_ERROR_LINES) -> str:
