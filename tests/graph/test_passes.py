@@ -171,6 +171,19 @@ def test_conv_to_gemm_leaves_other_convolutions_alone():
         optimize(g, extra=("fold_everything",))
 
 
+def test_conv_to_gemm_keeps_an_integer_convolution():
+    """A QDQ model's uint8 x int8 convolution accumulates in int32: as a plain matmul it would not."""
+    from tilegraph.graph.passes import conv_to_gemm
+
+    b = GraphBuilder("int8_conv")
+    x = b.input("x", TensorType((1, 4, 4, 8), "uint8"))
+    w = b.constant(RNG.integers(-128, 128, (1, 1, 8, 4)).astype(np.int8))
+    y = b.add("conv2d", [x, w], {"layout": "NHWC", "accumulate": "int32"})
+    g = b.build([y])
+    fired = []
+    assert conv_to_gemm(g, fired) is g and not fired
+
+
 def test_fold_scale_into_weights_through_layout_ops():
     from tilegraph.graph.passes import fold_scale_into_weights
 

@@ -9,7 +9,8 @@ before (patch k x k):     y = conv2d(x, w (k, k, C, O), b, layout="NHWC", stride
 after:                    p = transpose(reshape(x, (N, OH, k, OW, k, C)), (0, 1, 3, 2, 4, 5))
                           y = reshape(add(matmul(reshape(p, (N, OH*OW, k*k*C)), w (k*k*C, O)), b), (N, OH, OW, O))
 
-Legal: NHWC, one group, no dilation, no padding, constant weights (and bias). The weight reshape
+Legal: NHWC, one group, no dilation, no padding, constant weights (and bias), float products
+(passes/common.py dense_nhwc_conv: a QDQ model's integer convolution keeps its accumulation). The weight reshape
 is exact because HWIO flattens in (kh, kw, c) order, the order of the patch's elements. Rows
 past the last full window are sliced off first. The reshapes are views and the slice and
 transpose fuse into the GEMM as prologues, so no data moves that the convolution did not move.
@@ -19,16 +20,12 @@ from __future__ import annotations
 
 from tilegraph.graph.builder import GraphBuilder
 from tilegraph.graph.ir import Graph, Node
+from tilegraph.graph.passes.common import dense_nhwc_conv
 
 
 def _rule(graph: Graph, node: Node) -> str | None:
     """Which rewrite applies to `node` ("1x1" or "patch"), or None."""
-    if node.op != "conv2d" or node.attr("layout", "NCHW") != "NHWC" or node.attr("groups", 1) != 1:
-        return None
-    if tuple(node.attr("dilations", (1, 1))) != (1, 1) or any(node.attr("pads", (0, 0, 0, 0))):
-        return None
-    if node.inputs[1] not in graph.constants or (len(node.inputs) > 2 and node.inputs[2]
-                                                  and node.inputs[2] not in graph.constants):
+    if not dense_nhwc_conv(graph, node) or any(node.attr("pads", (0, 0, 0, 0))):
         return None
     kh, kw = graph.type_of(node.inputs[1]).shape[:2]
     if (kh, kw) == (1, 1) and tuple(node.attr("strides", (1, 1))) == (1, 1):
