@@ -240,3 +240,30 @@ def test_a_model_onnxruntime_cannot_run_is_one_line_and_tilegraph_still_runs_it(
     assert main(["run", str(path), "--vs", "onnxruntime"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "onnxruntime cannot run this model" in err
+
+
+@pytest.fixture(scope="module")
+def conv3x3(tmp_path_factory):
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    weights = (rng.standard_normal((16, 16, 3, 3)) / 12).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])]
+    graph = helper.make_graph(nodes, "conv3x3", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 24, 24])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(weights, "w")])
+    path = tmp_path_factory.mktemp("cli") / "conv3x3.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return path
+
+
+def test_winograd_by_default_and_left_out_on_request(conv3x3, tmp_path, capsys):
+    assert main(["compile", str(conv3x3), "-o", str(tmp_path / "w.tg"), "--json", "--orchestration", "greedy"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernels"] == 3  # input transform, GEMM, output transform
+    assert main(["compile", str(conv3x3), "-o", str(tmp_path / "d.tg"), "--json", "--orchestration", "greedy",
+                 "--no-rewrite", "winograd_conv"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernels"] == 1
+    assert main(["run", str(conv3x3), "--vs", "onnxruntime", "--bench", "--time", "0.2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["onnxruntime_relative_error"] < 1e-4
+    assert main(["compile", str(conv3x3), "-o", str(tmp_path / "x.tg"), "--no-rewrite", "winograd"]) == 2
+    assert "invalid choice: 'winograd'" in capsys.readouterr().err

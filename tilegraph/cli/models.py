@@ -37,7 +37,7 @@ import numpy as np
 
 from tilegraph import config
 from tilegraph.graph.compile import DEFAULT_ORCHESTRATION, ORCHESTRATIONS, PRECISIONS
-from tilegraph.graph.passes import OPTIONAL
+from tilegraph.graph.passes import FLOAT32_CPU, OPTIONAL
 from tilegraph.graph.precision import random_inputs
 from tilegraph.target import Target
 
@@ -71,6 +71,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
                            f"(default {DEFAULT_ORCHESTRATION})")
     comp.add_argument("--rewrite", action="append", default=[], choices=sorted(OPTIONAL),
                       help="an optional graph rewrite to apply (repeatable)")
+    comp.add_argument("--no-rewrite", action="append", default=[], choices=sorted(FLOAT32_CPU),
+                      help="a rewrite float32 CPU models get by default, left out (repeatable)")
     _precision_options(comp)
     run = sub.add_parser("run", parents=[parents["db"]], help="run a compiled model dir or an ONNX model")
     run.add_argument("model", help="a saved model dir, an ONNX file, or a reference model name")
@@ -180,6 +182,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             CompileProgress(onnx_path.stem, enabled=not args.json) as steps:
         model = compile_model(str(onnx_path), db=db, time_budget=args.time, fuse=not args.no_fuse,
                               orchestration=args.orchestration, extra_rewrites=tuple(args.rewrite),
+                              skip_rewrites=tuple(args.no_rewrite),
                               construct=not args.no_construct, prepack=not args.no_prepack,
                               trials=args.trials, num_threads=args.threads, tune_progress=show,
                               input_shapes=input_shapes(args.input_shape), values=input_values(args.value),

@@ -6,6 +6,7 @@
     model = compile_model(g, fuse=False)                       # one kernel per node (to measure fusion)
     model = compile_model(g, orchestration="greedy")           # Hidet's greedy fusion groups as they are
     model = compile_model(g, extra_rewrites=("conv_to_gemm",)) # optional rewrites (passes.OPTIONAL)
+    model = compile_model(g, skip_rewrites=("winograd_conv",)) # without a default one (passes.FLOAT32_CPU)
     model = compile_model(g, time_budget=180, db="tune.db")    # tune the model's tasks first
     model = compile_model("bert.onnx", input_shapes={"input_ids": (1, 128)})   # fix symbolic extents
     model = compile_model("m.onnx", values={"axes": [1]})      # inputs that decide shapes, as constants
@@ -14,7 +15,8 @@
     model.precision_report.line()                              # its accuracy gate (graph/precision.py)
     print(model.tuning.table())
 
-Steps: the graph passes (passes.optimize), the greedy fusion groups (fusion.partition), then
+Steps: the graph passes (passes.optimize; then for a float32 model on a CPU target the rewrites of
+passes.FLOAT32_CPU, Winograd's 3x3 convolutions), the greedy fusion groups (fusion.partition), then
 with orchestration="blp" (the default) the kernels a binary linear program picks among measured
 candidates (fusion.choose, measured on the target's device; greedy for a target this machine
 cannot run or time), each built from the database's best record of its anchor, else the default
@@ -54,7 +56,7 @@ from tilegraph.graph.ir import Graph
 from tilegraph.graph.kernels import build_kernels, kernel_spec
 from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
-from tilegraph.graph.passes import eliminate_dead_code, optimize
+from tilegraph.graph.passes import eliminate_dead_code, optimize, optimize_float32_cpu
 from tilegraph.graph.passes.gemms_read_bfloat16 import gemms_read_bfloat16
 from tilegraph.graph.passes.gemms_read_int8 import gemms_read_int8
 from tilegraph.graph.plan import ALIGN, plan_memory
@@ -107,7 +109,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   tune_progress: Callable[[Any, str], None] | None = None,
                   input_shapes: Any = None, values: Any = None, construct: bool = True,
                   prepack: bool = True, precision: str = "fp32", accuracy: float | None = None,
-                  accuracy_check: bool = True) -> CompiledModel | SpecializedModel:
+                  accuracy_check: bool = True, skip_rewrites: tuple[str, ...] = ()) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
     if precision not in PRECISIONS:
         raise GraphError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
@@ -162,7 +164,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                        progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
                        trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
                        construct=construct, prepack=prepack, precision=precision, accuracy=accuracy,
-                       accuracy_check=accuracy_check)
+                       accuracy_check=accuracy_check, skip_rewrites=skip_rewrites)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     finally:
@@ -193,6 +195,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         graph = eliminate_dead_code(gemms_read_bfloat16(graph, rewrites))
     if precision == "int8":  # products with constant weights on the integers, the rest float32
         graph = eliminate_dead_code(gemms_read_int8(graph, rewrites))
+    if optimize_graph and precision == "fp32" and not gpu:
+        graph = optimize_float32_cpu(graph, rewrites, skip_rewrites)
     graph.verify()
     _check_tensor_sizes(graph)
     stage(progress, "fusion groups")
@@ -262,7 +266,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     stage(progress, "accuracy gate failed: compiling in float32")
     fallback = compile_model(model, target, records, 0.0, example_inputs, optimize_graph=optimize_graph, workers=workers,
                              progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
-                             num_threads=num_threads, input_shapes=input_shapes, construct=construct, prepack=prepack)
+                             num_threads=num_threads, input_shapes=input_shapes, construct=construct, prepack=prepack,
+                             skip_rewrites=skip_rewrites)
     fallback.precision_report = model_.precision_report
     return fallback
 

@@ -66,13 +66,14 @@ from tilegraph.ops.reduce import max, mean, min, prod, sum
 from tilegraph.ops.softmax import softmax
 from tilegraph.ops.subgraphs import conv2d_bn_relu, transpose_batch_matmul
 from tilegraph.ops.transform import reshape, transpose
+from tilegraph.ops.winograd import winograd_input_nhwc, winograd_output_nhwc
 
 __all__ = [
     "attention", "conv1d_nlc", "conv2d_capsule_nhwijc", "conv2d_nchw", "conv2d_nhwc", "conv2d_transpose_nhwc", "conv3d_ndhwc",
     "depthwise_conv2d_nhwc", "add", "div", "exp", "gelu", "maximum", "minimum", "mul", "relu", "sigmoid", "sub",
     "tanh", "batch_matmul", "dense", "matmul", "batch_norm", "layer_norm", "norm_bmn", "avg_pool2d",
     "global_avg_pool2d", "max_pool2d", "max", "mean", "min", "sum", "softmax", "conv2d_bn_relu",
-    "transpose_batch_matmul", "reshape", "transpose",
+    "transpose_batch_matmul", "reshape", "transpose", "winograd_input_nhwc", "winograd_output_nhwc",
     "broadcast_to", "concat", "gather_elements", "pad_constant", "strided_slice", "take", "abs", "cast", "clip",
     "equal", "erf", "gelu_tanh", "greater", "hard_sigmoid", "hard_swish", "isnan", "less", "log", "logical_not",
     "neg", "power", "reciprocal", "sqrt", "where", "matmul_nd",

@@ -113,19 +113,22 @@ def default_schedule(wl: Workload, target: str | Target = "cpu") -> Schedule:
     contiguous innermost spatial loops, fuse and parallelise the outer spatial loops."""
     tgt = as_target(target)
     if tgt.kind == "cpu":
-        from tilegraph.schedule.attention import attention_schedule  # it builds on inline_producers below
+        from tilegraph.schedule.attention import attention_schedule  # they build on inline_producers below
+        from tilegraph.schedule.winograd import winograd_schedule
 
         fused = attention_schedule(wl, tgt)  # a fused attention operator: its row-block nest
+        if fused is None:
+            fused = winograd_schedule(wl, tgt)  # a Winograd transform: its points unrolled
         if fused is not None:
             return fused
     sch = Schedule(wl)
     inline_producers(sch, "cheap")
     for name in sch.block_names():
-        _schedule_block(sch, name, tgt)
+        schedule_block(sch, name, tgt)
     return sch
 
 
-def _schedule_block(sch: Schedule, name: str, target: Target) -> None:
+def schedule_block(sch: Schedule, name: str, target: Target) -> None:
     block = find_block(sch.func, name)
     loops = list(sch.loops(name))
     kinds = [iv.kind for iv in block.iter_vars]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tilegraph.ops import winograd as _winograd
 from tilegraph.ops._common import attr, op_boundary
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.workload import Workload
@@ -426,8 +427,37 @@ def attention(q: np.ndarray, kt: np.ndarray, v: np.ndarray, mask: np.ndarray | N
     return p @ _f64(v)
 
 
+def winograd_input_nhwc(x: np.ndarray, m: int = 4, pads: Sequence[int] = (1, 1, 1, 1),
+                        out_hw: Sequence[int] | None = None) -> np.ndarray:
+    """(alpha, alpha, N * TH * TW, C): Bᵀ d B of every tile's (m + 2)-square input window d."""
+    n, h, w, c = x.shape
+    top, left, bottom, right = pads
+    oh, ow = (h + top + bottom - 2, w + left + right - 2) if out_hw is None else out_hw
+    th, tw = _winograd.tiles((oh, ow), m)
+    alpha = m + 2
+    # zeros past the padding too: the last tiles' windows may reach beyond it
+    padded = np.zeros((n, th * m + 2, tw * m + 2, c))
+    rows, cols = min(h, th * m + 2 - top), min(w, tw * m + 2 - left)
+    padded[:, top:top + rows, left:left + cols] = _f64(x)[:, :rows, :cols]
+    windows = np.stack([np.stack([padded[:, i:i + th * m:m, j:j + tw * m:m] for j in range(alpha)], 3)
+                        for i in range(alpha)], 3)  # (n, th, tw, alpha_i, alpha_j, c)
+    _, _, bt = _winograd.matrices(m)
+    v = np.einsum("ai,nyzijc,bj->abnyzc", bt, windows, bt)
+    return v.reshape(alpha, alpha, n * th * tw, c)
+
+
+def winograd_output_nhwc(mm: np.ndarray, m: int = 4, n: int = 1, out_hw: Sequence[int] = (1, 1)) -> np.ndarray:
+    """(N, OH, OW, K): Aᵀ M A of every tile, the tiles laid side by side and cut to (OH, OW)."""
+    oh, ow = out_hw
+    th, tw = _winograd.tiles((oh, ow), m)
+    at, _, _ = _winograd.matrices(m)
+    alpha, k = m + 2, mm.shape[3]
+    y = np.einsum("ia,abnyzk,jb->nyizjk", at, _f64(mm).reshape(alpha, alpha, n, th, tw, k), at)
+    return y.reshape(n, th * m, tw * m, k)[:, :oh, :ow]
+
+
 REFERENCES: dict[str, Callable[..., np.ndarray]] = {
-    "attention": attention,
+    "attention": attention, "winograd_input_nhwc": winograd_input_nhwc, "winograd_output_nhwc": winograd_output_nhwc,
     "conv1d_nlc": conv1d_nlc, "conv2d_nhwc": conv2d_nhwc, "conv3d_ndhwc": conv3d_ndhwc, "conv2d_nchw": conv2d_nchw,
     "depthwise_conv2d_nhwc": depthwise_conv2d_nhwc, "conv2d_transpose_nhwc": conv2d_transpose_nhwc,
     "conv2d_capsule_nhwijc": conv2d_capsule_nhwijc, "matmul": matmul, "dense": dense, "batch_matmul": batch_matmul,

@@ -2,6 +2,7 @@
 
     graph, fired = optimize(graph)    # the default pipeline; `fired` says which rule fired where
     graph, fired = optimize(graph, extra=("conv_to_gemm",))   # with optional rules (OPTIONAL)
+    graph = optimize_float32_cpu(graph, fired, skip=())     # FLOAT32_CPU, where compile_model runs them
     TILEGRAPH_VERIFY=1                # Graph.verify after every pass (the test suite sets it)
 
 An optional rule is legal everywhere it fires but not on by default because it was measured
@@ -29,6 +30,7 @@ from tilegraph.graph.passes.pad_gemm_columns import pad_gemm_columns
 from tilegraph.graph.passes.pow_to_multiply import pow_to_multiply
 from tilegraph.graph.passes.sink_transposes import sink_transposes
 from tilegraph.graph.passes.to_channels_last import to_channels_last
+from tilegraph.graph.passes.winograd_conv import winograd_conv
 
 PIPELINE = (empty_tensors_as_constants, bfloat16_through_float, compute_half_in_float, fold_constants, eliminate_dead_code,
             eliminate_common_subexpressions, fold_batch_norm,
@@ -38,6 +40,10 @@ PIPELINE = (empty_tensors_as_constants, bfloat16_through_float, compute_half_in_
 
 
 OPTIONAL = {"conv_to_gemm": conv_to_gemm, "fuse_attention": fuse_attention}  # run after the layout pass and its constant folding
+# Rewrites on by default for float32 models on CPU targets, after the precision passes (a bfloat16
+# or int8 product of transformed values would lose what the transforms amplify); each can be
+# turned off (compile_model(skip_rewrites=...), `tilegraph compile --no-rewrite NAME`)
+FLOAT32_CPU = {"winograd_conv": winograd_conv}  # run after the layout pass and its constant folding
 VERIFY_ENV = "TILEGRAPH_VERIFY"
 
 
@@ -55,6 +61,18 @@ def optimize(graph: Graph, extra: tuple[str, ...] | list[str] = ()) -> tuple[Gra
     return graph.verify(), fired
 
 
+def optimize_float32_cpu(graph: Graph, fired: list[str], skip: tuple[str, ...] | list[str] = ()) -> Graph:
+    """The FLOAT32_CPU rewrites but those named in `skip`, then dead constants dropped."""
+    unknown = [name for name in skip if name not in FLOAT32_CPU]
+    if unknown:
+        raise GraphError(f"unknown default rewrite(s) {', '.join(unknown)}; known: {', '.join(FLOAT32_CPU)}")
+    verify_each = os.environ.get(VERIFY_ENV, "") not in ("", "0")
+    for name, rewrite in FLOAT32_CPU.items():
+        if name not in skip:
+            graph = _checked(rewrite, rewrite(graph, fired), verify_each)
+    return eliminate_dead_code(graph).verify()
+
+
 def _checked(graph_pass: object, graph: Graph, verify: bool) -> Graph:
     """With TILEGRAPH_VERIFY=1 (the test suite sets it), every pass's result is verified, so a pass
     that breaks an invariant is named rather than a later one."""
@@ -69,5 +87,5 @@ def _checked(graph_pass: object, graph: Graph, verify: bool) -> Graph:
 __all__ = ["optimize", "PIPELINE", "fold_constants", "eliminate_dead_code", "eliminate_common_subexpressions",
            "fold_batch_norm", "to_channels_last", "sink_transposes", "merge_sibling_matmuls", "conv_to_gemm",
            "fold_scale_into_weights", "fuse_attention", "compute_half_in_float", "empty_tensors_as_constants",
-           "bfloat16_through_float",
-           "OPTIONAL"]
+           "bfloat16_through_float", "winograd_conv", "optimize_float32_cpu",
+           "OPTIONAL", "FLOAT32_CPU"]

@@ -7,8 +7,9 @@ A task is one anchor workload (a contraction, reduction or normalisation; by str
 ResNet-50's repeated bottlenecks share tasks): its weight is how many nodes of the model compute
 it, its FLOPs are one occurrence's. Fused variants (the anchor with different prologues and
 epilogues) replay the anchor's tuned schedule (fusion/compose.py), so one tuning serves them all;
-`variants` names the fused kernels that do. Injective chains are not tasks: they keep their
-default schedule.
+`variants` names the fused kernels that do. Injective chains are not tasks, nor anchors whose op
+says its default schedule is final (OpDef.tuned, Winograd's transforms): they keep their default
+schedule.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tilegraph.graph.fusion.compose import group_spec
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph, Node
 from tilegraph.graph.kernels import KernelSpec, kernel_spec
+from tilegraph.graph.ops.registry import op_def
 from tilegraph.te.workload import Workload
 
 
@@ -55,7 +57,7 @@ def extract_tasks(graph: Graph, groups: Sequence[Group]) -> list[Task]:
     occurrences: dict[str, list[str]] = {}
     variants: dict[str, list[str]] = {}
     for group in groups:
-        if group.anchor is None:
+        if group.anchor is None or not op_def(nodes[group.anchor].op).tuned:
             continue
         spec = kernel_spec(graph, nodes[group.anchor])
         specs.setdefault(spec.key, spec)
