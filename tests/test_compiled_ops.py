@@ -342,6 +342,10 @@ OP_CASES.update({
     "pad_constant": _typed(ops.pad_constant, [((4, 6), F32)], before=(1, -1), after=(2, 0), value=-2.0),
     "attention": _typed(ops.attention, [((2, 7, 3), F32), ((2, 3, 5), F32), ((2, 5, 9), F32), ((7, 5), F32)],
                         scale=0.7),
+    "winograd_input_f4": _typed(ops.winograd_input_nhwc, [((1, 7, 9, 5), F32)], m=4, pads=(1, 0, 2, 1)),
+    "winograd_input_f2": _typed(ops.winograd_input_nhwc, [((2, 5, 6, 3), F32)], m=2, pads=(1, 1, 1, 1)),
+    "winograd_output_f4": _typed(ops.winograd_output_nhwc, [((6, 6, 6, 3), F32)], m=4, n=1, out_hw=(8, 9)),
+    "winograd_output_f2": _typed(ops.winograd_output_nhwc, [((4, 4, 18, 5), F32)], m=2, n=2, out_hw=(5, 6)),
 })
 
 
