@@ -102,3 +102,30 @@ def test_measuring_warns_when_the_peak_is_implausible(tmp_path, monkeypatch):
     with pytest.warns(RuntimeWarning, match="measured fp32 peak"):
         hw = hardware_model(Target("cpu", uarch=named), measure=True)
     assert hw.measured and hw.peak_warning
+
+
+def test_an_all_core_peak_that_does_not_scale_is_measured_again(monkeypatch):
+    """A process busy on one core during the all-core samples halved them all; the cached value
+    then misled Gensor's model and every % of peak. Measured again until the cores scale."""
+    calls = {"all": 0}
+
+    class FakeBench:
+        def bench_fma(self, iters, threads, sink):
+            if threads == 1:
+                return 100e9
+            calls["all"] += 1
+            return 105e9 if calls["all"] <= 9 else 198e9  # disturbed for the first 9 samples
+
+        def bench_read(self, data, n, reps, threads, sink):
+            return 50e9
+
+    monkeypatch.setattr(hardware, "_compile_bench", lambda *a, **k: FakeBench())
+    monkeypatch.setattr(hardware, "ALL_CORE_RETRY_PAUSE_S", 0.0)
+    nominal = hardware_model(measure=False)
+    two_cores = HardwareModel(**{**nominal.__dict__, "cores": 2})
+    hw = hardware._measure(two_cores)
+    assert hw.peak_flops_all == 198e9 and calls["all"] == 1 + 6 + 3  # warm-up, the first six, one retry of three
+
+    calls["all"] = -1000  # never scales (an SMT pair): a bounded number of tries, the best kept
+    hw = hardware._measure(two_cores)
+    assert hw.peak_flops_all == 105e9 and calls["all"] == -1000 + 1 + 6 + hardware.ALL_CORE_RETRIES * 3
