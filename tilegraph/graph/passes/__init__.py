@@ -43,7 +43,7 @@ OPTIONAL = {"conv_to_gemm": conv_to_gemm, "fuse_attention": fuse_attention}  # r
 # Rewrites on by default for float32 models on CPU targets, after the precision passes (a bfloat16
 # or int8 product of transformed values would lose what the transforms amplify); each can be
 # turned off (compile_model(skip_rewrites=...), `tilegraph compile --no-rewrite NAME`)
-FLOAT32_CPU = {"winograd_conv": winograd_conv}  # run after the layout pass and its constant folding
+FLOAT32_CPU = {"winograd_conv": winograd_conv}
 VERIFY_ENV = "TILEGRAPH_VERIFY"
 
 
