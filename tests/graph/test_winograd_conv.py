@@ -94,3 +94,9 @@ def test_an_unknown_rewrite_to_skip_is_named():
     g, _ = _conv(24, 24, 16, 16)
     with pytest.raises(GraphError, match="unknown default rewrite.*winograd_conv"):
         optimize_float32_cpu(g, [], skip=("winograd",))
+
+
+def test_compile_names_an_unknown_rewrite_to_skip_whatever_the_precision():
+    g, _ = _conv(24, 24, 16, 16)
+    with pytest.raises(GraphError, match="unknown default rewrite.*winograd.*known: winograd_conv"):
+        tg.compile(g, precision="bf16", skip_rewrites=("winograd",))

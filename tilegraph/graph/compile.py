@@ -56,7 +56,7 @@ from tilegraph.graph.ir import Graph
 from tilegraph.graph.kernels import build_kernels, kernel_spec
 from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
-from tilegraph.graph.passes import eliminate_dead_code, optimize, optimize_float32_cpu
+from tilegraph.graph.passes import FLOAT32_CPU, eliminate_dead_code, optimize, optimize_float32_cpu
 from tilegraph.graph.passes.gemms_read_bfloat16 import gemms_read_bfloat16
 from tilegraph.graph.passes.gemms_read_int8 import gemms_read_int8
 from tilegraph.graph.plan import ALIGN, plan_memory
@@ -119,6 +119,10 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     onnx_model = isinstance(model, (str, os.PathLike)) or type(model).__name__ == "ModelProto"
     if values is not None and not onnx_model:
         raise GraphError("values= binds inputs of an ONNX model (a graph or a module has no such inputs)")
+    unknown_skips = [name for name in skip_rewrites if name not in FLOAT32_CPU]
+    if unknown_skips:  # said whatever the precision or target (they may not run the rewrites at all)
+        raise GraphError(f"unknown default rewrite(s) {', '.join(unknown_skips)} in skip_rewrites; "
+                         f"known: {', '.join(FLOAT32_CPU)}")
     if orchestration not in ORCHESTRATIONS:
         raise GraphError(f"unknown orchestration {orchestration!r}; choose one of {', '.join(ORCHESTRATIONS)}")
     if (not isinstance(time_budget, (int, float)) or isinstance(time_budget, bool) or not math.isfinite(time_budget)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from tilegraph.errors import TilegraphError
 from tilegraph.loop.visit import find_block
-from tilegraph.schedule.defaults import inline_producers, schedule_block
+from tilegraph.schedule.defaults import inline_producers, is_padding, schedule_block
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
 from tilegraph.te.workload import Workload
@@ -49,7 +49,8 @@ def winograd_schedule(workload: Workload, target: Target) -> Schedule | None:
     name = workload.outputs[0].name
     # the input's zero-bordered copy stays a loop nest of its own (a plain copy): inlined, every
     # read of a window would carry the border's guards
-    padding = {b for b in sch.block_names() if b.endswith("_pad") and tag == INPUT_TAG}
+    padding = {b for b in sch.block_names()
+               if tag == INPUT_TAG and b != name and is_padding(find_block(sch.func, b))}
     inline_producers(sch, "cheap", keep=padding)
     try:
         for block in padding & set(sch.block_names()):
@@ -67,7 +68,7 @@ def _split_channels(sch: Schedule, loop: str, extent: int, target: Target) -> tu
     factor = _vector_factor(extent, target.lanes("float32"))
     if factor == 1:
         return loop, None
-    outer, inner = sch.split(loop, factor)
+    outer, inner = sch.split(loop, factor)[:2]
     return outer, inner
 
 
