@@ -84,6 +84,24 @@ def test_tune_json_then_db_commands_then_bench(dirs, capsys):
     assert "ratio_torch" in bench or any("torch" in n for n in bench["notes"])
 
 
+@pytest.mark.needs_cc
+def test_tune_profile_names_every_stage_of_the_measurement_pipeline(dirs, capsys):
+    argv = ["tune", "matmul:24,16,40", "--strategy", "random", "--trials", "3", "--db", str(dirs / "p.db")]
+    assert main([*argv, "--profile", "--json"]) == 0
+    prof = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["profile"]
+    assert prof["candidates"] == 3 and prof["built"] >= 3 and prof["runs"] >= 3
+    stages = prof["seconds"]
+    for name in ("propose", "build", "inputs", "reference", "run", "commit", "notify", "build.replay",
+                 "build.lower", "build.print", "build.compile", "run.load", "run.check", "run.time"):
+        assert stages[name] >= 0.0, name
+    loop = sum(stages[n] for n in ("propose", "build", "inputs", "reference", "run", "commit", "notify"))
+    assert 0 < loop <= prof["wall_s"] * 1.01 and prof["candidates_per_s"] > 0
+    assert stages["run"] >= stages["run.check"] + stages["run.time"], "the worker's stages happen inside the wait"
+    assert main([*argv, "--seed", "1", "--profile"]) == 0
+    out = capsys.readouterr().out
+    assert "candidates/s" in out and "build.compile" in out and "run.time" in out
+
+
 def test_info_json(dirs, capsys):
     assert main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)

@@ -42,6 +42,21 @@ def test_dump_prints_every_pass(capsys, monkeypatch):
     assert capsys.readouterr().out == ""
 
 
+def test_the_lowered_ir_is_always_verified_and_every_pass_under_tilegraph_verify(monkeypatch):
+    import tilegraph.lower.pipeline as pipeline
+
+    checked = []
+    monkeypatch.setattr(pipeline, "verify", checked.append)
+    wl, _ = _workload()
+    monkeypatch.setenv("TILEGRAPH_VERIFY", "0")
+    out = lower(tg.Schedule(wl).func, TARGET)
+    assert checked == [out], "once, the result"
+    checked.clear()
+    monkeypatch.setenv("TILEGRAPH_VERIFY", "1")
+    out = lower(tg.Schedule(wl).func, TARGET)
+    assert len(checked) == len(PASSES) and checked[-1] is out
+
+
 def test_unit_loops_disappear():
     x = te.placeholder((1, 5), name="X")
     y = te.compute((1, 5), lambda i, j: x[i, j] + 1.0, name="Y")

@@ -104,3 +104,16 @@ class RawCallable:
         launch.run()
         got = launch.outputs()
         return got[0] if len(got) == 1 else got
+
+
+def slow_good_c(seconds: float) -> str:
+    """GOOD_C's product, then a busy wait of `seconds` on the monotonic clock: a correct kernel of
+    a known, machine-independent latency."""
+    return "#include <time.h>\n" + GOOD_C.replace("void tg_test_kernel", "static void product") + f"""
+static double now_s(void) {{ struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }}
+void tg_test_kernel(const float* A, const float* B, float* C) {{
+  product(A, B, C);
+  double end = now_s() + {seconds!r};
+  while (now_s() < end) {{}}
+}}
+"""

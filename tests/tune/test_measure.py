@@ -116,3 +116,37 @@ def test_a_dequantized_float_output_may_be_one_step_off():
     tie = grid.astype(np.float32)
     tie[200] += scale
     assert compare_outputs([tie], [grid])[0]
+
+
+def test_a_slow_check_run_is_its_own_sample_and_a_cold_one_is_timed_in_full():
+    from tilegraph.tune.measure import SLOW_CHECK_IS_SAMPLE_S, time_slow_candidate
+
+    policy = MeasurePolicy()
+    calls = []
+    assert time_slow_candidate(lambda: calls.append(1), 0.5, None, policy) is None, "no best yet"
+    assert time_slow_candidate(lambda: calls.append(1), 2e-3, 1e-3, policy) is None, "within 3x the best"
+    assert time_slow_candidate(lambda: calls.append(1), 5e-4, 1e-5, policy) is None, "too short to judge"
+    assert time_slow_candidate(lambda: calls.append(1), SLOW_CHECK_IS_SAMPLE_S, 1e-3, policy) == [SLOW_CHECK_IS_SAMPLE_S]
+    assert not calls
+    # over 3x the best at its check run, but the warm sample is fast: the check run was cold
+    assert time_slow_candidate(lambda: calls.append(1), 0.05, 1e-3, policy) is None and calls
+    off = MeasurePolicy(time_once_over=None)
+    assert time_slow_candidate(lambda: None, 1.0, 1e-3, off) is None
+
+
+def test_time_runs_stops_at_min_repeats_only_when_every_sample_is_clearly_slower():
+    import time
+
+    policy = MeasurePolicy(warmup=0, min_time_s=0.05, min_repeats=5)
+    run = lambda: time.sleep(2e-3)  # noqa: E731
+    assert len(time_runs(run, policy, best_s=1e-3)) == 5, "2 ms against a 1-ms best"
+    assert len(time_runs(run, policy, best_s=1.9e-3)) > 5, "within 1.2x of the best: timed in full"
+    assert len(time_runs(run, policy)) > 5, "no best: timed in full"
+
+
+@pytest.mark.parametrize("factor", [1.0, 0, -2, "3"])
+def test_policy_rejects_bad_slow_factors(factor):
+    with pytest.raises(ValueError, match="time_once_over"):
+        MeasurePolicy(time_once_over=factor)
+    with pytest.raises(ValueError, match="stop_early_over"):
+        MeasurePolicy(stop_early_over=factor)

@@ -119,3 +119,51 @@ def test_options_object_and_keywords_mean_the_same(tune_dirs):
     with pytest.raises(ValueError, match="conflicts"):
         TuneOptions(num_threads=2, policy=MeasurePolicy(num_threads=1))
     assert TuneOptions(num_threads=2).updated(num_threads=1).policy.num_threads == 1
+
+
+def test_candidates_far_slower_than_the_best_get_fewer_samples_and_never_become_the_best(tune_dirs):
+    """Deadline-aware measurement (MeasurePolicy.time_once_over / stop_early_over): the first
+    candidate is timed in full (no best yet), a 3-ms kernel beside a ~1-us best is timed once (its
+    one sample over 3x the best), a 0.4-ms one stops at min_repeats samples (every sample over
+    1.2x the best) instead of filling min_time_s; the best keeps its full samples."""
+    from tests.tune.helpers import slow_good_c
+    from tilegraph.tune.session import TuneSession
+
+    wl = matmul_workload()
+
+    def measure(policy, sources):
+        db = MemoryDatabase()
+        strategy = Scripted(sources)
+        strategy.inner.done = lambda: True
+        strategy.inner.propose = lambda ctx, n: []
+        with TuneSession("cpu", db, policy=policy, reference=matmul_reference, batch_size=1,
+                         builder=SourceBuilder(max_workers=1)) as session:
+            session.tune_slice(wl, strategy, trials=len(sources))
+        return db.records(), db.best(wl.key, target_fingerprint("cpu"))
+
+    policy = MeasurePolicy(min_time_s=0.05, min_repeats=5, timeout_s=5.0)
+    records, best = measure(policy, [(0, slow_good_c(4e-4)), (1, GOOD_C), (2, slow_good_c(3e-3))])
+    first, good, slow = records
+    assert all(r.ok for r in records)
+    assert len(first.samples) > policy.min_repeats, "no best yet: timed in full, to min_time_s"
+    assert best.trace_hash == good.trace_hash and len(good.samples) > policy.min_repeats
+    assert len(slow.samples) == 1 and "timed once" in slow.message and slow.latency_s >= 3e-3
+    # a busy machine may stretch a 0.4-ms check run past SLOW_CHECK_MIN_S: time_once_over off here
+    early = MeasurePolicy(min_time_s=0.05, min_repeats=5, timeout_s=5.0, time_once_over=None)
+    (good, medium), best = measure(early, [(1, GOOD_C), (3, slow_good_c(4e-4))])
+    assert best.trace_hash == good.trace_hash
+    assert len(medium.samples) == early.min_repeats and min(medium.samples) > 1.2 * good.latency_s
+    full = MeasurePolicy(min_time_s=0.05, min_repeats=5, timeout_s=5.0, time_once_over=None, stop_early_over=None)
+    records, _ = measure(full, [(1, GOOD_C), (2, slow_good_c(3e-3)), (3, slow_good_c(4e-4))])
+    assert all(len(r.samples) > full.min_repeats for r in records), "off: every candidate in full"
+
+
+def test_batches_after_the_first_still_build_while_their_checks_are_drawn(tune_dirs):
+    """The checks' inputs are drawn on a helper thread while the batch builds; the build workers
+    must not be started from that thread (a worker dies with the thread that started it), or every
+    batch after the first reads "the build worker pool broke"."""
+    wl = matmul_workload(12)
+    db = MemoryDatabase()
+    tg.tune(wl, strategy="random", trials=6, batch_size=2, db=db, progress=False, policy=FAST, seed=3)
+    records = db.records()
+    assert len(records) == 6 and all(r.ok for r in records), [(r.kind, r.message) for r in records]

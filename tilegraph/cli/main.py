@@ -1,7 +1,7 @@
 """The `tilegraph` console script.
 
     tilegraph tune GMM-4 matmul:512,256,384 --time 60 [--strategy auto] [--trials N] [--target opencl]
-                    [--db PATH] [--json]
+                    [--db PATH] [--json] [--profile]
     tilegraph bench GMM-4 --vs numpy,torch [--target cpu] [--db PATH] [--json]
     tilegraph db list | best | distill | export FILE | import FILE | merge OTHER.db   [--db PATH]
     tilegraph info [--json] [--remeasure] [--target "cpu -isa=avx2"]
@@ -93,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--threads", type=_int_at_least(1), default=None, help="threads the kernels run with")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--json", action="store_true", help="one JSON object per workload on stdout")
+    tune.add_argument("--profile", action="store_true",
+                      help="where the tuning time went, per candidate and stage (sampling, build, reference, run, ...)")
 
     bench = sub.add_parser("bench", parents=[db_opt, target_opt], help="time the best known kernel against numpy/torch")
     bench.add_argument("workloads", nargs="+", metavar="WORKLOAD")
@@ -165,6 +167,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         result = tune(wl, target=args.target, strategy=args.strategy, time_budget=args.time, trials=args.trials,
                       db=db, seed=args.seed, progress=not args.json, num_threads=args.threads)
         row = {"workload": spec, **{k: v for k, v in result.summary().items()}}
+        if args.profile and result.profile is not None:
+            row["profile"] = result.profile.to_json()
+            if not args.json:
+                print(f"{spec}: {result.profile.format()}\n", flush=True)
         rows.append(row)
         if args.json:
             print(json.dumps(row), flush=True)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.te.expr import BufferLoad, Expr
-from tilegraph.te.visit import uses_var
+from tilegraph.te.visit import preorder, uses_var
 from tilegraph.te.visit import walk as walk_expr
 
 
@@ -48,10 +48,8 @@ def loads_under(s: Stmt) -> Iterator[BufferLoad]:
 
 
 def walk_stmts(s: Stmt) -> Iterator[Stmt]:
-    """All statements under `s`, parents first."""
-    yield s
-    for k in stmt_children(s):
-        yield from walk_stmts(k)
+    """All statements under `s`, parents first, children in order (te/visit.py's preorder)."""
+    return preorder(s, stmt_children)
 
 
 def find_loop(func: Func, name: str) -> For:

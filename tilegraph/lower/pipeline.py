@@ -4,7 +4,11 @@
     lowered = lower(sch.func, target, dump=True)
 
 PASSES is the ordered list of (name, run); each pass lives in lower/passes/<name>.py and is a
-pure `run(func, target) -> Func`. After each pass the verifier (tilegraph.loop.verify) runs.
+pure `run(func, target) -> Func`. The verifier (tilegraph.loop.verify) checks the lowered IR; with
+TILEGRAPH_VERIFY=1 (the test suite sets it) it runs after every pass, so a pass that breaks an
+invariant is named where it does. Not by default: between passes it cost a quarter of lowering,
+which the tuner does for every candidate, and a kernel still never reaches a user unchecked (the
+tuner checks every candidate's output against a float64 reference).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from tilegraph.lower.passes import (
 )
 
 DUMP_ENV = "TILEGRAPH_DUMP_IR"
+VERIFY_ENV = "TILEGRAPH_VERIFY"  # the graph passes' switch too (graph/passes)
 Pass = Callable[[Func, object], Func]
 
 PASSES: list[tuple[str, Pass]] = [
@@ -53,15 +58,20 @@ PASSES: list[tuple[str, Pass]] = [
 
 
 def lower(func: Func, target: object, dump: bool | None = None) -> Func:
-    """Run PASSES in order, verifying after each. `dump` (default: env TILEGRAPH_DUMP_IR=1) prints the IR after each."""
+    """Run PASSES in order and verify the result (after every pass with TILEGRAPH_VERIFY=1).
+    `dump` (default: env TILEGRAPH_DUMP_IR=1) prints the IR after each."""
     if dump is None:
         dump = os.environ.get(DUMP_ENV, "") not in ("", "0")
+    every_pass = os.environ.get(VERIFY_ENV, "") not in ("", "0")
     if dump:
         print(f"# input\n{func_str(func)}")
     for name, run in PASSES:
         func = run(func, target)
         if dump:
             print(f"# after {name}\n{func_str(func)}")
+        if every_pass:
+            verify(func)
+    if not every_pass:
         verify(func)
     return func
 

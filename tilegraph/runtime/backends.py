@@ -28,6 +28,7 @@ from tilegraph.runtime.kernel import Kernel
 from tilegraph.runtime.launch import KernelProtocol
 from tilegraph.schedule.defaults import default_gpu_schedule, default_schedule
 from tilegraph.schedule.schedule import Schedule
+from tilegraph.stages import stage
 from tilegraph.target import Target, gpu_visible, host_arch
 from tilegraph.te.workload import Workload
 
@@ -79,9 +80,12 @@ def require_runnable(target: Target, timed: bool = False) -> None:
 
 # ------------------------------------------------------------------------------ cpu
 def _build_cpu(sch: Schedule, target: Target) -> KernelProtocol:
-    lowered = lower(sch.func, target)
-    src = codegen_c(lowered)
-    lib = compile_c(src.code, target, name=src.entry, thread_pool=True)
+    with stage("lower"):
+        lowered = lower(sch.func, target)
+    with stage("print"):
+        src = codegen_c(lowered)
+    with stage("compile"):
+        lib = compile_c(src.code, target, name=src.entry, thread_pool=True)
     n_inputs = len(sch.workload.inputs)
     return Kernel(lib, src.entry, inputs=sch.func.params[:n_inputs], outputs=sch.func.params[n_inputs:],
                   source=src.code, target=target, lowered=lowered)
@@ -109,8 +113,12 @@ def _build_opencl(sch: Schedule, target: Target) -> KernelProtocol:
     from tilegraph.lower.gpu.pipeline import lower_gpu
     from tilegraph.runtime.opencl import OpenCLKernel
 
-    program = lower_gpu(sch.func, target)
-    return OpenCLKernel(program, codegen_opencl(program), len(sch.workload.inputs), target)
+    with stage("lower"):
+        program = lower_gpu(sch.func, target)
+    with stage("print"):
+        source = codegen_opencl(program)
+    with stage("compile"):  # the driver compiles at load time: only the program's set-up here
+        return OpenCLKernel(program, source, len(sch.workload.inputs), target)
 
 
 def _build_cuda(sch: Schedule, target: Target) -> KernelProtocol:
@@ -118,8 +126,12 @@ def _build_cuda(sch: Schedule, target: Target) -> KernelProtocol:
     from tilegraph.lower.gpu.pipeline import lower_gpu
     from tilegraph.runtime.cuda import CudaKernel
 
-    program = lower_gpu(sch.func, target)
-    return CudaKernel(program, codegen_cuda(program), len(sch.workload.inputs), target)
+    with stage("lower"):
+        program = lower_gpu(sch.func, target)
+    with stage("print"):
+        source = codegen_cuda(program)
+    with stage("compile"):
+        return CudaKernel(program, source, len(sch.workload.inputs), target)
 
 
 def _opencl_unavailable() -> str | None:

@@ -61,11 +61,14 @@ WARMUP_RUNS_MAX = 100
 
 def measure(run: Callable[[], object], warmup: int = 2, min_time: float = 0.2, repeat: int = 5,
             number: int | None = None, flush: Callable[[], None] | None = None,
-            max_samples: int | None = None, warmup_time: float = 0.0) -> TimingResult:
+            max_samples: int | None = None, warmup_time: float = 0.0,
+            enough: Callable[[list[float]], bool] | None = None) -> TimingResult:
     """Time `run()` (see the module docstring); at most `max_samples` samples (MAX_SAMPLES by default).
     With `warmup_time`, the warm-up goes on after `warmup` runs until that many seconds have passed
     (at most WARMUP_RUNS_MAX runs): a kernel's first tens of milliseconds in a process that was
-    idle run slower than the rest (threads not yet spread over the cores, caches cold)."""
+    idle run slower than the rest (threads not yet spread over the cores, caches cold).
+    `enough(samples)`, asked once there are `repeat` samples, may end the sampling before
+    `min_time` (a tuner's candidate already clearly slower than its best)."""
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
     if repeat < 1:
@@ -92,7 +95,8 @@ def measure(run: Callable[[], object], warmup: int = 2, min_time: float = 0.2, r
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        while len(samples) < repeat or (total < min_time and len(samples) < cap and total < MAX_TOTAL_S):
+        while len(samples) < repeat or (total < min_time and len(samples) < cap and total < MAX_TOTAL_S
+                                        and not (enough is not None and enough(samples))):
             if flush is not None:
                 flush()
             start = clock()

@@ -6,7 +6,8 @@ node to `fn`, which returns a replacement or None to keep it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from tilegraph.te.expr import (
     BinOp,
@@ -25,6 +26,8 @@ from tilegraph.te.expr import (
     TensorRead,
     Var,
 )
+
+T = TypeVar("T")
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
@@ -89,9 +92,11 @@ def rewrite(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     """Rebuild `e` bottom-up; `fn(node)` returns a replacement or None to keep the node."""
     kids = children(e)
     if kids:
-        new_kids = tuple(rewrite(k, fn) for k in kids)
-        if any(a is not b for a, b in zip(new_kids, kids)):
-            e = with_children(e, new_kids)
+        new_kids = tuple([rewrite(k, fn) for k in kids])  # a list, not a generator: this runs millions of times
+        for a, b in zip(new_kids, kids):
+            if a is not b:
+                e = with_children(e, new_kids)
+                break
     out = fn(e)
     return e if out is None else out
 
@@ -103,11 +108,23 @@ def substitute(e: Expr, mapping: Mapping[Var, Expr]) -> Expr:
     return rewrite(e, lambda x: mapping.get(x) if isinstance(x, Var) else None)
 
 
+def preorder(root: T, children_of: Callable[[T], Sequence[T]]) -> Iterator[T]:
+    """`root` and every node below it, parents before children, children in order. An explicit
+    stack, not nested generators: a node at depth d costs one step, not d (the schedule primitives
+    and the lowering walk deep trees millions of times while the tuner samples programs). The one
+    traversal of both IRs: `walk` here, loop/visit.py's `walk_stmts`."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        kids = children_of(node)
+        if kids:
+            stack.extend(reversed(kids))
+
+
 def walk(e: Expr) -> Iterator[Expr]:
-    """All nodes of `e`, parents before children."""
-    yield e
-    for k in children(e):
-        yield from walk(k)
+    """All nodes of `e`, parents before children (preorder)."""
+    return preorder(e, children)
 
 
 def free_vars(e: Expr) -> set[Var]:

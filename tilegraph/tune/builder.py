@@ -15,6 +15,7 @@ What a built kernel ships to the runner, per target, is tune/kernel_loader.py's 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -22,6 +23,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from tilegraph.stages import add as add_stage
+from tilegraph.stages import recording, stage
 from tilegraph.te.workload import Workload
 from tilegraph.tune.measure import MeasureInput, die_with_parent, resolve_target, spawn_without_main
 from tilegraph.tune.result import ArgSpec, BuildResult
@@ -57,23 +60,26 @@ def build_candidate(workload: Workload, trace_json: str, target: Any, timeout_s:
     if use_alarm:
         signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
-    try:
-        from tilegraph.driver import build
-        from tilegraph.schedule import Schedule
-        from tilegraph.tune.kernel_loader import describe_kernel
+    with recording() as seconds:  # replay, lower, print, compile: the pipeline profile's build stages
+        try:
+            from tilegraph.driver import build
+            from tilegraph.schedule import Schedule
+            from tilegraph.tune.kernel_loader import describe_kernel
 
-        sch = Schedule.replay(workload, trace_json)
-        tgt = resolve_target(target)
-        kernel = build(sch, target=tgt)
-        return describe_kernel(kernel, tgt, workload_args(workload), time.perf_counter() - start)
-    except _BuildTimeout:
-        return BuildResult(False, "build_timeout", f"build took longer than {timeout_s:g} s",
-                           build_time_s=time.perf_counter() - start)
-    except Exception as e:  # every failure of one candidate is data, not a reason to stop
-        return BuildResult(False, "build_error", _one_line(e), build_time_s=time.perf_counter() - start)
-    finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            with stage("replay"):
+                sch = Schedule.replay(workload, trace_json)
+            tgt = resolve_target(target)
+            kernel = build(sch, target=tgt)
+            result = describe_kernel(kernel, tgt, workload_args(workload), time.perf_counter() - start)
+        except _BuildTimeout:
+            result = BuildResult(False, "build_timeout", f"build took longer than {timeout_s:g} s",
+                                 build_time_s=time.perf_counter() - start)
+        except Exception as e:  # every failure of one candidate is data, not a reason to stop
+            result = BuildResult(False, "build_error", _one_line(e), build_time_s=time.perf_counter() - start)
+        finally:
+            if use_alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    return dataclasses.replace(result, stages=dict(seconds))
 
 
 class Builder:
@@ -106,6 +112,13 @@ class Builder:
 
     def build(self, inputs: Sequence[MeasureInput]) -> list[BuildResult]:
         """Build every candidate; the result list is in input order."""
+        results = self._build_all(inputs)
+        for r in results:  # the workers' stages, for the pipeline profile of whoever records
+            for name, seconds in r.stages.items():
+                add_stage(f"build.{name}", seconds)
+        return results
+
+    def _build_all(self, inputs: Sequence[MeasureInput]) -> list[BuildResult]:
         if not inputs:
             return []
         pool = self._ensure_pool()
@@ -149,7 +162,7 @@ class Builder:
             # candidates that never started go to a fresh pool
             pending = [n for n, r in enumerate(results) if r is None]
             if pending:
-                redo = self.build([inputs[n] for n in pending])
+                redo = self._build_all([inputs[n] for n in pending])
                 for n, r in zip(pending, redo):
                     results[n] = r
         return [r for r in results if r is not None]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 import types
@@ -42,10 +43,21 @@ class MeasurePolicy:
     atol_scale: float = 1e-4
     timeout_s: float = 30.0
     warmup_s: float = 0.0  # warm-up goes on for this long after `warmup` runs (runtime/timer.py)
+    # Candidates slower than the best so far get fewer samples (None: every one timed in full):
+    # one whose check run took over time_once_over x the best (and at least SLOW_CHECK_MIN_S) gets
+    # one warm sample (time_slow_candidate); one whose min_repeats samples are all over
+    # stop_early_over x the best stops there, before min_time_s (time_runs). A best always has
+    # its full samples: a candidate cut short is slower than the best by the cut's own rule.
+    time_once_over: float | None = 3.0
+    stop_early_over: float | None = 1.2
 
     def __post_init__(self) -> None:
         if self.warmup < 0 or self.min_repeats < 1 or self.max_repeats < self.min_repeats:
             raise ValueError("MeasurePolicy: need warmup >= 0 and 1 <= min_repeats <= max_repeats")
+        for name in ("time_once_over", "stop_early_over"):
+            factor = getattr(self, name)
+            if factor is not None and not (isinstance(factor, (int, float)) and factor > 1):
+                raise ValueError(f"MeasurePolicy: {name} must be a number > 1 or None, got {factor!r}")
         if self.min_time_s < 0 or self.timeout_s <= 0 or self.warmup_s < 0:
             raise ValueError("MeasurePolicy: min_time_s and warmup_s must be >= 0 and timeout_s > 0")
         if self.num_threads is not None and self.num_threads < 1:
@@ -191,14 +203,51 @@ def quantized_step(ref: np.ndarray, min_size: int = 64) -> float:
 
 
 # ---------------------------------------------------------------------------- timing
-def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy) -> list[float]:
+def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy, best_s: float | None = None) -> list[float]:
     """Seconds per run, sampled as `Kernel.time()` samples (runtime/timer.py: measure): warm-up,
     fast runs batched per sample, until min_repeats samples and min_time_s seconds, at most
-    max_repeats samples; with flush_cache, one cold run per sample."""
+    max_repeats samples; with flush_cache, one cold run per sample. With `best_s` (the best so far)
+    and policy.stop_early_over, sampling stops at min_repeats samples once every sample is over
+    stop_early_over x best_s: such a candidate is not the best, and its median is good enough to
+    rank it."""
     flush = cache_flusher() if policy.flush_cache else None
+    enough = None
+    if policy.stop_early_over is not None and best_s is not None and best_s > 0:
+        limit = policy.stop_early_over * best_s
+        enough = lambda samples: min(samples) > limit  # noqa: E731
     result = measure(run_once, warmup=policy.warmup, min_time=policy.min_time_s, repeat=policy.min_repeats,
-                     flush=flush, max_samples=policy.max_repeats, warmup_time=policy.warmup_s)
+                     flush=flush, max_samples=policy.max_repeats, warmup_time=policy.warmup_s, enough=enough)
     return list(result.samples)
+
+
+# Below this a check run says little (first touch of the outputs, threads waking up) and full
+# timing costs about min_time_s anyway: such a candidate is always timed in full.
+SLOW_CHECK_MIN_S = 1e-3
+# From this on, a cold run's extra (page faults on fresh outputs, threads waking) is lost in the
+# run's own time: a slow candidate's check run is its sample.
+SLOW_CHECK_IS_SAMPLE_S = 0.1
+
+
+def time_slow_candidate(run_once: Callable[[], Any], check_s: float, best_s: float | None,
+                        policy: MeasurePolicy) -> list[float] | None:
+    """One warm sample for a candidate far slower than the best so far, or None: time it in full.
+
+    The check run showed `check_s`; where that is over policy.time_once_over x `best_s`, one more
+    sample (runs batched to at least a millisecond, the check run as the warm-up) decides: still
+    over time_once_over x best, it is the candidate's only sample (it can never be the best: a best
+    always has its full samples); under it, the check run was cold and the candidate is timed in
+    full. A check run of SLOW_CHECK_IS_SAMPLE_S or more is the sample itself. A 3-second candidate
+    beside a 4-ms best costs its one check run, not the eight runs of full timing."""
+    if policy.time_once_over is None or best_s is None or best_s <= 0:
+        return None
+    limit = policy.time_once_over * best_s
+    if check_s < SLOW_CHECK_MIN_S or check_s <= limit:
+        return None
+    if check_s >= SLOW_CHECK_IS_SAMPLE_S:
+        return [check_s]
+    number = max(1, math.ceil(1e-3 / check_s))
+    sample = measure(run_once, warmup=0, min_time=0.0, repeat=1, number=number).samples[0]
+    return [sample] if sample > limit else None
 
 
 @contextlib.contextmanager

@@ -7,8 +7,8 @@
 
 Extension points are injected here, never through hooks in the code: `builder` (anything with
 `build(inputs) -> [BuildResult]`, `kernel(workload, trace_json, meta)` and `close()`, see
-tune/builder.py) and `runner` (`run(workload, build, seed) -> RunResult`, `references(workload,
-inputs)`, `policy`, `close()`, see tune/runner.py). Tests inject hand-written kernels that crash,
+tune/builder.py) and `runner` (`run(workload, build, seed, timeout_s=None, best_s=None) -> RunResult`,
+`references(workload, inputs)`, `policy`, `close()`, see tune/runner.py). Tests inject hand-written kernels that crash,
 hang or compute wrong answers through a builder.
 """
 

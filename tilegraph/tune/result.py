@@ -42,6 +42,7 @@ class BuildResult:
     kernel_target: Any = None
     build_time_s: float = 0.0
     payload: Any = None  # what a GPU loader needs to rebuild the kernel (kernel_loader.GpuKernelSpec)
+    stages: dict[str, float] = field(default_factory=dict, compare=False)  # seconds per build stage (tilegraph.stages)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class RunResult:
     message: str = ""
     samples: tuple[float, ...] = ()
     max_error: float | None = None
+    stages: dict[str, float] = field(default_factory=dict, compare=False)  # seconds per stage in the runner's worker
 
     @property
     def ok(self) -> bool:
@@ -95,6 +97,7 @@ class TuneResult:
     # False for a target whose kernels ran here only under an emulator (tune/checked_only.py): every
     # candidate was checked, none timed, and latency_s / gflops are the model's prediction
     timed: bool = True
+    profile: Any = None  # where the search's time went (tune/pipeline_profile.PipelineProfile)
 
     def summary(self) -> dict[str, Any]:
         return {

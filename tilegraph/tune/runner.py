@@ -29,6 +29,8 @@ from tilegraph.config import cache_dir
 from tilegraph.dtype import poisoned
 from tilegraph.errors import TilegraphError
 from tilegraph.runtime.host_memory import aligned_copy
+from tilegraph.stages import add as add_stage
+from tilegraph.stages import recording, stage
 from tilegraph.te.workload import Workload
 from tilegraph.tune.kernel_loader import load_kernel
 from tilegraph.tune.measure import (
@@ -39,6 +41,7 @@ from tilegraph.tune.measure import (
     random_inputs,
     spawn_without_main,
     time_runs,
+    time_slow_candidate,
 )
 from tilegraph.tune.result import BuildResult, RunResult
 
@@ -53,16 +56,24 @@ class MeasureLockTimeout(TilegraphError):
 
 # ---------------------------------------------------------------------------- worker process side
 def _measure_in_worker(build: BuildResult, inputs: list[np.ndarray], references: list[np.ndarray],
-                       policy: MeasurePolicy) -> RunResult:
-    kernel = load_kernel(build)
-    outputs = [aligned_copy(poisoned(a.shape, a.dtype)) for a in build.args if a.is_output]
-    launch = kernel.bind([aligned_copy(x) for x in inputs], outputs, policy.num_threads)
-    launch.run()
-    ok, max_error, message = compare_outputs(launch.outputs(), references, policy.rtol, policy.atol_scale)
-    if not ok:
-        return RunResult("wrong_answer", message, max_error=max_error)
-    samples = time_runs(launch.run, policy)
-    return RunResult("ok", "", tuple(samples), max_error=max_error)
+                       policy: MeasurePolicy, best_s: float | None = None) -> RunResult:
+    with recording() as seconds:  # load, check, time: the pipeline profile's runner stages
+        with stage("load"):
+            kernel = load_kernel(build)
+            outputs = [aligned_copy(poisoned(a.shape, a.dtype)) for a in build.args if a.is_output]
+            launch = kernel.bind([aligned_copy(x) for x in inputs], outputs, policy.num_threads)
+        with stage("check"):
+            start = time.perf_counter()
+            launch.run()
+            check_s = time.perf_counter() - start
+            ok, max_error, message = compare_outputs(launch.outputs(), references, policy.rtol, policy.atol_scale)
+        if not ok:
+            return RunResult("wrong_answer", message, max_error=max_error, stages=dict(seconds))
+        with stage("time"):
+            once = time_slow_candidate(launch.run, check_s, best_s, policy)
+            samples = once if once is not None else time_runs(launch.run, policy, best_s)
+    note = "" if once is None else f"timed once: over {policy.time_once_over:g}x the best so far ({best_s * 1e3:.4g} ms)"
+    return RunResult("ok", note, tuple(samples), max_error=max_error, stages=seconds)
 
 
 def _worker_main(conn: Any, num_threads: int | None) -> None:
@@ -77,9 +88,9 @@ def _worker_main(conn: Any, num_threads: int | None) -> None:
             return
         if msg[0] == "stop":
             return
-        _, build, inputs, references, policy = msg
+        _, build, inputs, references, policy, best_s = msg
         try:
-            result = _measure_in_worker(build, inputs, references, policy)
+            result = _measure_in_worker(build, inputs, references, policy, best_s)
         except Exception as e:
             result = RunResult("run_error", f"{type(e).__name__}: {str(e).strip()[:500]}")
         conn.send(("result", result))
@@ -203,22 +214,37 @@ class Runner:
         return [np.asarray(o, dtype=np.float64) for o in outs]
 
     # ------------------------------------------------------------------ measuring
-    def run(self, workload: Workload, build: BuildResult, seed: int, timeout_s: float | None = None) -> RunResult:
+    def run(self, workload: Workload, build: BuildResult, seed: int, timeout_s: float | None = None,
+            best_s: float | None = None) -> RunResult:
         """Check then time one candidate on fresh random inputs; never raises for a bad candidate.
-        `timeout_s` lowers the policy's timeout for this candidate (a tuning budget about to end)."""
+        `timeout_s` lowers the policy's timeout for this candidate (a tuning budget about to end);
+        `best_s`, the best latency so far, lets a far slower candidate be timed once
+        (measure.time_slow_candidate)."""
         if not build.ok:
             return RunResult(build.error_kind or "build_error", build.message)
+        with stage("inputs"):
+            inputs = random_inputs(workload, seed)
+        with stage("reference"):
+            references = self.references(workload, inputs)
+        return self.run_on(build, inputs, references, timeout_s, best_s)
+
+    def prepare(self, workload: Workload, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The inputs and float64 references `run(workload, build, seed)` would draw, drawn ahead
+        (the search loop draws them while the builders compile); give them to run_on."""
         inputs = random_inputs(workload, seed)
-        return self.run_on(build, inputs, self.references(workload, inputs), timeout_s)
+        return inputs, self.references(workload, inputs)
 
     def run_on(self, build: BuildResult, inputs: Sequence[np.ndarray], references: Sequence[np.ndarray],
-               timeout_s: float | None = None) -> RunResult:
+               timeout_s: float | None = None, best_s: float | None = None) -> RunResult:
         """Check one candidate against `references` on `inputs`, then time it (in the worker)."""
         if not build.ok:
             return RunResult(build.error_kind or "build_error", build.message)
         timeout = self.policy.timeout_s if timeout_s is None else min(self.policy.timeout_s, timeout_s)
-        with self.lock:
-            return self._run_locked(build, list(inputs), list(references), timeout)
+        with stage("run"), self.lock:
+            result = self._run_locked(build, list(inputs), list(references), timeout, best_s)
+        for name, seconds in result.stages.items():  # the worker's stages, for the pipeline profile
+            add_stage(f"run.{name}", seconds)
+        return result
 
     def check_here(self, kernel: Any, inputs: Sequence[np.ndarray], references: Sequence[np.ndarray]) -> RunResult:
         """Check a kernel in this process, never timing it: the final re-check of a tuned kernel
@@ -237,14 +263,14 @@ class Runner:
         return RunResult("ok", max_error=max_error) if ok else RunResult("wrong_answer", message, max_error=max_error)
 
     def _run_locked(self, build: BuildResult, inputs: list[np.ndarray], refs: list[np.ndarray],
-                    timeout_s: float) -> RunResult:
+                    timeout_s: float, best_s: float | None = None) -> RunResult:
         if self._proc is None or not self._proc.is_alive():
             if self._proc is not None:
                 self._stop_worker(kill=True)
             self._start()
         conn, proc = self._conn, self._proc
         try:
-            conn.send(("measure", build, inputs, refs, self.policy))
+            conn.send(("measure", build, inputs, refs, self.policy, best_s))
             if conn.poll(timeout_s):
                 return conn.recv()[1]
         except (EOFError, OSError):

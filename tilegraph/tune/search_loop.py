@@ -1,20 +1,25 @@
 """The search loop every tuning path runs (through TuneSession.tune_slice): propose -> skip
 traces already recorded for this workload and target (resume) -> build the batch in worker
 processes -> check and time each in the isolated runner (a candidate faster than the best so far
-is measured twice and keeps the slower median) -> commit each result in its own transaction ->
+is measured twice and keeps the slower median; one far slower than the best is timed once,
+measure.time_slow_candidate) -> commit each result in its own transaction ->
 notify the strategy. Stops at the trial or time budget or when the strategy is done.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import threading
 import time
 from collections import Counter
 from typing import Any
 
 from tilegraph.schedule.trace import trace_hash
+from tilegraph.stages import recording, stage
 from tilegraph.te.workload import Workload
 from tilegraph.tune.database import Database, Record
 from tilegraph.tune.measure import MeasureInput
+from tilegraph.tune.pipeline_profile import PipelineProfile
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
 
@@ -29,10 +34,24 @@ class Silent:
 
 
 def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, db: Database,
-                batch_size: int, counts: Counter[str], bar: Any, start: float) -> None:
+                batch_size: int, counts: Counter[str], bar: Any, start: float,
+                profile: PipelineProfile | None = None) -> None:
     """Propose, build, check, time and record until ctx's trial or time budget is spent or the
     strategy is done; traces in ctx.measured are never measured again (the strategy is told their
-    recorded results). `counts` gains one per measurement by result kind; `bar.update` sees each."""
+    recorded results). `counts` gains one per measurement by result kind; `bar.update` sees each;
+    `profile` gains the loop's stages (tune/pipeline_profile.py)."""
+    loop_start = time.monotonic()
+    tally = {"built": 0, "runs": 0, "measured": 0}
+    with recording() as seconds:
+        try:
+            _loop(search, ctx, builder, runner, db, batch_size, counts, bar, start, tally)
+        finally:
+            if profile is not None:
+                profile.add(seconds, tally["measured"], tally["runs"], tally["built"], time.monotonic() - loop_start)
+
+
+def _loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, db: Database,
+          batch_size: int, counts: Counter[str], bar: Any, start: float, tally: dict[str, int]) -> None:
     wl, fp = ctx.workload, ctx.target_fingerprint
     empty_rounds = 0
     measured_here = 0
@@ -51,7 +70,8 @@ def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: 
         if left is not None and per_candidate_s:  # near the deadline: no more than fits in the time left
             n = max(1, min(n, int(left / per_candidate_s)))
         round_start = time.monotonic()
-        proposed = search.propose(ctx, n)
+        with stage("propose"):
+            proposed = search.propose(ctx, n)
         fresh: list[Candidate] = []
         seen: set[str] = set()
         known: list[Candidate] = []
@@ -63,31 +83,43 @@ def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: 
                 seen.add(h)
                 fresh.append(cand)
         if known:  # resumed: the strategy still learns what earlier runs measured
-            search.notify(ctx, known, [_recorded_result(db, wl.key, fp, c.trace_json) for c in known])
+            with stage("notify"):
+                search.notify(ctx, known, [_recorded_result(db, wl.key, fp, c.trace_json) for c in known])
         if not fresh:
             empty_rounds += 1
             if empty_rounds >= _EMPTY_ROUNDS_LIMIT:
                 break
             continue
         empty_rounds = 0
-        builds = builder.build([MeasureInput(wl, c.trace_json, c.meta) for c in fresh])
+        seeds = [_check_seed(ctx.seed, len(ctx.measured) + n_cand) for n_cand in range(len(fresh))]
+        with stage("build"):
+            builds, prepared = _build_and_prepare(builder, runner, wl, fresh, seeds)
+        tally["built"] += len(fresh)
         done_cands: list[Candidate] = []
         results: list[RunResult] = []
         for n_cand, (cand, build) in enumerate(zip(fresh, builds)):
             if out_of_budget():
                 break
             cap = _budget_timeout(ctx, measured_here, runner.policy.timeout_s)
-            run = runner.run(wl, build, seed=_check_seed(ctx.seed, len(ctx.measured) + n_cand), timeout_s=cap)
+            if prepared[n_cand] is not None and build.ok:
+                run = runner.run_on(build, *prepared[n_cand], timeout_s=cap, best_s=best_s)
+            else:
+                run = runner.run(wl, build, seed=seeds[n_cand], timeout_s=cap, best_s=best_s)
+            prepared[n_cand] = None  # freed as the batch goes
+            tally["runs"] += build.ok
             if run.kind == "timeout" and cap is not None:
                 break  # the budget ended while it ran: no verdict on the candidate, so nothing is recorded
             if run.ok and run.median is not None and best_s is not None and run.median < best_s:
                 run = _confirmed(runner, wl, build, run, _check_seed(ctx.seed + 1, len(ctx.measured) + n_cand))
+                tally["runs"] += 1
             if run.ok and run.median is not None and (best_s is None or run.median < best_s):
                 best_s = run.median
             meta = dict(cand.meta)
             if cand.predicted is not None:
                 meta["predicted"] = cand.predicted
-            db.commit_record(Record.from_run(wl.key, fp, cand.trace_json, run, policy=runner.policy, meta=meta))
+            with stage("commit"):
+                db.commit_record(Record.from_run(wl.key, fp, cand.trace_json, run, policy=runner.policy, meta=meta))
+            tally["measured"] += 1
             ctx.measured.add(trace_hash(cand.trace_json))
             counts[run.kind] += 1
             measured_here += 1
@@ -97,8 +129,45 @@ def search_loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: 
             results.append(run)
             bar.update(run, time.monotonic() - start)
         if done_cands:
-            search.notify(ctx, done_cands, results)
+            with stage("notify"):
+                search.notify(ctx, done_cands, results)
             per_candidate_s = (time.monotonic() - round_start) / len(done_cands)
+
+
+PREPARED_BYTES_MAX = 256 << 20  # inputs and references drawn ahead for one batch, at most
+
+
+def _build_and_prepare(builder: Any, runner: Any, wl: Workload, fresh: list[Candidate],
+                       seeds: list[int]) -> tuple[list[Any], list[Any]]:
+    """The batch built, and meanwhile (the builders compile in their own processes; this one only
+    waits) the inputs and float64 references of as many of its checks as the wait and
+    PREPARED_BYTES_MAX allow, in order: [(inputs, references) or None] per candidate. A runner
+    without `prepare` (an injected one) draws its own when it runs. The builds are driven from
+    this thread, the drawing from a helper: worker processes must be started by a thread that
+    lives as long as they do (they die with it: measure.die_with_parent)."""
+    inputs = [MeasureInput(wl, c.trace_json, c.meta) for c in fresh]
+    prepared: list[Any] = [None] * len(fresh)
+    prepare = getattr(runner, "prepare", None)
+    if prepare is None or not hasattr(runner, "run_on"):
+        return builder.build(inputs), prepared
+    stop = threading.Event()
+
+    def draw() -> None:
+        used = 0
+        for n, seed in enumerate(seeds):
+            if stop.is_set() or (n and used * (n + 1) / n > PREPARED_BYTES_MAX):
+                return
+            prepared[n] = prepare(wl, seed)
+            used += sum(a.nbytes for part in prepared[n] for a in part)
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        drawing = pool.submit(draw)
+        try:
+            builds = builder.build(inputs)
+        finally:
+            stop.set()
+        drawing.result()
+    return builds, prepared
 
 
 BUDGET_TIMEOUT_FLOOR_S = 2.0  # the least a candidate measured near the end of a time budget may take

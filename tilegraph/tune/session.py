@@ -42,6 +42,7 @@ from tilegraph.tune.database import Database, Record, built_kernels_fingerprint,
 from tilegraph.tune.kernel_loader import describe_kernel
 from tilegraph.tune.measure import CHECK_VERSION, random_inputs, resolve_target
 from tilegraph.tune.options import TuneOptions
+from tilegraph.tune.pipeline_profile import PipelineProfile
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.runner import Runner
 from tilegraph.tune.search_loop import Silent, search_loop
@@ -78,6 +79,7 @@ class TuneSession:
         self.builder = opts.builder or Builder(opts.build_workers, opts.build_timeout_s, build_target)
         self.runner = opts.runner or Runner(opts.policy, opts.reference, target=build_target)
         self.measured = 0  # kernels timed by this session (recorded ones excluded)
+        self.profile = PipelineProfile()  # where the search loops' time went (tune/pipeline_profile.py)
 
     # ------------------------------------------------------------------ the database's view
     def _database(self) -> Database:
@@ -107,7 +109,7 @@ class TuneSession:
                           budget_given=budget_given)
         counts: Counter[str] = Counter()
         search_loop(strategy, ctx, self.builder, self.runner, db, self.options.batch_size, counts,
-                    progress or Silent(), start)
+                    progress or Silent(), start, self.profile)
         self.measured += sum(counts.values())
         best = self.best(workload)
         return SliceResult(sum(counts.values()), None if best is None else best.latency_s,

@@ -67,7 +67,8 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
     from tilegraph.schedule import Trace
 
     return TuneResult(kernel, Trace.from_json(best.trace_json), best.latency_s, wl.flops() / best.latency_s / 1e9,
-                      got.measured, sum(failures.values()), time.monotonic() - start, search.name, wl.key, failures)
+                      got.measured, sum(failures.values()), time.monotonic() - start, search.name, wl.key, failures,
+                      profile=session.profile)
 
 
 # ---------------------------------------------------------------------------- progress display

@@ -96,7 +96,7 @@ def test_auto_spends_its_time_budget_on_a_fake_clock(tune_dirs, monkeypatch):
     rng = np.random.default_rng(0)
 
     class MeasuredOnTheFakeClock(Runner):
-        def run(self, wl, build, seed=0, timeout_s=None):
+        def run(self, wl, build, seed=0, timeout_s=None, best_s=None):
             clock[0] += cost
             return RunResult("ok", samples=(float(rng.uniform(1e-4, 2e-4)),) * 3, max_error=0.0)
 
