@@ -91,9 +91,11 @@ def test_tune_profile_names_every_stage_of_the_measurement_pipeline(dirs, capsys
     prof = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["profile"]
     assert prof["candidates"] == 3 and prof["built"] >= 3 and prof["runs"] >= 3
     stages = prof["seconds"]
-    for name in ("propose", "build", "inputs", "reference", "run", "commit", "notify", "build.replay",
-                 "build.lower", "build.print", "build.compile", "run.load", "run.check", "run.time"):
-        assert stages[name] >= 0.0, name
+    # every stage ran (inputs and reference may all have been drawn during the builds)
+    for name in ("propose", "build", "run", "commit", "notify", "build.replay", "build.lower", "build.print",
+                 "build.compile", "run.load", "run.check", "run.time"):
+        assert stages[name] > 0.0, name
+    assert stages["inputs"] >= 0.0 and stages["reference"] >= 0.0
     loop = sum(stages[n] for n in ("propose", "build", "inputs", "reference", "run", "commit", "notify"))
     assert 0 < loop <= prof["wall_s"] * 1.01 and prof["candidates_per_s"] > 0
     assert stages["run"] >= stages["run.check"] + stages["run.time"], "the worker's stages happen inside the wait"

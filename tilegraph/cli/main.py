@@ -167,7 +167,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         result = tune(wl, target=args.target, strategy=args.strategy, time_budget=args.time, trials=args.trials,
                       db=db, seed=args.seed, progress=not args.json, num_threads=args.threads)
         row = {"workload": spec, **{k: v for k, v in result.summary().items()}}
-        if args.profile and result.profile is not None:
+        if args.profile and result.profile is None:  # checked under an emulator: no search loop ran
+            print(f"tilegraph: {spec}: no profile: {args.target} kernels were only checked here, not timed",
+                  file=sys.stderr)
+        elif args.profile:
             row["profile"] = result.profile.to_json()
             if not args.json:
                 print(f"{spec}: {result.profile.format()}\n", flush=True)

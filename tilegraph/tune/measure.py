@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sys
 import types
@@ -233,7 +232,7 @@ def time_slow_candidate(run_once: Callable[[], Any], check_s: float, best_s: flo
     """One warm sample for a candidate far slower than the best so far, or None: time it in full.
 
     The check run showed `check_s`; where that is over policy.time_once_over x `best_s`, one more
-    sample (runs batched to at least a millisecond, the check run as the warm-up) decides: still
+    run (a millisecond or more, since check_s is; the check run was its warm-up) decides: still
     over time_once_over x best, it is the candidate's only sample (it can never be the best: a best
     always has its full samples); under it, the check run was cold and the candidate is timed in
     full. A check run of SLOW_CHECK_IS_SAMPLE_S or more is the sample itself. A 3-second candidate
@@ -245,8 +244,7 @@ def time_slow_candidate(run_once: Callable[[], Any], check_s: float, best_s: flo
         return None
     if check_s >= SLOW_CHECK_IS_SAMPLE_S:
         return [check_s]
-    number = max(1, math.ceil(1e-3 / check_s))
-    sample = measure(run_once, warmup=0, min_time=0.0, repeat=1, number=number).samples[0]
+    sample = measure(run_once, warmup=0, min_time=0.0, repeat=1, number=1).samples[0]
     return [sample] if sample > limit else None
 
 
