@@ -6,7 +6,8 @@ Per workload: "auto" (or --strategy) tunes for --time seconds in a fresh databas
 session's pipeline profile (tune/pipeline_profile.py: propose, build, inputs, reference, run,
 commit, notify on the search loop's path; replay/lower/print/compile in the builders and
 load/check/time in the runner) is written with the candidates measured per second and the best
-latency found. With --against DIR (the databases <workload>.db of another run, e.g. an older
+latency found. --target cuda (or opencl) profiles GPU tuning: nvcc builds, launches on the device.
+With --against DIR (CPU targets only; the databases <workload>.db of another run, e.g. an older
 tilegraph's, kept with --keep DIR), each workload's winner of this run and of that run are checked
 against the float64 reference and timed in --rounds alternating rounds (median of round medians):
 quality at equal tuning time. Writes pipeline_profile.md and .json to --out.
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", default="GMM-4,C2D-2,DEP-1,GRP-4,TBG-1,SFM-1")
     ap.add_argument("--time", type=float, default=60.0)
     ap.add_argument("--strategy", default="auto")
+    ap.add_argument("--target", default="cpu", help="cpu (the host), cuda, or any tilegraph target string")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--against", default=None, help="a folder of <workload>.db from another run: winners re-timed")
@@ -50,21 +52,22 @@ def main(argv: list[str] | None = None) -> int:
     rows, text = [], []
     for wid in args.workloads.split(","):
         wl = workloads.get(wid)
-        result = tg.tune(wl, strategy=args.strategy, time_budget=args.time, db=str(work / f"{wid}.db"),
+        result = tg.tune(wl, target=args.target, strategy=args.strategy, time_budget=args.time, db=str(work / f"{wid}.db"),
                          num_threads=args.threads, seed=args.seed, progress=False, policy=policy)
         prof = result.profile
         rows.append({"workload": wid, "best_s": result.latency_s, "gflops": result.gflops,
                      "failed": result.failed, "slowest": prof.slowest(), **prof.to_json()})
-        if args.against:
+        if args.against and args.target == "cpu":
             rows[-1].update(_retime(wl, work / f"{wid}.db", Path(args.against) / f"{wid}.db", args))
         text.append(f"### {wid}: best {result.latency_s * 1e3:.3f} ms ({result.gflops:.1f} GFLOP/s)\n\n"
                     f"```\n{prof.format()}\n```\n")
         print(text[-1], flush=True)
-    target = Target("cpu")
+    target = Target(args.target)
+    where = target.cpu_model if target.kind == "cpu" else target.device_name or target.kind
     head = (f"# Measurement pipeline profile\n\n`python -m benchmarks.pipeline_profile --workloads {args.workloads} "
-            f"--time {args.time:g} --strategy {args.strategy} --threads {args.threads}"
+            f"--time {args.time:g} --strategy {args.strategy} --threads {args.threads} --target {args.target}"
             f"{' --full-timing' if args.full_timing else ''}`, "
-            f"{time.strftime('%Y-%m-%d %H:%M')}, {target.cpu_model} ({target.isa}), tilegraph {tg.__version__}\n\n"
+            f"{time.strftime('%Y-%m-%d %H:%M')}, {where} ({target.isa}), tilegraph {tg.__version__}\n\n"
             "| workload | candidates | candidates/s | best ms | slowest stages |"
             + (" against: candidates | winners re-timed, ms (this / that) | this run's speed-up |" if args.against else "")
             + "\n|---|---|---|---|---|" + ("---|---|---|" if args.against else "") + "\n")
