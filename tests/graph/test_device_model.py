@@ -80,6 +80,32 @@ def test_only_inputs_go_up_and_only_outputs_come_down(block, monkeypatch):
     assert counts == {"upload": 1, "download": 1, "launch": len(model.steps)}
 
 
+def test_a_gpu_model_is_profiled_step_by_step_on_the_device(block, monkeypatch):
+    """model.profile on a device model: each step launched, then the device synchronized before the
+    clock is read (launches are asynchronous: without it a step's time would be its launch's)."""
+    onnx_model, model = block
+    x = np.random.default_rng(2).standard_normal((24, 64)).astype(np.float32)
+    model(x)
+    memory, events = model._memory, []
+    for name in ("synchronize", "launch"):
+        original = getattr(memory, name)
+
+        def logged(*args, _name=name, _original=original):
+            events.append(_name)
+            return _original(*args)
+        monkeypatch.setattr(memory, name, logged)
+    model._device_steps = model._prepare_steps(memory)  # bound again: their launches go through `logged`
+    prof = model.profile({"x": x}, seconds=0.05)
+    assert len(prof.steps) == len(model.steps) and prof.calls >= 5
+    assert all(s.seconds > 0 for s in prof.steps) and prof.end_to_end_s > 0 and prof.peak_flops is None
+    # every launch of an instrumented call is followed by a synchronization (a plain call, timed
+    # between them, synchronizes once after all its launches)
+    synchronized = sum(a == "launch" and b == "synchronize" for a, b in zip(events, events[1:]))
+    assert len(model.steps) >= 3 and synchronized >= prof.calls * len(model.steps), events[:20]
+    session = ort.InferenceSession(onnx_model.SerializeToString())
+    np.testing.assert_allclose(model(x)[0], session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
 def test_a_gpu_model_saves_and_loads_in_a_fresh_process(block, tmp_path):
     """The saved GPU model holds each program's source and launches; a fresh process loads it for
     the device (kernels rebuilt through the backend's loader) and it computes what ONNX Runtime does."""
