@@ -432,7 +432,7 @@ def _profile(model: Any, inputs: dict[str, np.ndarray], args: argparse.Namespace
     report; the lines to print."""
     from tilegraph.graph.profile import compare_by_op, onnxruntime_profile
 
-    prof = model.profile(inputs, seconds=args.time)  # a device model: one GraphError saying to profile on cpu
+    prof = model.profile(inputs, seconds=args.time)  # a device model: each step synchronized on the device
     report["profile"] = prof.to_json()
     lines = ["", prof.table(top=args.top)]
     if "onnxruntime" in peers and onnx_path is not None:

@@ -32,8 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from tilegraph.errors import GraphError
-
 MIN_CALLS = 5
 
 
@@ -137,6 +135,8 @@ def node_flops(graph: Any, node: Any) -> float | None:
 
 
 def _peak(model: Any, threads: int) -> float | None:
+    if model.target.kind != "cpu":  # the hardware model measures CPUs; a GPU's table leaves % of peak out
+        return None
     try:
         from tilegraph.tune.hardware import hardware_model
 
@@ -147,14 +147,14 @@ def _peak(model: Any, threads: int) -> float | None:
 
 def profile_model(model: Any, inputs: Mapping[str, np.ndarray], seconds: float = 2.0,
                   min_calls: int = MIN_CALLS) -> ModelProfile:
-    """The in-situ profile of a CPU CompiledModel on `inputs` (module docstring)."""
+    """The in-situ profile of a CompiledModel on `inputs` (module docstring); a model on a GPU target
+    (DeviceModel) has each step synchronized on the device (_device_execute)."""
     from tilegraph.graph.device_model import DeviceModel
     from tilegraph.runtime import threads as thread_config
 
-    if isinstance(model, DeviceModel):
-        raise GraphError("profile times kernels on the host's clock; a model whose tensors live in device memory "
-                         "(target opencl/cuda) runs them asynchronously: profile it on target cpu")
-    model.run(inputs)  # warm-up: binds, pages the weights in
+    device = isinstance(model, DeviceModel)
+    execute = _device_execute(model) if device else model._execute
+    model.run(inputs)  # warm-up: binds, pages the weights in (a device model: captures its graph)
     model.run(inputs)
     plain: list[float] = []
     timed: list[float] = []
@@ -167,10 +167,10 @@ def profile_model(model: Any, inputs: Mapping[str, np.ndarray], seconds: float =
         plain.append(clock() - began)
         step_ns: list[int] = []
         began = clock()
-        model._execute(inputs, step_ns)
+        execute(inputs, step_ns)
         timed.append(clock() - began)
         per_step.append(step_ns)
-    used = thread_config.configured_num_threads() or model.target.num_cores or 1
+    used = 1 if device else thread_config.configured_num_threads() or model.target.num_cores or 1
     nodes = {n.name: n for n in model.graph.nodes}
     flops_of: dict[str, float | None] = {}
     steps = []
@@ -188,6 +188,29 @@ def profile_model(model: Any, inputs: Mapping[str, np.ndarray], seconds: float =
     p10, p90 = np.percentile(plain, [10, 90])
     return ModelProfile(model.graph.name, tuple(steps), e2e, statistics.median(timed), len(timed), int(used),
                         _peak(model, int(used)), float((p90 - p10) / e2e) if e2e else 0.0)
+
+
+def _device_execute(model: Any) -> Any:
+    """A device model's instrumented call: inputs uploaded, then each step launched and the device
+    synchronized before the clock is read again, so a step's time is its kernel's on the device
+    (plus one launch and one synchronization, a few microseconds); the outputs downloaded. Device
+    launches are asynchronous: without the synchronization every step would time its launch only."""
+    def execute(inputs: Mapping[str, np.ndarray], step_ns: list[int]) -> None:
+        memory = model._bind_device()
+        for name in model.graph.inputs:
+            memory.upload(model._handle(name), model._checked(name, inputs[name]))
+        memory.synchronize()
+        clock = time.perf_counter_ns
+        for step in model._device_steps:
+            began = clock()
+            step()
+            memory.synchronize()
+            step_ns.append(clock() - began)
+        for name in model.graph.outputs:
+            t = model.graph.type_of(name)
+            memory.download(model._handle(name), np.empty(t.shape, dtype=t.dtype))
+
+    return execute
 
 
 # ------------------------------------------------------------------------------ ONNX Runtime's side
