@@ -3,7 +3,7 @@
     python -m benchmarks.gpu_bench                 # build, check, time; print a table; append to docs/performance.md
     python -m benchmarks.gpu_bench --top-k 4 --reps 50 --no-append
 
-Per case: Gensor proposes top-k GPU states; all are built with nvcc in parallel, each is checked
+Per case: the default GPU schedule and Gensor's top-k GPU states; all are built with nvcc in parallel, each is checked
 against torch's float64 result (outputs NaN-filled first) and timed with CUDA events; the fastest
 correct one then races torch's kernel for the same computation in alternating rounds (medians).
 Needs an NVIDIA GPU, nvcc and torch with CUDA.
@@ -31,6 +31,7 @@ CASES = {
     "ResNet-50 conv3x3 7": "conv2d_nhwc:1,7,7,512,512,3,1,1",
     "GPT-2 softmax": "softmax:1536,128",                        # 12 heads x 128 queries, 128 keys
     "GPT-2 layer norm": "layer_norm:128,768",
+    "ResNet-50 FC head": "matmul:1,2048,1000",                 # batch 1: a matrix-vector product
 }
 PERFORMANCE_MD = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 
@@ -160,6 +161,7 @@ def run_case(name: str, spec: str, top_k: int, reps: int) -> Row:
     import torch
 
     import tilegraph as tg
+    from tilegraph.schedule.defaults import default_gpu_schedule
     from tilegraph.tune.gensor.gpu_state import gpu_candidates
 
     target = tg.Target("cuda")
@@ -174,7 +176,10 @@ def run_case(name: str, spec: str, top_k: int, reps: int) -> Row:
     out = torch.empty_like(expected)
     ok = 0
     started = time.perf_counter()
-    cands = gpu_candidates(wl, target, top_k=top_k)
+    # the default GPU schedule first (a row or matrix-vector kernel where the workload is one; the
+    # tuner measures it as its seed too), then Gensor's states
+    default = (default_gpu_schedule(wl).trace.to_json(), None, {"default": True})
+    cands = [default, *gpu_candidates(wl, target, top_k=top_k)]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
         futures = [pool.submit(_build, wl, trace, target) for trace, _, _ in cands]
     timed: list[tuple[float, float]] = []  # (predicted s, measured ms) of the correct candidates
@@ -191,7 +196,8 @@ def run_case(name: str, spec: str, top_k: int, reps: int) -> Row:
                 continue
             ok += 1
             ms = _time_events(lambda k=kernel: k(*dev, out=out), [], torch, reps)
-            timed.append((predicted, ms))
+            if predicted is not None:
+                timed.append((predicted, ms))
             if best is None or ms < best[0]:
                 best = (ms, kernel, err)
         except (tg.TilegraphError, RuntimeError) as e:

@@ -106,6 +106,28 @@ def test_a_gpu_model_is_profiled_step_by_step_on_the_device(block, monkeypatch):
     np.testing.assert_allclose(model(x)[0], session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
 
 
+def test_a_batch_1_fc_head_runs_as_a_matrix_vector_kernel(opencl_device):
+    """ResNet-50's head at batch 1 (average pool, flatten, Gemm + bias, here with a ReLU): the Gemm's
+    default GPU kernel puts K on a warp's lanes and an output on each warp (schedule/gpu_rows.py),
+    with the bias and ReLU fused after the reduction; the model matches ONNX Runtime."""
+    rng = np.random.default_rng(4)
+    c, n = 192, 37
+    tensors = [numpy_helper.from_array((rng.standard_normal((n, c)) * 0.1).astype(np.float32), "w"),
+               numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "b")]
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["p"]), helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "w", "b"], ["g"], transB=1), helper.make_node("Relu", ["g"], ["y"])]
+    graph = helper.make_graph(nodes, "fc_head", [helper.make_tensor_value_info("x", F, [1, c, 5, 5])],
+                              [helper.make_tensor_value_info("y", F, None)], tensors)
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    model = tg.compile(onnx_model, target="opencl", orchestration="greedy")
+    (gemm,) = [k for k in model.kernel_objects if "matmul" in k.program.name]
+    assert "_lane" in gemm.source and "barrier(" in gemm.source  # lanes combined through local memory
+    session = ort.InferenceSession(onnx_model.SerializeToString())
+    for seed in (5, 6):
+        x = np.random.default_rng(seed).standard_normal((1, c, 5, 5)).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
 def test_a_gpu_model_saves_and_loads_in_a_fresh_process(block, tmp_path):
     """The saved GPU model holds each program's source and launches; a fresh process loads it for
     the device (kernels rebuilt through the backend's loader) and it computes what ONNX Runtime does."""

@@ -16,7 +16,7 @@ SPECS = [
     "matmul:1,1,1", "matmul:7,13,5", "matmul:33,65,17", "matmul:128,96,64", "batch_matmul:2,17,9,31",
     "dense:5,37,11", "conv2d_nhwc:1,9,9,5,7,3,1,1", "conv2d_nhwc:1,8,8,16,32,3,2,1",
     "depthwise_conv2d_nhwc:1,9,9,5,3,1,1", "softmax:5,37", "softmax:3,1000", "layer_norm:7,100", "sum:37,5",
-    "max:3,64", "mean:9,33", "max_pool2d:1,9,9,3,3,2,1", "gelu:7,33", "add:5,7", "transpose:17,9",
+    "max:3,64", "mean:9,33", "max_pool2d:1,9,9,3,3,2,1", "gelu:7,33", "add:5,7", "transpose:17,9", "matmul:1,300,13",
     "global_avg_pool2d:1,3,3,7",
 ]
 TOP_K = 3

@@ -107,3 +107,80 @@ def test_gensor_gpu_candidates_include_row_kernels():
     cands = gpu_candidates(workloads.from_spec("softmax:64,768"), OPENCL, top_k=8)
     rows = [state for _, _, state in cands if state.get("row_kernel")]
     assert rows and {s["rows_per_block"] for s in rows} <= {1, 2, 4, 8}
+
+
+# ------------------------------------------------------------------------------ matrix-vector products
+def _fc_head(k, n):
+    """A batch-1 FC layer with its epilogue: relu(x @ w) + b (ResNet-50's head is 1x2048 . 2048x1000)."""
+    from tilegraph import ops
+    from tilegraph.te.tensor import placeholder
+    from tilegraph.te.workload import Workload
+
+    x, w, b = placeholder((1, k), name="x"), placeholder((k, n), name="w"), placeholder((1, n), name="b")
+    return Workload([x, w, b], [ops.add(ops.relu(ops.matmul(x, w)), b)], name="fc_head")
+
+
+MATVECS = {"matmul:1,100,7": lambda: workloads.from_spec("matmul:1,100,7"),
+           "dense:1,77,9": lambda: workloads.from_spec("dense:1,77,9"),
+           "batch_matmul:1,1,5,130": lambda: workloads.from_spec("batch_matmul:1,1,5,130"),
+           "matmul:1,64,1": lambda: workloads.from_spec("matmul:1,64,1"),
+           "fc_head:300,13": lambda: _fc_head(300, 13), "fc_head:65,1": lambda: _fc_head(65, 1)}
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ("matmul:1,2048,1000", True), ("dense:1,768,768", True), ("matmul:1,64,5", True),
+    ("matmul:2,100,7", False),        # two rows: not a vector
+    ("matmul:1,63,5", False),         # too short a reduction for 32 lanes to pay
+    ("matmul:1,768,50257", False),    # enough outputs to fill a GPU a thread each, reading w coalesced
+    ("softmax:1,4096", False), ("conv2d_nhwc:1,6,6,4,8,3,1,1", False),
+])
+def test_matrix_vector_products_are_recognised(spec, expected):
+    from tilegraph.schedule.gpu_rows import is_matvec, matvec_gpu_schedule
+
+    wl = workloads.from_spec(spec)
+    assert is_matvec(wl) is expected
+    assert (matvec_gpu_schedule(wl) is not None) is expected
+
+
+@pytest.mark.parametrize("name", sorted(MATVECS))
+def test_matvec_kernel_matches_numpy_before_and_after_lowering(name):
+    wl = MATVECS[name]()
+    sch = default_gpu_schedule(wl)  # the matrix-vector kernel is the default GPU schedule
+    kinds = {s.kind for s in walk_stmts(sch.func.body) if isinstance(s, For)}
+    assert {"blockIdx.x", "threadIdx.y", "threadIdx.x"} <= kinds
+    inputs, ref = _inputs(wl, seed=3)
+    for order in ("serial", "random"):
+        np.testing.assert_allclose(tg.interpret(sch, *inputs, thread_order=order, seed=1), ref, rtol=1e-5, atol=1e-5)
+    for target in (OPENCL, CUDA):
+        program = lower_gpu(sch.func, target)
+        assert len(program.kernels) == 1
+        for order in ("lockstep", "serial", "reversed", "random"):
+            got = np.asarray(tg.interpret(program.lowered, *inputs, thread_order=order, seed=2)).reshape(ref.shape)
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5, err_msg=f"{target.kind} {order}")
+    assert Schedule.replay(wl, sch.trace.to_json()).func == sch.func
+
+
+def test_matvec_kernel_puts_k_on_the_lanes_and_an_output_per_warp():
+    wl = workloads.from_spec("matmul:1,2048,1000")
+    program = lower_gpu(default_gpu_schedule(wl).func, CUDA)
+    (k,) = program.kernels
+    assert k.block == (32, 4, 1) and k.grid == (250, 1, 1)  # 1000 warps (one flat thread each: 16 blocks of 64)
+    code = codegen_cuda(program).code
+    assert code.count("__shfl_xor_sync(0xffffffffu") == 1 and "__syncthreads" not in code
+
+
+@pytest.mark.needs_nvcc
+def test_matvec_kernel_cuda_source_compiles():
+    from tilegraph.build.compile import check_cuda_syntax
+
+    for name in ("matmul:1,100,7", "fc_head:300,13"):
+        check_cuda_syntax(codegen_cuda(lower_gpu(default_gpu_schedule(MATVECS[name]()).func, CUDA)).code, CUDA)
+
+
+@pytest.mark.needs_opencl
+@pytest.mark.parametrize("name", sorted(MATVECS))
+def test_matvec_kernel_runs_on_opencl(name, opencl_device):
+    wl = MATVECS[name]()
+    inputs, ref = _inputs(wl, seed=6)
+    kernel = tg.build(default_gpu_schedule(wl), target="opencl")
+    np.testing.assert_allclose(kernel(*inputs), ref, rtol=1e-5, atol=1e-5)

@@ -194,14 +194,22 @@ def gpu_anchor(sch: Schedule) -> str:
 
 def default_gpu_schedule(wl: Workload, threads: int = GPU_FLAT_THREADS) -> Schedule:
     """A row operator (softmax, layer norm, row reductions) gets its row kernel (one warp per row,
-    schedule/gpu_rows.py); otherwise every stage but the anchor is inlined where it can be and each
-    remaining block gets one output element per thread (`flat_gpu_schedule`). Always legal; the
+    schedule/gpu_rows.py), a matrix-vector product an output per warp (the same file); otherwise
+    every stage but the anchor is inlined where it can be and each remaining block gets one output
+    element per thread (`flat_gpu_schedule`). Always legal; the
     GPU tuner starts from the same inlining."""
-    from tilegraph.schedule.gpu_rows import default_rows_per_block, row_gpu_schedule  # gpu_rows builds on this module
+    from tilegraph.schedule.gpu_rows import (  # gpu_rows builds on this module
+        default_rows_per_block,
+        matvec_gpu_schedule,
+        row_gpu_schedule,
+    )
 
     rows = row_gpu_schedule(wl, default_rows_per_block(wl))
     if rows is not None:
         return rows
+    matvec = matvec_gpu_schedule(wl)
+    if matvec is not None:
+        return matvec
     sch = Schedule(wl)
     inline_producers(sch, "all", keep={gpu_anchor(sch)})
     for name in sch.block_names():

@@ -9,6 +9,19 @@ the row and bound to threadIdx.x: a cross-thread reduction (each lane a partial 
 shuffles; lower/gpu/lower_cross_thread_reduction.py), whose result every lane holds, so the next
 stage needs no barrier. Elementwise producers are inlined (softmax's exp is recomputed rather than
 stored). Built from public primitives only, so the trace replays.
+
+A matrix-vector product (an FC layer at batch 1: one reduction stage whose outputs are one row of
+N, reducing K elements) gets the same kernel with an output per warp (`matvec_gpu_schedule`): one
+output per thread would sum K serially in each of only N threads (ResNet-50's 1x2048 . 2048x1000
+head ran on 16 of an H200's 132 SMs, 16% of the model). Its elementwise epilogue runs at the
+output's row, in every lane (each holds the whole sum).
+
+    for j_0 in range(250) blockIdx.x:
+      for j_1 in range(4) threadIdx.y:               # an output per warp
+        for i in range(1):
+          for k_1 in range(32) threadIdx.x:          # lanes split K (cross-thread reduction)
+            for k_0 in range(64): y[i, j] += x[i, k] * w[k, j]
+        for ...: out[i, j] = max(y[i, j], 0) + b[j]  # the epilogue at the output
 """
 
 from __future__ import annotations
@@ -27,6 +40,8 @@ from tilegraph.te.workload import Workload
 
 ROW_LANES = 32
 ROWS_PER_BLOCK = (1, 2, 4, 8)
+MATVEC_MAX_OUTPUTS = 4096
+MATVEC_MIN_REDUCTION = 64
 
 
 def is_row_operator(wl: Workload) -> bool:
@@ -125,6 +140,47 @@ def apply_row_kernel(sch: Schedule, rows_per_block: int, lanes: int) -> None:
             _cross_thread(sch, name, ty, lanes)
 
 
+def is_matvec(wl: Workload) -> bool:
+    """One output and one reduction stage, whose spatial extents are all 1 but the last (at most
+    MATVEC_MAX_OUTPUTS) and which reduces at least MATVEC_MIN_REDUCTION elements. Above that many
+    outputs, one per thread fills the GPU and reads a K x N matrix coalesced."""
+    if len(wl.outputs) != 1:
+        return False
+    reductions = [t for t in wl.computes if t.op.reduce_axes]
+    if len(reductions) != 1 or not reductions[0].shape:
+        return False
+    *lead, n = reductions[0].shape
+    k = math.prod(ax.extent for ax in reductions[0].op.reduce_axes)
+    return all(e == 1 for e in lead) and n <= MATVEC_MAX_OUTPUTS and k >= MATVEC_MIN_REDUCTION
+
+
+def matvec_gpu_schedule(wl: Workload, rows_per_block: int | None = None, lanes: int = ROW_LANES) -> Schedule | None:
+    """An output per warp for a matrix-vector product (module docstring); None when `wl` is not one
+    (`is_matvec`) or a primitive refuses."""
+    if not is_matvec(wl):
+        return None
+    (red,) = [t for t in wl.computes if t.op.reduce_axes]
+    n = red.shape[-1]
+    rows = rows_per_block or max(r for r in ROWS_PER_BLOCK if r <= max(1, min(4, n)))
+    try:
+        sch = Schedule(wl)
+        inline_producers(sch, "all", keep={red.name})
+        spatial = sch.loops(red.name)[:len(red.shape)]
+        grid, ty = sch.split(spatial[-1], [None, rows])
+        # the leading loops (one iteration each) under the warp's row, so the sum's index is one
+        # element per thread (lower_cross_thread_reduction keeps it in a register)
+        sch.reorder(grid, ty, *spatial[:-1])
+        sch.bind(grid, "blockIdx.x")
+        sch.bind(ty, "threadIdx.y")
+        _cross_thread(sch, red.name, ty, lanes)
+        for name in sch.block_names():
+            if name != red.name:
+                sch.reverse_compute_at(name, ty)
+        return sch
+    except TilegraphError:
+        return None
+
+
 def _rows(sch: Schedule, block: str, row_loops: list[str] | tuple[str, ...], rows_per_block: int) -> tuple[str, str]:
     """Fuse the row loops, split them into blocks of `rows_per_block` rows, bind both."""
     row = sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0]
@@ -152,5 +208,6 @@ def _var(sch: Schedule, loop: str) -> Var:
     return find_loop(sch.func, loop).var
 
 
-__all__ = ["ROWS_PER_BLOCK", "ROW_LANES", "apply_row_kernel", "default_rows_per_block", "is_row_operator", "row_count",
+__all__ = ["MATVEC_MAX_OUTPUTS", "MATVEC_MIN_REDUCTION", "ROWS_PER_BLOCK", "ROW_LANES", "apply_row_kernel",
+           "default_rows_per_block", "is_matvec", "is_row_operator", "matvec_gpu_schedule", "row_count",
            "row_gpu_schedule", "row_lanes"]

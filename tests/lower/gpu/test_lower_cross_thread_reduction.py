@@ -43,3 +43,22 @@ def test_an_intermediate_read_at_another_element_stays_shared_by_the_threads():
                                                       BufferStore(out, (Const(0),), BufferLoad(m, (Const(0),)))))))
     assert pass_._per_thread(same, "m", 32).buffer.scope == "local"
     assert pass_._per_thread(same, "m", 16) is same  # other lanes than the reduction's
+
+
+def test_a_read_beside_the_lanes_runs_in_lane_0_and_the_sum_stays_per_thread():
+    """A matrix-vector product's epilogue reads the sum beside the lanes' loop: it gets a lanes loop
+    of its own, lane 0 running it, and the sum becomes per-thread; outside a kernel nothing moves."""
+    from tilegraph.loop.ir import IfThenElse
+
+    m, out = Buffer("m", (1,), F32), Buffer("out", (1,), F32)
+    tx, bx = Var("tx"), Var("bx")
+    reduce_ = For(tx, 32, "threadIdx.x", BufferStore(m, (Const(0),), Const(1.0, F32)))
+    epilogue = BufferStore(out, (Const(0),), BufferLoad(m, (Const(0),)))
+    alloc = Allocate(m, Seq((reduce_, epilogue)))
+    kernel = For(bx, 2, "blockIdx.x", alloc)
+    after = pass_._per_thread(kernel, "m", 32)
+    (new_alloc,) = [s for s in walk_stmts(after) if isinstance(s, Allocate)]
+    assert new_alloc.buffer.scope == "local"
+    lanes = [s for s in walk_stmts(new_alloc.body) if isinstance(s, For) and s.kind == "threadIdx.x"]
+    assert len(lanes) == 2 and isinstance(lanes[1].body, IfThenElse)  # the epilogue, in lane 0 only
+    assert pass_._per_thread(alloc, "m", 32) is alloc  # not inside a kernel: left as it was

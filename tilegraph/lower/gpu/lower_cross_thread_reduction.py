@@ -20,16 +20,32 @@ predicate's conjuncts that do not depend on the reduction's loops.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from tilegraph.errors import LoweringError, ScheduleError
 from tilegraph.loop.edit import replace_buffer, rewrite_loads, rewrite_stmt
-from tilegraph.loop.ir import TRUE, Allocate, AllReduce, Block, BlockVar, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import (
+    TRUE,
+    Allocate,
+    AllReduce,
+    Barrier,
+    Block,
+    BlockVar,
+    Buffer,
+    BufferStore,
+    For,
+    Func,
+    IfThenElse,
+    Seq,
+    Stmt,
+)
 from tilegraph.loop.region import accesses
+from tilegraph.loop.verify import THREAD_KINDS as THREAD_LOOP_KINDS
 from tilegraph.loop.visit import blocks, loads_under, reduce_loop_of, stmt_children, stmt_exprs, walk_stmts
 from tilegraph.schedule.primitives.nest import fresh_buffer_name
 from tilegraph.schedule.primitives.rfactor import Reduction, match_reduction
-from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, Var, combine, identity_of
+from tilegraph.te.expr import BinOp, BufferLoad, Cmp, Const, Expr, Var, combine, identity_of
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, uses_var, walk
 
@@ -55,21 +71,80 @@ def run(func: Func, target: object = None) -> Func:
 def _per_thread(body: Stmt, name: str, lanes: int) -> Stmt:
     """An intermediate the kernel allocates, which every lane of the reduction stores whole, which
     only threadIdx.x loops of the same lanes touch, and always at the one element the reduction
-    stored, becomes a local (per-thread) buffer: each thread reads the copy it wrote itself."""
+    stored, becomes a local (per-thread) buffer: each thread reads the copy it wrote itself.
+
+    A statement beside those loops that reads it (a matrix-vector product's epilogue at its output,
+    schedule/gpu_rows.py) is first given a lanes loop of its own, lane 0 running it (`_in_lane_0`):
+    it then reads lane 0's copy, which holds the whole result, and merge_thread_loops joins it to
+    the reduction's loop."""
     allocs = [x for x in walk_stmts(body) if isinstance(x, Allocate) and x.buffer.name == name]
     if len(allocs) != 1 or allocs[0].buffer.scope == "local":
         return body
-    alloc = allocs[0]
+    alloc = _in_lane_0(body, allocs[0], name, lanes)
     users = [x for x in walk_stmts(alloc.body) if isinstance(x, For) and x.kind == "threadIdx.x"
              and (_touches(x, name))]
     outermost = [x for x in users if not any(x is not y and _contains(y, x) for y in users)]
     if not outermost or any(x.extent != lanes for x in outermost) or _touches_outside(alloc.body, name, outermost):
         return body
-    if len(_indices(alloc.body, name)) != 1:  # every access the element its own lanes stored, nothing else
+    enclosing = [x for x in _path(body, allocs[0]) or [] if isinstance(x, For)]
+    if len(_indices(alloc.body, name, enclosing)) != 1:  # every access the element its own lanes stored
         return body
     local = replace(alloc.buffer, scope="local")
     new = Allocate(local, replace_buffer(alloc.body, name, local))
-    return rewrite_stmt(body, lambda x: new if x is alloc else None)
+    return rewrite_stmt(body, lambda x: new if x is allocs[0] else None)
+
+
+def _in_lane_0(body: Stmt, alloc: Allocate, name: str, lanes: int) -> Allocate:
+    """`alloc` with each statement of its body's sequence that reads `name` beside the lanes loops
+    (and holds no thread loop, barrier or AllReduce) wrapped in a lanes loop that runs it in lane 0:
+
+        allocate m: float32[1]                      allocate m: float32[1]
+          for k_1 in range(32) threadIdx.x:           for k_1 in range(32) threadIdx.x:
+            ... allreduce; m[0] = m_lane[0]    ==>      ... allreduce; m[0] = m_lane[0]
+          out[j] = m[0] + b[j]                        for m_l in range(32) threadIdx.x:
+                                                        if m_l == 0: out[j] = m[0] + b[j]
+
+    The same meaning (the statement still runs once per thread of the other axes), and on a GPU
+    the one lane that runs it reads its own copy. Only inside a kernel (under a blockIdx loop);
+    anything else leaves `alloc` as it is."""
+    above = _path(body, alloc)
+    if above is None or not any(isinstance(x, For) and x.kind.startswith("blockIdx") for x in above):
+        return alloc
+    items = list(alloc.body.stmts) if isinstance(alloc.body, Seq) else [alloc.body]
+    # a reduction's lanes loop, maybe inside loops of one iteration (a row's leading extents of 1)
+    lane_loops = [x for x in map(_inside_unit_loops, items)
+                  if isinstance(x, For) and x.kind == "threadIdx.x" and x.extent == lanes and _touches(x, name)]
+    if not lane_loops:
+        return alloc
+    changed = False
+    for i, item in enumerate(items):
+        if any(_inside_unit_loops(item) is x for x in lane_loops) or not any(
+                ld.buffer.name == name for ld in loads_under(item)):
+            continue
+        if any(isinstance(x, (Barrier, AllReduce)) or (isinstance(x, For) and x.kind in THREAD_LOOP_KINDS)
+               for x in walk_stmts(item)):
+            return alloc
+        lane = Var(f"{name}_lane0_{i}", lane_loops[0].var.dtype)
+        items[i] = For(lane, lanes, "threadIdx.x", IfThenElse(Cmp("eq", lane, Const(0, lane.dtype)), item))
+        changed = True
+    return replace(alloc, body=Seq(tuple(items))) if changed else alloc
+
+
+def _inside_unit_loops(s: Stmt) -> Stmt:
+    while isinstance(s, For) and s.kind == "serial" and s.extent == 1:
+        s = s.body
+    return s
+
+
+def _path(s: Stmt, target: Stmt) -> list[Stmt] | None:
+    """The statements enclosing `target` inside `s` (outermost first), None if it is not there."""
+    if s is target:
+        return []
+    for k in stmt_children(s):
+        below = _path(k, target)
+        if below is not None:
+            return [s, *below]
+    return None
 
 
 def _touches(s: Stmt, name: str) -> bool:
@@ -77,12 +152,12 @@ def _touches(s: Stmt, name: str) -> bool:
         x.buffer.name == name for x in loads_under(s))
 
 
-def _indices(s: Stmt, name: str) -> set[tuple[Expr, ...]]:
+def _indices(s: Stmt, name: str, enclosing: Sequence[For] = ()) -> set[tuple[Expr, ...]]:
     """The indices of every access to `name`, in loop variables (block bindings substituted; loops
-    of one iteration, as compute_at leaves for a row, at 0)."""
+    of one iteration, as compute_at leaves for a row, at 0, also the `enclosing` loops around `s`)."""
     out = set()
     for acc in accesses(s, name):
-        unit = {lp.var: Const(0) for lp in acc.loops if lp.extent == 1}
+        unit = {lp.var: Const(0) for lp in (*enclosing, *acc.loops) if lp.extent == 1}
         out.add(tuple(simplify(substitute(i, unit)) for i in acc.indices))
     return out
 
