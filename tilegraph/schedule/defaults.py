@@ -196,8 +196,8 @@ def default_gpu_schedule(wl: Workload, threads: int = GPU_FLAT_THREADS) -> Sched
     """A row operator (softmax, layer norm, row reductions) gets its row kernel (one warp per row,
     schedule/gpu_rows.py), a matrix-vector product an output per warp (the same file); otherwise
     every stage but the anchor is inlined where it can be and each remaining block gets one output
-    element per thread (`flat_gpu_schedule`). Always legal; the
-    GPU tuner starts from the same inlining."""
+    element per thread (`flat_gpu_schedule`). Always legal; the GPU tuner starts from the same
+    inlining."""
     from tilegraph.schedule.gpu_rows import (  # gpu_rows builds on this module
         default_rows_per_block,
         matvec_gpu_schedule,

@@ -13,8 +13,8 @@ stored). Built from public primitives only, so the trace replays.
 A matrix-vector product (an FC layer at batch 1: one reduction stage whose outputs are one row of
 N, reducing K elements) gets the same kernel with an output per warp (`matvec_gpu_schedule`): one
 output per thread would sum K serially in each of only N threads (ResNet-50's 1x2048 . 2048x1000
-head ran on 16 of an H200's 132 SMs, 16% of the model). Its elementwise epilogue runs at the
-output's row, in every lane (each holds the whole sum).
+head ran on 16 of an H200's 132 SMs, 16% of the model). Its elementwise epilogue is computed at
+the warp's output; lowering runs it in lane 0, which holds the whole sum in a register.
 
     for j_0 in range(250) blockIdx.x:
       for j_1 in range(4) threadIdx.y:               # an output per warp
