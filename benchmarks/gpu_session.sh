@@ -5,6 +5,9 @@
 #   bash benchmarks/gpu_session.sh OUT_DIR [MODELS] [TUNING_S_PER_MODEL] [TOP_K]
 # Time limits (seconds) of the parts: TESTS_S (default 120), BENCH_S (150), MODELS_S (300); RACE_S:
 # timing seconds per contender and round in gpu_models (default 2).
+# The lent machines' image has torch, onnx and onnxruntime but (2026-11-28) not platformdirs or
+# lightgbm: carry them as wheels (`.whl`, /work/.library/device/README.md) and put them on PYTHONPATH
+# first; the script stops at once, naming what is missing, rather than failing every part.
 set -u
 out="${1:?usage: gpu_session.sh OUT_DIR [MODELS] [TUNING_S] [TOP_K]}"
 models="${2:-bert,gpt2,resnet50}"
@@ -13,6 +16,10 @@ top_k="${4:-24}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 py="${PYTHON:-python3}"
+if ! "$py" -c "import platformdirs, lightgbm, numpy, scipy, rich" 2>"$out/missing.txt"; then
+  echo "tilegraph's core dependencies are missing here: $(tail -1 "$out/missing.txt")" | tee "$out/env_tests.txt"
+  exit 2
+fi
 {
   date -u; nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm,memory.total --format=csv
   nvcc --version | tail -2; nproc
