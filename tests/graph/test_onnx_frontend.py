@@ -173,7 +173,10 @@ CASES = {
                           out_type=TensorProto.INT32),
     "QLinearConv": _model("QLinearConv", [("x", TensorProto.UINT8, [1, 2, 6, 5])], attrs={"strides": [2, 1]},
                           inits=[("xs", np.array(0.02, np.float32)), ("xz", np.array(128, np.uint8)),
-                                 ("w", RNG.integers(-128, 128, (4, 2, 3, 3)).astype(np.int8)),
+                                 # 7-bit weights, as quantize_static(reduce_range=True) makes: ONNX Runtime's
+                                 # u8 x s8 kernels on CPUs without VNNI sum pairs in int16 (vpmaddubsw) and
+                                 # saturate on full-range ones (seen on an AVX2 Zen 3)
+                                 ("w", RNG.integers(-64, 64, (4, 2, 3, 3)).astype(np.int8)),
                                  ("ws", np.array([0.01, 0.02, 0.005, 0.03], np.float32)),
                                  ("wz", np.zeros(4, np.int8)), ("ys", np.array(0.05, np.float32)),
                                  ("yz", np.array(120, np.uint8)), ("b", np.array([5, -7, 100, 0], np.int32))],
