@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tilegraph.te.workload import Workload
+from tilegraph.testing.data import require_memory
 from tilegraph.testing.peers import PeerUnavailable, peer_function
 from tilegraph.tune.apply import best_schedule
 from tilegraph.tune.database import Database
@@ -27,6 +28,7 @@ def bench_workload(wl: Workload, db: Database, peers: Sequence[str], seconds: fl
     from tilegraph.driver import build
     from tilegraph.target import Target
 
+    require_memory(wl)  # before building: lowering a kernel of 10^9-sized loops alone takes a minute
     target = Target()
     sch = best_schedule(wl, target, db)
     kernel = build(sch if sch is not None else wl, target=target)

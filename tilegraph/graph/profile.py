@@ -135,8 +135,6 @@ def node_flops(graph: Any, node: Any) -> float | None:
 
 
 def _peak(model: Any, threads: int) -> float | None:
-    if model.target.kind != "cpu":  # the hardware model measures CPUs; a GPU's table leaves % of peak out
-        return None
     try:
         from tilegraph.tune.hardware import hardware_model
 
@@ -187,7 +185,8 @@ def profile_model(model: Any, inputs: Mapping[str, np.ndarray], seconds: float =
     e2e = statistics.median(plain)
     p10, p90 = np.percentile(plain, [10, 90])
     return ModelProfile(model.graph.name, tuple(steps), e2e, statistics.median(timed), len(timed), int(used),
-                        _peak(model, int(used)), float((p90 - p10) / e2e) if e2e else 0.0)
+                        None if device else _peak(model, int(used)),  # the hardware model measures CPUs
+                        float((p90 - p10) / e2e) if e2e else 0.0)
 
 
 def _device_execute(model: Any) -> Any:
