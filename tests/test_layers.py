@@ -1,6 +1,6 @@
 """Imports point down the data flow: every module imports only from its own layer or lower ones.
 
-    dtype/errors/config/gpu_specs/microarch/stages/target/version -> te -> loop -> schedule, ops, testing, workloads -> lower
+    dtype/errors/config/gpu_specs/hashing/microarch/stages/target/version -> te -> loop -> schedule, ops, testing, workloads -> lower
     -> codegen -> build -> runtime -> driver -> tune -> graph -> tlm -> cli
 
 Lazy imports inside functions count too: an upward import is a misplaced helper, whatever its form.
@@ -15,7 +15,7 @@ import pytest
 import tilegraph
 
 LAYERS = [
-    ("dtype", "errors", "config", "gpu_specs", "microarch", "stages", "target", "version"),
+    ("dtype", "errors", "config", "gpu_specs", "hashing", "microarch", "stages", "target", "version"),
     ("te",),
     ("loop",),
     ("schedule", "ops", "testing", "workloads"),

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilegraph.hashing import hash_once
 
+
+@hash_once
 @dataclass(frozen=True)
 class DType:
     """A scalar type. `lanes` > 1 is a vector of that scalar (used after vector lowering)."""

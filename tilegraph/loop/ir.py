@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tilegraph import dtype as dt
+from tilegraph.hashing import hash_once
 from tilegraph.te.buffer import Buffer  # re-exported: the loop IR's arrays (BufferLoad, a te node, names them)
 from tilegraph.te.expr import Const, Expr, Var
 
@@ -45,6 +46,7 @@ class Stmt:
     __slots__ = ()
 
 
+@hash_once
 @dataclass(frozen=True)
 class BufferStore(Stmt):
     buffer: Buffer
@@ -52,11 +54,13 @@ class BufferStore(Stmt):
     value: Expr
 
 
+@hash_once
 @dataclass(frozen=True)
 class Seq(Stmt):
     stmts: tuple[Stmt, ...]
 
 
+@hash_once
 @dataclass(frozen=True)
 class IfThenElse(Stmt):
     cond: Expr
@@ -64,6 +68,7 @@ class IfThenElse(Stmt):
     else_body: Stmt | None = None
 
 
+@hash_once
 @dataclass(frozen=True)
 class For(Stmt):
     var: Var
@@ -76,6 +81,7 @@ class For(Stmt):
         return self.var.name
 
 
+@hash_once
 @dataclass(frozen=True)
 class BlockVar:
     var: Var
@@ -83,6 +89,7 @@ class BlockVar:
     kind: str = "spatial"  # "spatial" | "reduce"
 
 
+@hash_once
 @dataclass(frozen=True)
 class Block(Stmt):
     name: str
@@ -93,17 +100,20 @@ class Block(Stmt):
     predicate: Expr = TRUE
 
 
+@hash_once
 @dataclass(frozen=True)
 class Allocate(Stmt):
     buffer: Buffer
     body: Stmt
 
 
+@hash_once
 @dataclass(frozen=True)
 class Barrier(Stmt):
     scope: str = "shared"
 
 
+@hash_once
 @dataclass(frozen=True)
 class AllReduce(Stmt):
     """GPU: the threads of a group of `width` consecutive threadIdx.x lanes (lane // width, within

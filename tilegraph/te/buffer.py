@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilegraph.dtype import DType
+from tilegraph.hashing import hash_once
 
 
+@hash_once
 @dataclass(frozen=True)
 class Buffer:
     """A named multi-dimensional array. `padding` adds storage elements per dimension

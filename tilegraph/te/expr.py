@@ -35,6 +35,7 @@ import numpy as np
 from tilegraph import dtype as dt
 from tilegraph.dtype import DType
 from tilegraph.errors import shorten
+from tilegraph.hashing import hash_once
 
 if TYPE_CHECKING:
     from tilegraph.te.buffer import Buffer
@@ -132,6 +133,7 @@ class Expr:
 ExprLike = Union[Expr, int, float, bool]  # noqa: UP007 (a runtime alias, valid on 3.10)
 
 
+@hash_once
 @dataclass(frozen=True)
 class Var(Expr):
     name: str
@@ -141,6 +143,7 @@ class Var(Expr):
         return self.name
 
 
+@hash_once
 @dataclass(frozen=True)
 class Const(Expr):
     value: Any
@@ -150,6 +153,7 @@ class Const(Expr):
         return repr(self.value)
 
 
+@hash_once
 @dataclass(frozen=True)
 class BinOp(Expr):
     op: str
@@ -161,6 +165,7 @@ class BinOp(Expr):
         return self.a.dtype
 
 
+@hash_once
 @dataclass(frozen=True)
 class Cmp(Expr):
     op: str
@@ -172,6 +177,7 @@ class Cmp(Expr):
         return dt.bool_
 
 
+@hash_once
 @dataclass(frozen=True)
 class Not(Expr):
     a: Expr
@@ -181,6 +187,7 @@ class Not(Expr):
         return dt.bool_
 
 
+@hash_once
 @dataclass(frozen=True)
 class Select(Expr):
     cond: Expr
@@ -192,12 +199,14 @@ class Select(Expr):
         return self.true_value.dtype
 
 
+@hash_once
 @dataclass(frozen=True)
 class Cast(Expr):
     dtype: DType
     value: Expr
 
 
+@hash_once
 @dataclass(frozen=True)
 class Call(Expr):
     name: str
@@ -205,6 +214,7 @@ class Call(Expr):
     dtype: DType
 
 
+@hash_once
 @dataclass(frozen=True, eq=False)
 class TensorRead(Expr):
     """te only. Equality compares the tensor by identity (tensors are not structural values)."""
@@ -227,6 +237,7 @@ class TensorRead(Expr):
         return hash((id(self.tensor), self.indices))
 
 
+@hash_once
 @dataclass(frozen=True)
 class BufferLoad(Expr):
     """Loop IR only: reads `buffer` at `indices` (one index per buffer dimension)."""
@@ -239,6 +250,7 @@ class BufferLoad(Expr):
         return self.buffer.dtype
 
 
+@hash_once
 @dataclass(frozen=True)
 class Ramp(Expr):
     """Lowered IR only: the vector (base, base+stride, ..., base+(lanes-1)*stride)."""
@@ -252,6 +264,7 @@ class Ramp(Expr):
         return self.base.dtype.with_lanes(self.lanes)
 
 
+@hash_once
 @dataclass(frozen=True)
 class Broadcast(Expr):
     """Lowered IR only: `value` repeated in `lanes` lanes."""
@@ -264,6 +277,7 @@ class Broadcast(Expr):
         return self.value.dtype.with_lanes(self.lanes)
 
 
+@hash_once
 @dataclass(frozen=True)
 class IterVar:
     """An axis of a compute: `var` ranges over [0, extent). kind is 'spatial' or 'reduce'."""
@@ -286,6 +300,7 @@ for _m in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", 
     setattr(IterVar, _m, _delegate_to_var(_m))
 
 
+@hash_once
 @dataclass(frozen=True)
 class Reduce(Expr):
     """te only. combiner over `axes` of `source`; `init` defaults to the combiner's identity."""

@@ -22,6 +22,8 @@ bounds). `prove(cond, known)` decides a condition over the ranges when the bound
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -196,9 +198,7 @@ def _fold_by_a_divisor(e: BinOp, terms: Mapping[Expr, int], constant: int, c: in
     a % c = (Q % (c/g))*g + R. The 8-lane tile of a 16-channel group, (co_0*32 + co_1*8 + co_2) // 16
     with co_2 in [0, 8), becomes (co_0*4 + co_1) // 2: free of the lane variable, so a load it
     indexes is a broadcast, not a gather."""
-    for g in range(c // 2, 1, -1):
-        if c % g:
-            continue
+    for g in _proper_divisors(c):
         quotient = {x: k // g for x, k in terms.items() if k % g == 0}
         rest = {x: k for x, k in terms.items() if k % g}
         q, r = divmod(constant, g)
@@ -212,6 +212,14 @@ def _fold_by_a_divisor(e: BinOp, terms: Mapping[Expr, int], constant: int, c: in
         high = BinOp("mul", _simp(BinOp("floormod", inner, outer), known), Const(g, e.dtype))
         return _simp(BinOp("add", high, _affine_expr(rest, r, e.dtype, known)), known)
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _proper_divisors(c: int) -> tuple[int, ...]:
+    """The divisors of `c` in [2, c // 2], largest first (trial division to sqrt(c): a loop over
+    every g below c // 2 cost ~c steps, and c is often a flattened extent in the hundreds of thousands)."""
+    small = [d for d in range(2, math.isqrt(c) + 1) if c % d == 0]
+    return tuple(sorted({g for d in small for g in (d, c // d) if g <= c // 2}, reverse=True))
 
 
 def _affine_expr(terms: Mapping[Expr, int], constant: int, dtype: DType, known: Mapping[str, Bounds]) -> Expr:
