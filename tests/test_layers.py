@@ -1,7 +1,7 @@
 """Imports point down the data flow: every module imports only from its own layer or lower ones.
 
-    dtype/errors/config/gpu_specs/hashing/microarch/stages/target/version -> te -> loop -> schedule, ops, testing, workloads -> lower
-    -> codegen -> build -> runtime -> driver -> tune -> graph -> tlm -> cli
+    dtype/errors/config/gpu_specs/hashing/microarch/stages/target/version -> te -> loop
+    -> schedule, ops, testing, workloads -> lower -> codegen -> build -> runtime -> driver -> tune -> graph -> tlm -> cli
 
 Lazy imports inside functions count too: an upward import is a misplaced helper, whatever its form.
 `tilegraph/__init__.py` (the public API) sits above everything.

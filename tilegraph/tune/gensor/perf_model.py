@@ -24,11 +24,12 @@ Terms (all per run; C = cores used = min(cores, parallel tasks)):
 Register micro-kernel family (`_evaluate_micro`): each register tile streams its operands' panels
 over the whole reduction, from L1, L2 or memory (packed panels stream 2x faster than the measured L3
 bandwidth, and still pass through L2: a panel that spills L2 is never cheaper than one that fits,
-whatever the measured L2/L3 ratio; Zen 3's probe read L3 faster than L2). Unpacked panels whose rows are >= 4 KiB apart are latency-bound: T_mem includes
-25 cycles per panel row touched; vector-loaded operands add 10 cycles per page-apart position a
-register tile touches (`far_rows`). Non-dividing L2 blocks guard the kernel: T_comp x 4 when the
-vector axis is ragged, and x 2 more behind a fused parallel loop (other guards are unswitched). Calibrated with
-benchmarks/model_quality.py (GMM-4 and C2D-2, 1 thread, Zen 4).
+whatever the measured L2/L3 ratio; Zen 3's probe read L3 faster than L2). Unpacked panels whose rows
+are >= 4 KiB apart are latency-bound: T_mem includes 25 cycles per panel row touched; vector-loaded
+operands add 10 cycles per page-apart position a register tile touches (`far_rows`). Non-dividing L2
+blocks guard the kernel: T_comp x 4 when the vector axis is ragged, and x 2 more behind a fused
+parallel loop (other guards are unswitched). Calibrated with benchmarks/model_quality.py (GMM-4 and
+C2D-2, 1 thread, Zen 4).
 """
 
 from __future__ import annotations
