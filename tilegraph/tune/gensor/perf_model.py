@@ -23,7 +23,7 @@ Terms (all per run; C = cores used = min(cores, parallel tasks)):
 
 Register micro-kernel family (`_evaluate_micro`): each register tile streams its operands' panels
 over the whole reduction, from L1, L2 or memory (packed panels stream 2x faster than the measured L3
-bandwidth, and still pass through L2: a panel that spills L2 is never cheaper than one that fits,
+bandwidth; a spilled packed panel still passes through L2, so it is never cheaper than one that fits,
 whatever the measured L2/L3 ratio; Zen 3's probe read L3 faster than L2). Unpacked panels whose rows
 are >= 4 KiB apart are latency-bound: T_mem includes 25 cycles per panel row touched; vector-loaded
 operands add 10 cycles per page-apart position a register tile touches (`far_rows`). Non-dividing L2
@@ -269,8 +269,9 @@ class PerfModel:
                     q_l2 += streamed
                 else:
                     q_mem += streamed / PACKED_STREAM_SPEEDUP if packed else streamed
-                    if packed:  # it still passes through L2: spilling is never cheaper than fitting
-                        q_l2 += streamed
+                    if packed:  # the discount above could make spilling L2 look cheaper than fitting it;
+                        q_l2 += streamed  # the stream still passes through L2. Unpacked ones are left as they
+                        # were: charging them too moved AVX-512 picks that no AVX-512 machine has timed
                 if o.name in self.packable and not packed:
                     # every row of the register tile's panel is a page apart: one latency-bound touch each
                     row_bytes = o.shape[-1] * o.dtype_bytes
