@@ -15,6 +15,7 @@ compiler) prints one line `tilegraph: error: ...` on stderr and exits with code 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -92,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--trials", type=_int_at_least(0), default=None, help="candidates to measure per workload")
     tune.add_argument("--threads", type=_int_at_least(1), default=None, help="threads the kernels run with")
     tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--cluster", default=None, metavar="ADDRESS",
+                      help="build and measure on a Ray cluster: auto (the one `ray start` runs here), ray://HOST:PORT, "
+                           "or local (Ray on this machine); needs tilegraph[ray]")
     tune.add_argument("--json", action="store_true", help="one JSON object per workload on stdout")
     tune.add_argument("--profile", action="store_true",
                       help="where the tuning time went, per candidate and stage (sampling, build, reference, run, ...)")
@@ -163,26 +167,36 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     _require_toolchain(args.target)
     db = open_database(args.db)
     rows = []
-    for spec, wl in zip(args.workloads, workloads):
-        result = tune(wl, target=args.target, strategy=args.strategy, time_budget=args.time, trials=args.trials,
-                      db=db, seed=args.seed, progress=not args.json, num_threads=args.threads)
-        row = {"workload": spec, **{k: v for k, v in result.summary().items()}}
-        if args.profile and result.profile is None:  # checked under an emulator: no search loop ran
-            print(f"tilegraph: {spec}: no profile: {args.target} kernels were only checked here, not timed",
-                  file=sys.stderr)
-        elif args.profile:
-            row["profile"] = result.profile.to_json()
-            if not args.json:
-                print(f"{spec}: {result.profile.format()}\n", flush=True)
-        rows.append(row)
-        if args.json:
-            print(json.dumps(row), flush=True)
+    with contextlib.ExitStack() as stack:
+        if args.cluster is not None:  # one connection for every workload
+            from tilegraph.tune.cluster import connect
+
+            stack.enter_context(connect(args.cluster))
+        for spec, wl in zip(args.workloads, workloads):
+            rows.append(_tune_one(args, spec, wl, db, tune))
     if not args.json:
         _table("tuning results", ["workload", "strategy", "best latency", "GFLOP/s", "measured/failed", "tuning time"],
                [[r["workload"], r["strategy"], _us(r["latency_s"]) + ("" if r["timed"] else " predicted (emulated: not timed)"),
                  f"{r['gflops']:.2f}", f"{r['measured']}/{r['failed']}",
                  f"{r['tuning_time_s']:.1f} s"] for r in rows])
     return 0
+
+
+def _tune_one(args: argparse.Namespace, spec: str, wl: Any, db: Any, tune: Any) -> dict[str, Any]:
+    """Tune one workload of `tilegraph tune`; its summary row (printed at once with --json)."""
+    result = tune(wl, target=args.target, strategy=args.strategy, time_budget=args.time, trials=args.trials,
+                  db=db, seed=args.seed, progress=not args.json, num_threads=args.threads, cluster=args.cluster)
+    row = {"workload": spec, **{k: v for k, v in result.summary().items()}}
+    if args.profile and result.profile is None:  # checked under an emulator: no search loop ran
+        print(f"tilegraph: {spec}: no profile: {args.target} kernels were only checked here, not timed",
+              file=sys.stderr)
+    elif args.profile:
+        row["profile"] = result.profile.to_json()
+        if not args.json:
+            print(f"{spec}: {result.profile.format()}\n", flush=True)
+    if args.json:
+        print(json.dumps(row), flush=True)
+    return row
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:

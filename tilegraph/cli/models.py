@@ -58,6 +58,9 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
                       help="whole-model tuning budget in measurements, earlier runs' included")
     comp.add_argument("--threads", type=int_at_least(1), default=None,
                       help="threads tasks are timed with, as the model will run (default: all cores)")
+    comp.add_argument("--cluster", default=None, metavar="ADDRESS",
+                      help="tune on a Ray cluster: auto (the one `ray start` runs here), ray://HOST:PORT, or local; "
+                           "needs tilegraph[ray]")
     comp.add_argument("--no-vendor", action="store_true", help="skip timing PyTorch's kernel for each task")
     comp.add_argument("--json", action="store_true", help="one JSON object describing the compiled model")
     comp.add_argument("--no-fuse", action="store_true", help="one kernel per graph node (to measure fusion)")
@@ -187,7 +190,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                               trials=args.trials, num_threads=args.threads, tune_progress=show,
                               input_shapes=input_shapes(args.input_shape), values=input_values(args.value),
                               progress=steps, precision=args.precision, accuracy=args.accuracy,
-                              accuracy_check=not args.no_accuracy_check)
+                              accuracy_check=not args.no_accuracy_check, cluster=args.cluster)
     _require_static(model, args.model)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),

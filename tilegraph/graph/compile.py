@@ -109,7 +109,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   tune_progress: Callable[[Any, str], None] | None = None,
                   input_shapes: Any = None, values: Any = None, construct: bool = True,
                   prepack: bool = True, precision: str = "fp32", accuracy: float | None = None,
-                  accuracy_check: bool = True, skip_rewrites: tuple[str, ...] = ()) -> CompiledModel | SpecializedModel:
+                  accuracy_check: bool = True, skip_rewrites: tuple[str, ...] = (),
+                  cluster: str | None = None) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
     if precision not in PRECISIONS:
         raise GraphError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
@@ -168,7 +169,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                        progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
                        trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
                        construct=construct, prepack=prepack, precision=precision, accuracy=accuracy,
-                       accuracy_check=accuracy_check, skip_rewrites=skip_rewrites)
+                       accuracy_check=accuracy_check, skip_rewrites=skip_rewrites, cluster=cluster)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     finally:
@@ -212,7 +213,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         from tilegraph.runtime import threads
 
         timed_threads = num_threads or threads.configured_num_threads() or tgt.num_cores  # as the model runs
-        report = tune_model(graph, groups, tgt, db, time_budget or None, trials, timed_threads, tune_progress)
+        report = tune_model(graph, groups, tgt, db, time_budget or None, trials, timed_threads, tune_progress,
+                            session_options=None if cluster is None else {"cluster": cluster})
         tuning_s = report.elapsed_s
     records = db  # the database as given (the float32 fallback below reads it, not this compile's picks)
     constructed: dict[str, str] = {}

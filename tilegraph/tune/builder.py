@@ -19,6 +19,7 @@ import dataclasses
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -56,7 +57,8 @@ def build_candidate(workload: Workload, trace_json: str, target: Any, timeout_s:
     def on_alarm(signum: int, frame: Any) -> None:
         raise _BuildTimeout()
 
-    use_alarm = hasattr(signal, "setitimer")
+    # an alarm needs the main thread (a Ray task may run elsewhere; its driver cancels it past the timeout)
+    use_alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if use_alarm:
         signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout_s)

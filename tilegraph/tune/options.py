@@ -9,7 +9,8 @@ Extension points are injected here, never through hooks in the code: `builder` (
 `build(inputs) -> [BuildResult]`, `kernel(workload, trace_json, meta)` and `close()`, see
 tune/builder.py) and `runner` (`run(workload, build, seed, timeout_s=None, best_s=None) -> RunResult`,
 `references(workload, inputs)`, `policy`, `close()`, see tune/runner.py). Tests inject hand-written kernels that crash,
-hang or compute wrong answers through a builder.
+hang or compute wrong answers through a builder. `cluster` swaps in the Ray ones (tune/cluster/):
+builds as Ray tasks, measurements on runner actors, this process the only database writer.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class TuneOptions:
     build_timeout_s: float = 120.0
     builder: Any = None                    # injected Builder-like object (see the module docstring)
     runner: Any = None                     # injected Runner-like object
+    cluster: str | None = None             # "local", "auto" or a Ray address: build and measure there (tune/cluster)
 
     def __post_init__(self) -> None:
         if self.time_budget is not None and not (isinstance(self.time_budget, (int, float)) and self.time_budget > 0

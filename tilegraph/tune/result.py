@@ -43,6 +43,8 @@ class BuildResult:
     build_time_s: float = 0.0
     payload: Any = None  # what a GPU loader needs to rebuild the kernel (kernel_loader.GpuKernelSpec)
     stages: dict[str, float] = field(default_factory=dict, compare=False)  # seconds per build stage (tilegraph.stages)
+    # the built library's bytes, where the runner is on another machine (tune/cluster): lib_path is the builder's
+    library: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class RunResult:
     samples: tuple[float, ...] = ()
     max_error: float | None = None
     stages: dict[str, float] = field(default_factory=dict, compare=False)  # seconds per stage in the runner's worker
+    node: str = field(default="", compare=False)  # the cluster node that measured it ("": this machine)
 
     @property
     def ok(self) -> bool:

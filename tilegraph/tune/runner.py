@@ -174,6 +174,11 @@ class Runner:
             proc.join(5)
         conn.close()
 
+    def warm(self) -> None:
+        """Start the measurement worker now (it starts on the first candidate otherwise)."""
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
+
     def close(self) -> None:
         self._stop_worker(kill=False)
 

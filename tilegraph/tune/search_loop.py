@@ -97,11 +97,15 @@ def _loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, d
         tally["built"] += len(fresh)
         done_cands: list[Candidate] = []
         results: list[RunResult] = []
+        spread = _measured_on_slots(runner, wl, builds, prepared, seeds, _budget_timeout(
+            ctx, measured_here, runner.policy.timeout_s), best_s)
         for n_cand, (cand, build) in enumerate(zip(fresh, builds)):
-            if out_of_budget():
-                break
+            if spread is None and out_of_budget():
+                break  # (a batch measured on several runners is recorded whole: its time is spent)
             cap = _budget_timeout(ctx, measured_here, runner.policy.timeout_s)
-            if prepared[n_cand] is not None and build.ok:
+            if spread is not None:
+                run = spread[n_cand]
+            elif prepared[n_cand] is not None and build.ok:
                 run = runner.run_on(build, *prepared[n_cand], timeout_s=cap, best_s=best_s)
             else:
                 run = runner.run(wl, build, seed=seeds[n_cand], timeout_s=cap, best_s=best_s)
@@ -115,6 +119,8 @@ def _loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, d
             if run.ok and run.median is not None and (best_s is None or run.median < best_s):
                 best_s = run.median
             meta = dict(cand.meta)
+            if run.node:
+                meta["node"] = run.node
             if cand.predicted is not None:
                 meta["predicted"] = cand.predicted
             with stage("commit"):
@@ -132,6 +138,24 @@ def _loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, d
             with stage("notify"):
                 search.notify(ctx, done_cands, results)
             per_candidate_s = (time.monotonic() - round_start) / len(done_cands)
+
+
+def _measured_on_slots(runner: Any, wl: Workload, builds: list[Any], prepared: list[Any], seeds: list[int],
+                       cap: float | None, best_s: float | None) -> list[RunResult] | None:
+    """The batch measured at once on a runner with several slots (a cluster's runner actors,
+    tune/cluster/runner.py), results in order; None for a runner with one slot (measured one by one)."""
+    if getattr(runner, "slots", 1) <= 1 or not hasattr(runner, "run_batch"):
+        return None
+    items = []
+    for n, build in enumerate(builds):
+        if not build.ok:
+            items.append((build, (), (), cap, best_s))
+            continue
+        inputs, references = prepared[n] if prepared[n] is not None else runner.prepare(wl, seeds[n])
+        prepared[n] = None
+        items.append((build, inputs, references, cap, best_s))
+    with stage("run"):
+        return runner.run_batch(items)
 
 
 PREPARED_BYTES_MAX = 256 << 20  # inputs and references drawn ahead for one batch, at most

@@ -76,8 +76,12 @@ class TuneSession:
         build_target = target if isinstance(target, str) else self.target
         opts = self.options
         self._own = (opts.builder is None, opts.runner is None)
-        self.builder = opts.builder or Builder(opts.build_workers, opts.build_timeout_s, build_target)
-        self.runner = opts.runner or Runner(opts.policy, opts.reference, target=build_target)
+        self.connection: Any = None
+        if opts.cluster is not None and self.timed:
+            self.builder, self.runner = self._on_cluster(opts, build_target)
+        else:
+            self.builder = opts.builder or Builder(opts.build_workers, opts.build_timeout_s, build_target)
+            self.runner = opts.runner or Runner(opts.policy, opts.reference, target=build_target)
         self.measured = 0  # kernels timed by this session (recorded ones excluded)
         self.profile = PipelineProfile()  # where the search loops' time went (tune/pipeline_profile.py)
 
@@ -177,11 +181,41 @@ class TuneSession:
         return record
 
     # ------------------------------------------------------------------ lifetime
+    def _on_cluster(self, opts: TuneOptions, build_target: Any) -> tuple[Any, Any]:
+        """The Ray builder and runner (tune/cluster/); Ray is imported only here."""
+        from tilegraph.tune.cluster.builder import RayBuilder
+        from tilegraph.tune.cluster.connect import connect
+        from tilegraph.tune.cluster.runner import RayRunner
+
+        if self.target.kind != "cpu":
+            raise TilegraphError(f"tuning on a cluster measures CPU targets only, not {self.target.kind}")
+        self.connection = connect(opts.cluster)
+        try:
+            runner = opts.runner or RayRunner(self.connection, opts.policy, opts.reference, target=build_target)
+        except BaseException:
+            self.connection.close()
+            raise
+        connection = self.connection
+
+        def build_nodes() -> list[str]:  # alive nodes with a runner for the target: their toolchain is its
+            alive = connection.nodes()
+            return [n for n in getattr(runner, "nodes", alive) if n in alive]
+
+        builder = opts.builder or RayBuilder(connection, build_target, opts.build_timeout_s, build_nodes)
+        slots = getattr(runner, "slots", 1)
+        if opts.batch_size < slots:  # a round measures at most a batch: give every runner a candidate
+            self.options = replace(self.options, batch_size=slots)
+        log.info("tuning on the cluster at %s: %d runner(s) for %s", opts.cluster, slots, self.fingerprint)
+        return builder, runner
+
     def close(self) -> None:
         if self._own[0]:
             self.builder.close()
         if self._own[1]:
             self.runner.close()
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
 
     def __enter__(self) -> TuneSession:
         return self

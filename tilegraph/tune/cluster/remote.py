@@ -1,0 +1,99 @@
+"""What runs on the cluster's nodes: the build task and the runner actor. Defined on first use
+(they need Ray, which only a cluster run imports).
+
+    build = build_task(ray).options(...).remote(workload, trace_json, target, timeout_s)
+    actor = runner_actor(ray).options(...).remote(target, policy)
+    result = actor.measure.remote(build, inputs, references, timeout_s, best_s)
+
+A build returns the library's bytes (the runner may be on another machine); the runner writes
+them once into its node's cache under their digest, then checks and times the candidate in its
+own child process (tune/runner.py), so a crashing or hanging candidate costs that process, not
+the actor. Results carry the node that measured them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tilegraph.config import cache_dir
+from tilegraph.tune.result import BuildResult
+
+
+def with_library(build: BuildResult) -> BuildResult:
+    """`build` carrying its library's bytes (a failed build or one without a library: unchanged)."""
+    if not build.ok or build.lib_path is None or build.loader != "runtime":
+        return build
+    return replace(build, library=Path(build.lib_path).read_bytes())
+
+
+def materialised(build: BuildResult, folder: Path | None = None) -> BuildResult:
+    """`build` with its shipped library written here (once per digest, atomically) and lib_path
+    pointing at it."""
+    if build.library is None:
+        return build
+    folder = folder or cache_dir() / "cluster"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha256(build.library).hexdigest()[:24]}.so"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(build.library)
+        os.replace(tmp, path)
+    return replace(build, lib_path=str(path), library=None)
+
+
+@functools.cache
+def build_task(ray: ModuleType) -> Any:
+    @ray.remote(num_cpus=1, max_retries=0)
+    def build_on_node(workload: Any, trace_json: str, target: Any, timeout_s: float) -> BuildResult:
+        from tilegraph.tune.builder import build_candidate
+
+        return with_library(build_candidate(workload, trace_json, target, timeout_s))
+
+    return build_on_node
+
+
+@functools.cache
+def warm_task(ray: ModuleType) -> Any:
+    @ray.remote(num_cpus=1, max_retries=0)
+    def warm_builder() -> None:
+        """Imports what a build needs, so the node's first build task finds a warm worker."""
+        import tilegraph.driver  # noqa: F401
+        import tilegraph.tune.builder  # noqa: F401
+
+    return warm_builder
+
+
+@functools.cache
+def runner_actor(ray: ModuleType) -> Any:
+    @ray.remote(num_cpus=0, max_restarts=0)
+    class RunnerActor:
+        """One measurement slot on one node. The node's measurement lock (tune/runner.py) keeps two
+        slots on one machine from timing at once."""
+
+        def __init__(self, target: Any, policy: Any):
+            from tilegraph.tune.cluster.fingerprint import node_fingerprint
+            from tilegraph.tune.runner import Runner
+
+            self.node = ray.get_runtime_context().get_node_id()
+            self.info = {**node_fingerprint(target), "node": self.node, "pid": os.getpid()}
+            self.runner = Runner(policy, target=target)
+            self.runner.warm()  # the child's start-up (imports) while the driver builds the first batch
+
+        def fingerprint(self) -> dict[str, Any]:
+            return self.info
+
+        def measure(self, build: BuildResult, inputs: list[Any], references: list[Any], timeout_s: float | None,
+                    best_s: float | None) -> Any:
+            result = self.runner.run_on(materialised(build), inputs, references, timeout_s, best_s)
+            return replace(result, node=self.node)
+
+    return RunnerActor
+
+
+__all__ = ["build_task", "materialised", "runner_actor", "warm_task", "with_library"]
