@@ -206,6 +206,9 @@ class TuneSession:
         if opts.batch_size < slots:  # a round measures at most a batch: give every runner a candidate
             self.options = replace(self.options, batch_size=slots)
         log.info("tuning on the cluster at %s: %d runner(s) for %s", opts.cluster, slots, self.fingerprint)
+        for info in getattr(runner, "skipped", ()):
+            log.warning("cluster node %s (%s) gets no candidates: its machine or tilegraph differs from this one's",
+                        info.get("host"), info.get("target"))
         return builder, runner
 
     def close(self) -> None:

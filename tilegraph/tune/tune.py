@@ -55,7 +55,8 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
     with TuneSession(target if isinstance(target, str) else tgt, db, opts) as session:
         if not session.timed:  # another architecture under an emulator: checked, never timed or stored
             return tune_checked_only(wl, session, search)
-        bar = _Progress(opts.progress, wl, opts.trial_limit, opts.time_budget)
+        runners = getattr(session.runner, "slots", None) if opts.cluster is not None else None
+        bar = _Progress(opts.progress, wl, opts.trial_limit, opts.time_budget, runners)
         try:
             got = session.tune_slice(wl, search, opts.trial_limit,
                                      None if opts.time_budget is None else start + opts.time_budget,
@@ -75,7 +76,8 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
 class _Progress:
     """A rich progress bar with ETA on a terminal; silent otherwise."""
 
-    def __init__(self, enabled: bool, wl: Workload, trials: int | None, time_budget: float | None):
+    def __init__(self, enabled: bool, wl: Workload, trials: int | None, time_budget: float | None,
+                 runners: int | None = None):
         self._bar: Any = None
         self.best: float | None = None
         if not enabled or not sys.stderr.isatty():
@@ -87,7 +89,8 @@ class _Progress:
         self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
                              TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
         self._bar.start()
-        self._task = self._bar.add_task(f"tuning {wl.op_name}", total=float(time_budget if self._by_time else trials),
+        where = "" if runners is None else f" on {runners} cluster runner{'s' * (runners != 1)}"
+        self._task = self._bar.add_task(f"tuning {wl.op_name}{where}", total=float(time_budget if self._by_time else trials),
                                         status="")
         self._n = 0
         self._failed = 0

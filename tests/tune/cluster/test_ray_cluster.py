@@ -71,6 +71,21 @@ def test_candidates_spread_over_both_nodes(cluster, tmp_path):
     _sound(db)
 
 
+def test_each_node_gets_one_runner_with_its_fingerprint_and_calibration(cluster):
+    from tilegraph.tune.cluster import connect
+    from tilegraph.tune.cluster.runner import RayRunner
+
+    runner = RayRunner(connect(cluster.address), FAST)
+    try:
+        alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        assert runner.slots == len(alive) and set(runner.nodes) == alive
+        for info in runner.runners:
+            assert info["target"] == tg.Target("cpu").fingerprint and info["calibration_gflops"] > 0
+        assert not runner.skipped
+    finally:
+        runner.close()
+
+
 def test_a_node_killed_mid_run_loses_nothing(cluster, tmp_path, caplog):
     wl = matmul_workload(8)
     db = tmp_path / "t.db"

@@ -28,9 +28,27 @@ def node_fingerprint(target: Any) -> dict[str, Any]:
             "cores": os.cpu_count() or 0}
 
 
+def calibrate(size: int = 256, repeats: int = 5) -> float:
+    """GFLOP/s of a fixed float32 GEMM (numpy's BLAS), best of `repeats` after a warm-up: a runner's
+    calibration, reported beside its fingerprint (equal fingerprints, very different numbers: a
+    busy or throttled node)."""
+    import time
+
+    import numpy as np
+
+    a = np.ones((size, size), np.float32)
+    a @ a
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
 def match_key(fingerprint: dict[str, Any]) -> tuple[str, str, str]:
     """What must agree between the driver and a runner for a measurement to count."""
     return fingerprint["target"], fingerprint["machine"], fingerprint["tilegraph"]
 
 
-__all__ = ["match_key", "node_fingerprint"]
+__all__ = ["calibrate", "match_key", "node_fingerprint"]

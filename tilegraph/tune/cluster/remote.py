@@ -77,11 +77,12 @@ def runner_actor(ray: ModuleType) -> Any:
         slots on one machine from timing at once."""
 
         def __init__(self, target: Any, policy: Any):
-            from tilegraph.tune.cluster.fingerprint import node_fingerprint
+            from tilegraph.tune.cluster.fingerprint import calibrate, node_fingerprint
             from tilegraph.tune.runner import Runner
 
             self.node = ray.get_runtime_context().get_node_id()
-            self.info = {**node_fingerprint(target), "node": self.node, "pid": os.getpid()}
+            self.info = {**node_fingerprint(target), "node": self.node, "pid": os.getpid(),
+                         "calibration_gflops": calibrate()}
             self.runner = Runner(policy, target=target)
             self.runner.warm()  # the child's start-up (imports) while the driver builds the first batch
 

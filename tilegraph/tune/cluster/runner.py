@@ -46,6 +46,7 @@ class RayRunner:
         self._local = Runner(self.policy, reference, target=target)  # references and final checks, here
         self.fingerprint = node_fingerprint(target)
         self.actors: list[Any] = []
+        self.runners: list[dict[str, Any]] = []  # each matching runner's fingerprint and calibration
         self.skipped: list[dict[str, Any]] = []  # runners whose node differs from the driver's
         self.requeued = 0
         self._node_of: dict[int, str] = {}
@@ -68,6 +69,7 @@ class RayRunner:
             if info is not None and match_key(info) == want:
                 self.actors.append(actor)
                 self._node_of[id(actor)] = info["node"]
+                self.runners.append(info)
                 continue
             if info is not None:
                 self.skipped.append(info)
