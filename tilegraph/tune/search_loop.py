@@ -111,8 +111,10 @@ def _loop(search: SearchStrategy, ctx: TuneContext, builder: Any, runner: Any, d
                 run = runner.run(wl, build, seed=seeds[n_cand], timeout_s=cap, best_s=best_s)
             prepared[n_cand] = None  # freed as the batch goes
             tally["runs"] += build.ok
-            if run.kind == "timeout" and cap is not None:
-                break  # the budget ended while it ran: no verdict on the candidate, so nothing is recorded
+            if run.kind == "timeout" and cap is not None:  # the budget ended while it ran: no verdict on
+                if spread is None:                           # the candidate, so nothing is recorded
+                    break
+                continue  # (the rest of a spread batch was measured: recorded)
             if run.ok and run.median is not None and best_s is not None and run.median < best_s:
                 run = _confirmed(runner, wl, build, run, _check_seed(ctx.seed + 1, len(ctx.measured) + n_cand))
                 tally["runs"] += 1

@@ -182,3 +182,18 @@ def test_cli_tunes_over_the_cluster(cluster, tmp_path, capsys):
     row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert row["measured"] == 4 and row["failed"] == 0
     assert ray.is_initialized()  # the CLI joined this process's connection and left it open
+
+
+def test_every_runner_lost_stops_with_one_line_and_records_nothing_of_the_batch(cluster, tmp_path):
+    from tilegraph.tune.cluster import connect
+    from tilegraph.tune.cluster.runner import RayRunner
+
+    runner = RayRunner(connect(cluster.address), FAST)
+    for actor in list(runner.actors):
+        ray.kill(actor)
+    db = tmp_path / "t.db"
+    with pytest.raises(ClusterError, match="every runner on the cluster was lost"):
+        tg.tune(matmul_workload(8), strategy="random", trials=4, db=str(db), progress=False, policy=FAST,
+                runner=runner, cluster=cluster.address)
+    assert not db.exists() or _records(db, matmul_workload(8)) == []
+    runner.close()

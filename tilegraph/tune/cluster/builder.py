@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tilegraph.stages import add as add_stage
-from tilegraph.tune.cluster.connect import Connection
+from tilegraph.tune.cluster.connect import ClusterError, Connection
 from tilegraph.tune.cluster.remote import build_task, warm_task
 from tilegraph.tune.measure import MeasureInput, resolve_target
 from tilegraph.tune.result import BuildResult
@@ -55,6 +55,8 @@ class RayBuilder:
         return ref, node
 
     def build(self, inputs: Sequence[MeasureInput]) -> list[BuildResult]:
+        if inputs and not self.nodes():
+            raise ClusterError("no node with a runner for the target is left on the cluster to build on")
         results: list[BuildResult | None] = [None] * len(inputs)
         failed_on: list[set[str]] = [set() for _ in inputs]
         limit = self.timeout_s + (0.0 if self._warm else START_GRACE_S)

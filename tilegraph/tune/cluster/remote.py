@@ -3,7 +3,7 @@
 
     build = build_task(ray).options(...).remote(workload, trace_json, target, timeout_s)
     actor = runner_actor(ray).options(...).remote(target, policy)
-    result = actor.measure.remote(build, inputs, references, timeout_s, best_s)
+    result = actor.measure_candidate.remote(build, inputs, references, timeout_s, best_s)
 
 A build returns the library's bytes (the runner may be on another machine); the runner writes
 them once into its node's cache under their digest, then checks and times the candidate in its
@@ -89,7 +89,7 @@ def runner_actor(ray: ModuleType) -> Any:
         def fingerprint(self) -> dict[str, Any]:
             return self.info
 
-        def measure(self, build: BuildResult, inputs: list[Any], references: list[Any], timeout_s: float | None,
+        def measure_candidate(self, build: BuildResult, inputs: list[Any], references: list[Any], timeout_s: float | None,
                     best_s: float | None) -> Any:
             result = self.runner.run_on(materialised(build), inputs, references, timeout_s, best_s)
             return replace(result, node=self.node)

@@ -7,7 +7,8 @@
 The driver draws the inputs and float64 references (as the local runner does); each actor checks
 and times in its own child process. An actor or node that dies mid-measurement loses nothing: its
 candidate goes to another runner (at most MAX_ATTEMPTS times), and the run goes on while one
-runner is left. An actor that does not answer within the candidate's timeout plus ACTOR_GRACE_S
+runner is left; with none left, ClusterError (the batch is not recorded, so a later run measures
+it). An actor that does not answer within the candidate's timeout plus ACTOR_GRACE_S
 (its child should have been killed at the timeout) is killed and its candidate re-queued.
 """
 
@@ -116,6 +117,8 @@ class RayRunner:
 
     def run_batch(self, items: Sequence[Item]) -> list[RunResult]:
         """Measure every item on the runners, as many at once as there are runners; results in order."""
+        if not self.actors:
+            raise ClusterError("every runner on the cluster was lost; nothing more can be measured")
         results: list[RunResult | None] = [None] * len(items)
         queue: list[int] = []
         for n, (build, *_rest) in enumerate(items):
@@ -132,7 +135,7 @@ class RayRunner:
                 n, actor = queue.pop(0), idle.pop(0)
                 _, inputs, references, timeout_s, best_s = items[n]
                 limit = self.policy.timeout_s if timeout_s is None else min(self.policy.timeout_s, timeout_s)
-                ref = actor.measure.remote(shipped[n], list(inputs), list(references), timeout_s, best_s)
+                ref = actor.measure_candidate.remote(shipped[n], list(inputs), list(references), timeout_s, best_s)
                 flying[ref] = (n, actor, time.monotonic() + limit + ACTOR_GRACE_S)
                 attempts[n] += 1
             if not flying:
@@ -153,8 +156,9 @@ class RayRunner:
                     self._lost(actor, n, TimeoutError("no answer"), attempts, queue, results)
             if queue and not idle and not flying:
                 break
-        for n in queue:
-            results[n] = RunResult("run_error", "every runner on the cluster was lost before it could be measured")
+        if queue:  # nothing recorded for this batch: a later run measures it (resumes) on a healthy cluster
+            raise ClusterError(f"every runner on the cluster was lost; {len(queue)} candidate(s) of this batch "
+                               "were not measured (nothing of the batch is recorded)")
         out = [r if r is not None else RunResult("run_error", "not measured") for r in results]
         for r in out:  # the actors' stages, for the pipeline profile of whoever records
             for name, seconds in r.stages.items():

@@ -1,0 +1,197 @@
+"""python -m benchmarks.cluster: tuning on Ray against tuning here, and a scaling model.
+
+    python -m benchmarks.cluster --workload matmul:128,128,128 --trials 32 --rounds 2 --out DIR
+
+Three configurations tune the same workload with the same strategy, seed and trial budget, each in
+a fresh database and a fresh build cache (cold builds), in alternating rounds:
+  local    tg.tune here: two builder processes (--build-workers) and one runner process
+  ray-1    a one-node Ray cluster on this machine, two CPUs: two build tasks at a time, one runner
+           actor (against local: Ray's overhead at the same parallelism)
+  ray-1x1  one node, one CPU: one build task at a time, one runner actor
+  ray-2    two Ray nodes on this machine, one CPU each: two build tasks at a time, two runner actors
+           (against ray-1x1: two builders against one; both runners share this machine's
+           measurement lock, so they never time at once).
+Reported per configuration: seconds per measured candidate (the search loop's wall time over its
+candidates), build throughput (builds per second of waiting for builders), Ray's overhead per
+candidate against local, and the best latency found, the winners re-timed here alternately.
+The scaling model takes ray-1x1's per-candidate costs (driver, build, run and transfer) and
+predicts ray-2 (checked against the measurement) and 4, 8 and 64 runners on separate machines.
+Writes cluster.md and cluster.json to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CONFIGS = ("local", "ray-1", "ray-1x1", "ray-2")
+# (nodes, CPUs per node): a node's CPUs are the build tasks it runs at once
+SHAPES = {"ray-1": (1, 2), "ray-1x1": (1, 1), "ray-2": (2, 1)}
+
+
+def _tune(config: str, wl: Any, args: argparse.Namespace, work: Path, round_: int) -> dict[str, Any]:
+    """One tuning run of `config` in a fresh database and build cache; its profile's numbers."""
+    import tilegraph as tg
+
+    folder = work / f"{config}-{round_}"
+    os.environ["TILEGRAPH_CACHE_DIR"] = str(folder / "cache")  # cold builds; Ray nodes inherit it at start
+    cluster = None
+    kwargs: dict[str, Any] = {}
+    if config != "local":
+        import ray
+        from ray.cluster_utils import Cluster
+
+        nodes, cpus = SHAPES[config]
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": cpus, "include_dashboard": False})
+        for _ in range(nodes - 1):
+            cluster.add_node(num_cpus=cpus)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, logging_level="error", log_to_driver=False)
+        kwargs["cluster"] = cluster.address
+    else:
+        kwargs["build_workers"] = args.build_workers
+    try:
+        start = time.monotonic()
+        result = tg.tune(wl, strategy=args.strategy, trials=args.trials, seed=args.seed, db=str(folder / "t.db"),
+                         progress=False, num_threads=args.threads, batch_size=args.batch, **kwargs)
+        wall = time.monotonic() - start
+    finally:
+        if cluster is not None:
+            import ray
+
+            ray.shutdown()
+            cluster.shutdown()
+    prof = result.profile
+    sec = prof.seconds
+    built_cpu = sum(v for k, v in sec.items() if k.startswith("build."))
+    ran_cpu = sum(v for k, v in sec.items() if k.startswith("run."))
+    return {"config": config, "round": round_, "measured": result.measured, "runs": prof.runs, "built": prof.built,
+            "wall_s": wall, "loop_s": prof.wall_s, "per_candidate_s": prof.wall_s / max(1, prof.candidates),
+            "build_wait_s": sec.get("build", 0.0), "run_wait_s": sec.get("run", 0.0), "build_cpu_s": built_cpu,
+            "run_cpu_s": ran_cpu, "best_s": result.latency_s, "stages": dict(sec), "trace": result.trace.to_json(),
+            "builds_per_s": prof.built / sec["build"] if sec.get("build") else None}
+
+
+def _retime(wl: Any, traces: dict[str, str], threads: int, rounds: int = 7) -> dict[str, float]:
+    """Each configuration's winner, built here and timed in alternating rounds (median of medians)."""
+    import numpy as np
+
+    import tilegraph as tg
+    from tilegraph.schedule import Schedule
+
+    tg.set_num_threads(threads)
+    kernels = {c: tg.build(Schedule.replay(wl, t)) for c, t in traces.items()}
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(tuple(b.shape)).astype(b.dtype.array_numpy) for b in wl.inputs]
+    times: dict[str, list[float]] = {c: [] for c in kernels}
+    for _ in range(rounds):
+        for c, k in kernels.items():
+            k(*inputs)
+            runs, start = 0, time.perf_counter()
+            while time.perf_counter() - start < 0.2:
+                k(*inputs)
+                runs += 1
+            times[c].append((time.perf_counter() - start) / runs)
+    return {c: statistics.median(v) for c, v in times.items()}
+
+
+def scaling_model(one: dict[str, float], batch: int) -> dict[str, Any]:
+    """Per-candidate costs from a one-runner, one-builder cluster run, and the predicted seconds per
+    candidate for B builders and R runners on R machines. A round of the search loop proposes
+    `n` candidates, builds them (B at a time), measures them (R at a time), then commits: per
+    candidate, driver + ceil(n/B) * build / n + ceil(n/R) * (run + transfer) / n, with n = max(batch, R)."""
+    n = one["measured"]
+    build = one["build_cpu_s"] / max(1, one["built"])
+    run = one["run_cpu_s"] / max(1, one["runs"])
+    # what waiting for the runner costs beyond the actor's own stages: Ray's calls and transfers
+    transfer = max(0.0, one["run_wait_s"] - one["run_cpu_s"]) / max(1, one["runs"])
+    runs_per_candidate = one["runs"] / max(1, n)
+    driver = max(0.0, one["loop_s"] - one["build_wait_s"] - one["run_wait_s"]) / max(1, n)
+
+    def per_candidate(builders: int, runners: int, machines: int) -> float:
+        size = max(batch, runners)
+        build_s = math.ceil(size / builders) * build / size
+        run_s = math.ceil(size / machines) * (run + transfer) * runs_per_candidate / size
+        return driver + build_s + run_s
+
+    base = per_candidate(1, 1, 1)
+    rows = [{"runners": r, "machines": m, "builders": b, "per_candidate_s": per_candidate(b, r, m),
+             "speedup": base / per_candidate(b, r, m)}
+            for r, m, b in ((1, 1, 1), (2, 1, 2), (2, 2, 2), (4, 4, 4), (8, 8, 8), (64, 64, 64))]
+    return {"driver_s": driver, "build_s": build, "run_s": run, "transfer_s": transfer,
+            "runs_per_candidate": runs_per_candidate, "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", default="matmul:128,128,128")
+    ap.add_argument("--strategy", default="random")
+    ap.add_argument("--trials", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--build-workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=f"benchmarks/results/{time.strftime('%Y-%m-%d')}-cluster")
+    args = ap.parse_args(argv)
+    from tilegraph import workloads
+
+    wl = workloads.from_spec(args.workload)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="tilegraph-cluster-"))
+    runs = [_tune(c, wl, args, work, r) for r in range(args.rounds) for c in CONFIGS]
+    by = {c: [x for x in runs if x["config"] == c] for c in CONFIGS}
+    med = {c: {k: statistics.median(x[k] for x in rows) for k in ("per_candidate_s", "build_wait_s", "built",
+                                                                    "measured", "best_s")}
+           for c, rows in by.items()}
+    for c, rows in by.items():
+        waits = [x["build_wait_s"] for x in rows]
+        med[c]["builds_per_s"] = sum(x["built"] for x in rows) / sum(waits) if sum(waits) else None
+        per = [x["per_candidate_s"] for x in rows]
+        med[c]["spread"] = (max(per) - min(per)) / statistics.median(per)
+    retimed = _retime(wl, {c: min(by[c], key=lambda x: x["best_s"])["trace"] for c in CONFIGS}, args.threads)
+    ray1 = {k: statistics.median(x[k] for x in by["ray-1x1"]) for k in
+            ("measured", "built", "runs", "loop_s", "build_wait_s", "run_wait_s", "build_cpu_s", "run_cpu_s")}
+    model = scaling_model(ray1, args.batch)
+    predicted_2 = next(r for r in model["rows"] if r["runners"] == 2 and r["machines"] == 1)["per_candidate_s"]
+    report = {"workload": args.workload, "strategy": args.strategy, "trials": args.trials, "rounds": args.rounds,
+              "cpus": os.cpu_count(), "runs": runs, "medians": med, "retimed_s": retimed, "model": model,
+              "ray2_predicted_s": predicted_2, "ray2_measured_s": med["ray-2"]["per_candidate_s"]}
+    (out / "cluster.json").write_text(json.dumps(report, indent=1))
+    lines = [f"# Tuning on Ray vs here: {args.workload}, {args.strategy}, {args.trials} trials, "
+             f"{args.rounds} alternating rounds, {os.cpu_count()} cores", "",
+             "| config | s / candidate (spread) | overhead vs local | builds / s | best found (re-timed) |",
+             "|---|---|---|---|---|"]
+    local = med["local"]["per_candidate_s"]
+    for c in CONFIGS:
+        m = med[c]
+        bps = "-" if m["builds_per_s"] is None else f"{m['builds_per_s']:.2f}"
+        lines.append(f"| {c} | {m['per_candidate_s']:.3f} ({m['spread']:.2f}) | {m['per_candidate_s'] / local - 1:+.1%} "
+                     f"| {bps} | {retimed[c] * 1e6:.1f} us |")
+    lines += ["", f"ray-2 builds/s over ray-1x1 (two builders against one): "
+              f"{med['ray-2']['builds_per_s'] / med['ray-1x1']['builds_per_s']:.2f}x",
+              "", "## Scaling model (from ray-1x1's per-candidate costs)", "",
+              f"driver {model['driver_s'] * 1e3:.1f} ms, build {model['build_s'] * 1e3:.1f} ms, "
+              f"run {model['run_s'] * 1e3:.1f} ms, transfer {model['transfer_s'] * 1e3:.1f} ms per candidate; "
+              f"{model['runs_per_candidate']:.2f} runs per candidate", "",
+              "| runners | machines | builders | s / candidate | speed-up |", "|---|---|---|---|---|"]
+    for r in model["rows"]:
+        lines.append(f"| {r['runners']} | {r['machines']} | {r['builders']} | {r['per_candidate_s']:.3f} "
+                     f"| {r['speedup']:.2f}x |")
+    lines += ["", f"ray-2 on this machine: predicted {predicted_2:.3f} s / candidate, measured "
+              f"{med['ray-2']['per_candidate_s']:.3f} ({predicted_2 / med['ray-2']['per_candidate_s'] - 1:+.1%})"]
+    (out / "cluster.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
