@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -64,10 +65,17 @@ def connect(address: str) -> Connection:
     else:
         kwargs["address"] = address
     try:
-        ray.init(**kwargs)
+        with warnings.catch_warnings():  # Ray Client warns before it raises: the error below is the one line
+            warnings.simplefilter("ignore")
+            ray.init(**kwargs)
     except Exception as e:  # ConnectionError, ValueError, RuntimeError, ... from Ray: one line
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ClusterError(f"could not connect to the Ray cluster at {address!r}: {first}") from None
+        hint = ""
+        if address.startswith("ray://") and "timeout" in first.lower():
+            hint = (" (is the head's client port open? A cluster with token authentication, Ray's default for "
+                    "local clusters since 2.59, also needs RAY_AUTH_MODE=token and RAY_AUTH_TOKEN from "
+                    "`ray get-auth-token` here)")
+        raise ClusterError(f"could not connect to the Ray cluster at {address!r}: {first}{hint}") from None
     return Connection(ray, address, owned=True)
 
 
