@@ -50,6 +50,19 @@ ReferenceFn = Callable[[Workload, Sequence[np.ndarray]], Sequence[np.ndarray]]
 _STARTUP_TIMEOUT_S = 120.0
 
 
+def run_seeded(runner: Any, workload: Workload, build: BuildResult, seed: int, timeout_s: float | None,
+               best_s: float | None) -> RunResult:
+    """`runner.run`: the check's inputs drawn from `seed` and their reference, then `runner.run_on`
+    (this one's, or another Runner-like object's such as tune/cluster/runner.py's)."""
+    if not build.ok:
+        return RunResult(build.error_kind or "build_error", build.message)
+    with stage("inputs"):
+        inputs = random_inputs(workload, seed)
+    with stage("reference"):
+        references = runner.references(workload, inputs)
+    return runner.run_on(build, inputs, references, timeout_s, best_s)
+
+
 class MeasureLockTimeout(TilegraphError):
     """Another process held the measurement lock for longer than we were willing to wait."""
 
@@ -225,13 +238,7 @@ class Runner:
         `timeout_s` lowers the policy's timeout for this candidate (a tuning budget about to end);
         `best_s`, the best latency so far, lets a far slower candidate be timed once
         (measure.time_slow_candidate)."""
-        if not build.ok:
-            return RunResult(build.error_kind or "build_error", build.message)
-        with stage("inputs"):
-            inputs = random_inputs(workload, seed)
-        with stage("reference"):
-            references = self.references(workload, inputs)
-        return self.run_on(build, inputs, references, timeout_s, best_s)
+        return run_seeded(self, workload, build, seed, timeout_s, best_s)
 
     def prepare(self, workload: Workload, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """The inputs and float64 references `run(workload, build, seed)` would draw, drawn ahead

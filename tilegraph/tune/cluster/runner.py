@@ -24,9 +24,9 @@ from tilegraph.stages import stage
 from tilegraph.tune.cluster.connect import ClusterError, Connection
 from tilegraph.tune.cluster.fingerprint import match_key, node_fingerprint
 from tilegraph.tune.cluster.remote import runner_actor
-from tilegraph.tune.measure import MeasurePolicy, random_inputs
+from tilegraph.tune.measure import MeasurePolicy
 from tilegraph.tune.result import BuildResult, RunResult
-from tilegraph.tune.runner import ReferenceFn, Runner
+from tilegraph.tune.runner import ReferenceFn, Runner, run_seeded
 
 MAX_ATTEMPTS = 3
 ACTOR_GRACE_S = 30.0
@@ -102,13 +102,7 @@ class RayRunner:
 
     def run(self, workload: Any, build: BuildResult, seed: int, timeout_s: float | None = None,
             best_s: float | None = None) -> RunResult:
-        if not build.ok:
-            return RunResult(build.error_kind or "build_error", build.message)
-        with stage("inputs"):
-            inputs = random_inputs(workload, seed)
-        with stage("reference"):
-            references = self.references(workload, inputs)
-        return self.run_on(build, inputs, references, timeout_s=timeout_s, best_s=best_s)
+        return run_seeded(self, workload, build, seed, timeout_s, best_s)
 
     def run_on(self, build: BuildResult, inputs: Sequence[Any], references: Sequence[Any],
                timeout_s: float | None = None, best_s: float | None = None) -> RunResult:
