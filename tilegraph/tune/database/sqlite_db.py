@@ -87,6 +87,33 @@ def default_path() -> Path:
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+def _set_wal(conn: sqlite3.Connection, timeout_s: float = 30.0) -> None:
+    """Switch to WAL. The switch needs the file to itself and SQLite answers "locked" at once (no busy
+    wait) while another process reads it, e.g. one opening the database this process is creating."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _schema_state(conn: sqlite3.Connection) -> tuple[int, set[str]]:
+    """The schema version and the tables, read in one transaction: read one after the other, another
+    process's creation of the database could commit between them (tables, but version 0: "not a
+    tilegraph database")."""
+    conn.execute("BEGIN")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        conn.execute("COMMIT")
+    return version, tables
+
+
 class SQLiteDatabase(Database):
     """`readonly=True` opens without ever writing to the file (works on a read-only filesystem);
     `create=False` refuses a path where no database exists yet."""
@@ -128,8 +155,7 @@ class SQLiteDatabase(Database):
         except sqlite3.Error as e:
             raise DatabaseError(f"cannot open tuning database {shorten(self.path, 120)}: {e}") from None
         try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            version, tables = _schema_state(conn)
             if self.readonly:
                 self._check_schema(version, tables)
                 if version < SCHEMA_VERSION:
@@ -140,7 +166,7 @@ class SQLiteDatabase(Database):
                     conn = copy
                     self._migrate(conn, version, tables)
             else:
-                conn.execute("PRAGMA journal_mode = WAL")
+                _set_wal(conn)
                 conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate(conn, version, tables)
         except sqlite3.DatabaseError as e:
@@ -165,8 +191,7 @@ class SQLiteDatabase(Database):
         except sqlite3.Error as e:
             raise DatabaseError(f"cannot open tuning database {shorten(self.path, 120)}: {e}") from None
         try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            version, tables = _schema_state(conn)
             self._check_schema(version, tables)
             problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
             if problems != ["ok"]:
