@@ -163,12 +163,14 @@ class RayRunner:
               results: list[RunResult | None]) -> None:
         if actor in self.actors:
             self.actors.remove(actor)
-        if attempts[n] < MAX_ATTEMPTS and self.actors:
+        if not self.actors:  # the last one: the batch ends in ClusterError, nothing of it recorded
+            queue.insert(0, n)
+        elif attempts[n] < MAX_ATTEMPTS:
             self.requeued += 1
             queue.insert(0, n)
             log.warning("a runner was lost (%s); its candidate goes to another (%d left)", type(error).__name__,
                         len(self.actors))
-        else:
+        else:  # it outlived MAX_ATTEMPTS runners: recorded as the candidate's failure
             first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
             results[n] = RunResult("run_error", f"its runner was lost ({type(error).__name__}: {first})")
 
