@@ -84,6 +84,14 @@ def build_candidate(workload: Workload, trace_json: str, target: Any, timeout_s:
     return dataclasses.replace(result, stages=dict(seconds))
 
 
+def kernel_of(workload: Workload, trace_json: str, target: Any) -> Any:
+    """The kernel of a recorded schedule, built in this process (the build cache makes it cheap)."""
+    from tilegraph.driver import build
+    from tilegraph.schedule import Schedule
+
+    return build(Schedule.replay(workload, trace_json), target=resolve_target(target))
+
+
 class Builder:
     def __init__(self, max_workers: int | None = None, timeout_s: float = 60.0, target: Any = "cpu"):
         if timeout_s <= 0:
@@ -172,10 +180,7 @@ class Builder:
     def kernel(self, workload: Workload, trace_json: str, meta: dict[str, Any] | None = None) -> Any:
         """The kernel of a recorded schedule, built in this process (the build cache makes it cheap):
         what tg.tune returns. `meta` is the record's (a builder that builds from it may use it)."""
-        from tilegraph.driver import build
-        from tilegraph.schedule import Schedule
-
-        return build(Schedule.replay(workload, trace_json), target=resolve_target(self.target))
+        return kernel_of(workload, trace_json, self.target)
 
     def _collect(self, fut: cf.Future) -> BuildResult:
         try:

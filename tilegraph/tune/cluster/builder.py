@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tilegraph.stages import add as add_stage
+from tilegraph.tune.builder import kernel_of
 from tilegraph.tune.cluster.connect import ClusterError, Connection
 from tilegraph.tune.cluster.remote import build_task, warm_task
-from tilegraph.tune.measure import MeasureInput, resolve_target
+from tilegraph.tune.measure import MeasureInput
 from tilegraph.tune.result import BuildResult
 
 MAX_ATTEMPTS = 3
@@ -33,14 +34,14 @@ class RayBuilder:
         self.ray, self.target, self.timeout_s, self.nodes = connection.ray, target, timeout_s, nodes
         self._next = 0
         self._warm = False
-        self._warming = self._warm_nodes()
+        self._warm_nodes()
 
-    def _warm_nodes(self) -> list[Any]:
+    def _warm_nodes(self) -> None:
         """A task per node that imports the builder (fire and forget: the first batch starts warm)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        return [warm_task(self.ray).options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-                .remote() for node in self.nodes()]
+        for node in self.nodes():
+            warm_task(self.ray).options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
 
     def _submit(self, inp: MeasureInput, avoid: set[str]) -> tuple[Any, str]:
         """The build task of `inp` on the next node (round robin), not one in `avoid` while others remain."""
@@ -95,10 +96,7 @@ class RayBuilder:
 
     def kernel(self, workload: Any, trace_json: str, meta: dict[str, Any] | None = None) -> Any:
         """The kernel of a recorded schedule, built in this process: what tg.tune returns."""
-        from tilegraph.driver import build
-        from tilegraph.schedule import Schedule
-
-        return build(Schedule.replay(workload, trace_json), target=resolve_target(self.target))
+        return kernel_of(workload, trace_json, self.target)
 
     def close(self) -> None:
         pass
