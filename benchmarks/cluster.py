@@ -16,6 +16,10 @@ candidates), build throughput (builds per second of waiting for builders), Ray's
 candidate against local, and the best latency found, the winners re-timed here alternately.
 The scaling model takes ray-1x1's per-candidate costs (driver, build, run and transfer) and
 predicts ray-2 (checked against the measurement) and 4, 8 and 64 runners on separate machines.
+Build throughput on its own (--throughput-rounds, 0 to skip): the traces the local runs measured,
+built again in one batch (warm workers, a fresh build cache) by one and two local builder processes
+and by one and two Ray nodes of one CPU each, in alternating rounds: builds per second with no
+search loop around them (no rounds of 8 waiting for their slowest build, no driver time).
 Writes cluster.md and cluster.json to --out.
 """
 
@@ -79,6 +83,52 @@ def _tune(config: str, wl: Any, args: argparse.Namespace, work: Path, round_: in
             "builds_per_s": prof.built / sec["build"] if sec.get("build") else None}
 
 
+THROUGHPUT = {"local-1": None, "local-2": None, "ray-1x1": (1, 1), "ray-2": (2, 1)}
+
+
+def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int) -> float:
+    """Builds per second of `config` building `traces[2:]` in one batch, after `traces[:2]` warmed
+    its workers; every build in a fresh cache."""
+    from tilegraph.tune.builder import Builder
+    from tilegraph.tune.measure import MeasureInput
+
+    os.environ["TILEGRAPH_CACHE_DIR"] = str(work / f"throughput-{config}-{round_}")
+    warm, timed = [MeasureInput(wl, t) for t in traces[:2]], [MeasureInput(wl, t) for t in traces[2:]]
+    cluster = None
+    if THROUGHPUT[config] is None:
+        builder: Any = Builder(max_workers=int(config.split("-")[1]), target="cpu")
+    else:
+        import ray
+        from ray.cluster_utils import Cluster
+
+        from tilegraph.tune.cluster.builder import RayBuilder
+        from tilegraph.tune.cluster.connect import connect
+
+        nodes, cpus = THROUGHPUT[config]
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": cpus, "include_dashboard": False})
+        for _ in range(nodes - 1):
+            cluster.add_node(num_cpus=cpus)
+        cluster.wait_for_nodes()
+        conn = connect(cluster.address)
+        builder = RayBuilder(conn, "cpu", timeout_s=60.0, nodes=conn.nodes)
+    try:
+        builder.build(warm)
+        start = time.monotonic()
+        built = builder.build(timed)
+        wall = time.monotonic() - start
+    finally:
+        builder.close()
+        if cluster is not None:
+            import ray
+
+            ray.shutdown()
+            cluster.shutdown()
+    failed = [b.message for b in built if not b.ok]
+    if failed:
+        raise RuntimeError(f"{config}: {len(failed)} builds failed: {failed[0]}")
+    return len(timed) / wall
+
+
 def _retime(wl: Any, traces: dict[str, str], threads: int, rounds: int = 7) -> dict[str, float]:
     """Each configuration's winner, built here and timed in alternating rounds (median of medians)."""
     import numpy as np
@@ -139,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--build-workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--throughput-rounds", type=int, default=3)
     ap.add_argument("--out", default=f"benchmarks/results/{time.strftime('%Y-%m-%d')}-cluster")
     args = ap.parse_args(argv)
     from tilegraph import workloads
@@ -157,6 +208,17 @@ def main(argv: list[str] | None = None) -> int:
         med[c]["builds_per_s"] = sum(x["built"] for x in rows) / sum(waits) if sum(waits) else None
         per = [x["per_candidate_s"] for x in rows]
         med[c]["spread"] = (max(per) - min(per)) / statistics.median(per)
+    traces: list[str] = []
+    if args.throughput_rounds:
+        from tilegraph.tune.database import open_database
+
+        db = open_database(str(work / "local-0" / "t.db"), readonly=True)
+        traces = [r.trace_json for r in db.records()]
+        db.close()
+    throughput: dict[str, list[float]] = {c: [] for c in THROUGHPUT}
+    for r in range(args.throughput_rounds):
+        for c in THROUGHPUT:
+            throughput[c].append(_throughput(c, wl, traces, work, r))
     retimed = _retime(wl, {c: min(by[c], key=lambda x: x["best_s"])["trace"] for c in CONFIGS}, args.threads)
     ray1 = {k: statistics.median(x[k] for x in by["ray-1x1"]) for k in
             ("measured", "built", "runs", "loop_s", "build_wait_s", "run_wait_s", "build_cpu_s", "run_cpu_s")}
@@ -164,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     predicted_2 = next(r for r in model["rows"] if r["runners"] == 2 and r["machines"] == 1)["per_candidate_s"]
     report = {"workload": args.workload, "strategy": args.strategy, "trials": args.trials, "rounds": args.rounds,
               "cpus": os.cpu_count(), "runs": runs, "medians": med, "retimed_s": retimed, "model": model,
-              "ray2_predicted_s": predicted_2, "ray2_measured_s": med["ray-2"]["per_candidate_s"]}
+              "ray2_predicted_s": predicted_2, "throughput_builds_per_s": throughput,
+              "ray2_measured_s": med["ray-2"]["per_candidate_s"]}
     (out / "cluster.json").write_text(json.dumps(report, indent=1))
     lines = [f"# Tuning on Ray vs here: {args.workload}, {args.strategy}, {args.trials} trials, "
              f"{args.rounds} alternating rounds, {os.cpu_count()} cores", "",
@@ -188,6 +251,15 @@ def main(argv: list[str] | None = None) -> int:
                      f"| {r['speedup']:.2f}x |")
     lines += ["", f"ray-2 on this machine: predicted {predicted_2:.3f} s / candidate, measured "
               f"{med['ray-2']['per_candidate_s']:.3f} ({predicted_2 / med['ray-2']['per_candidate_s'] - 1:+.1%})"]
+    if args.throughput_rounds:
+        bmed = {c: statistics.median(v) for c, v in throughput.items()}
+        lines += ["", f"## Build throughput: {len(traces) - 2} builds in one batch, warm workers, "
+                  f"{args.throughput_rounds} alternating rounds", "",
+                  "| builders | builds / s (median) | spread |", "|---|---|---|"]
+        for c, v in throughput.items():
+            lines.append(f"| {c} | {bmed[c]:.2f} | {(max(v) - min(v)) / bmed[c]:.2f} |")
+        lines += ["", f"two Ray nodes over one: {bmed['ray-2'] / bmed['ray-1x1']:.2f}x; "
+                  f"two local builder processes over one: {bmed['local-2'] / bmed['local-1']:.2f}x"]
     (out / "cluster.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
