@@ -14,8 +14,10 @@ a fresh database and a fresh build cache (cold builds), in alternating rounds:
 Reported per configuration: seconds per measured candidate (the search loop's wall time over its
 candidates), build throughput (builds per second of waiting for builders), Ray's overhead per
 candidate against local, and the best latency found, the winners re-timed here alternately.
-The scaling model takes ray-1x1's per-candidate costs (driver, build, run and transfer) and
-predicts ray-2 (checked against the measurement) and 4, 8 and 64 runners on separate machines.
+The scaling model simulates the search loop's rounds from ray-1x1's per-candidate costs (driver,
+Ray's overhead per build, run and transfer) and the measured time of each build (so a round waits
+for its slowest builder), and predicts ray-2 (checked against the measurement) and 4, 8 and 64
+runners on separate machines.
 Build throughput on its own (--throughput-rounds, 0 to skip): the traces the local runs measured,
 built again in one batch (warm workers, a fresh build cache) by one and two local builder processes
 and by one and two Ray nodes of one CPU each, in alternating rounds: builds per second with no
@@ -86,9 +88,9 @@ def _tune(config: str, wl: Any, args: argparse.Namespace, work: Path, round_: in
 THROUGHPUT = {"local-1": None, "local-2": None, "ray-1x1": (1, 1), "ray-2": (2, 1)}
 
 
-def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int) -> float:
+def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int) -> tuple[float, list[float]]:
     """Builds per second of `config` building `traces[2:]` in one batch, after `traces[:2]` warmed
-    its workers; every build in a fresh cache."""
+    its workers, every build in a fresh cache; and each build's own time (in its worker)."""
     from tilegraph.tune.builder import Builder
     from tilegraph.tune.measure import MeasureInput
 
@@ -126,7 +128,7 @@ def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int
     failed = [b.message for b in built if not b.ok]
     if failed:
         raise RuntimeError(f"{config}: {len(failed)} builds failed: {failed[0]}")
-    return len(timed) / wall
+    return len(timed) / wall, [b.build_time_s for b in built]
 
 
 def _retime(wl: Any, traces: dict[str, str], threads: int, rounds: int = 7) -> dict[str, float]:
@@ -152,31 +154,81 @@ def _retime(wl: Any, traces: dict[str, str], threads: int, rounds: int = 7) -> d
     return {c: statistics.median(v) for c, v in times.items()}
 
 
-def scaling_model(one: dict[str, float], batch: int) -> dict[str, Any]:
-    """Per-candidate costs from a one-runner, one-builder cluster run, and the predicted seconds per
-    candidate for B builders and R runners on R machines. A round of the search loop proposes
-    `n` candidates, builds them (B at a time), measures them (R at a time), then commits: per
-    candidate, driver + ceil(n/B) * build / n + ceil(n/R) * (run + transfer) / n, with n = max(batch, R)."""
+def scaling_model(one: dict[str, float], batch: int, build_times: list[float], samples: int = 4000) -> dict[str, Any]:
+    """Seconds per candidate for B builders and R runners on M machines, simulated from a one-runner,
+    one-builder cluster run (`one`) and the measured time of each build (`build_times`).
+
+    A round of the search loop proposes n = max(batch, R) candidates, builds them (each build goes
+    to the first free builder: the builder's dispatch), measures them (one at a time per machine:
+    its measurement lock), then commits. A build costs its own time (drawn from `build_times`) plus
+    Ray's per-task overhead; a round's builds end with its slowest builder (Monte Carlo over
+    `samples` rounds, seeded). Per candidate: driver + E[build makespan] / n + ceil(n/M) * (run +
+    transfer) * runs per candidate / n. The overhead and the driver time are what the one-builder
+    run spent beyond the builds' and runs' own times, so the model reproduces that run."""
+    import heapq
+    import random
+
     n = one["measured"]
     build = one["build_cpu_s"] / max(1, one["built"])
+    overhead = max(0.0, one["build_wait_s"] - one["build_cpu_s"]) / max(1, one["built"])
     run = one["run_cpu_s"] / max(1, one["runs"])
     # what waiting for the runner costs beyond the actor's own stages: Ray's calls and transfers
     transfer = max(0.0, one["run_wait_s"] - one["run_cpu_s"]) / max(1, one["runs"])
     runs_per_candidate = one["runs"] / max(1, n)
     driver = max(0.0, one["loop_s"] - one["build_wait_s"] - one["run_wait_s"]) / max(1, n)
+    times = [t * build / statistics.mean(build_times) for t in build_times] if build_times else [build]
 
-    def per_candidate(builders: int, runners: int, machines: int) -> float:
+    def makespan(size: int, builders: int, rng: random.Random) -> float:
+        free = [0.0] * min(builders, size)
+        for _ in range(size):
+            heapq.heapreplace(free, free[0] + rng.choice(times) + overhead)
+        return max(free)
+
+    def costs(builders: int, runners: int, machines: int) -> tuple[float, float]:
+        """(building, measuring) seconds per candidate."""
         size = max(batch, runners)
-        build_s = math.ceil(size / builders) * build / size
-        run_s = math.ceil(size / machines) * (run + transfer) * runs_per_candidate / size
-        return driver + build_s + run_s
+        rng = random.Random(0)
+        build_s = statistics.mean(makespan(size, builders, rng) for _ in range(samples)) / size
+        return build_s, math.ceil(size / machines) * (run + transfer) * runs_per_candidate / size
 
-    base = per_candidate(1, 1, 1)
-    rows = [{"runners": r, "machines": m, "builders": b, "per_candidate_s": per_candidate(b, r, m),
-             "speedup": base / per_candidate(b, r, m)}
-            for r, m, b in ((1, 1, 1), (2, 1, 2), (2, 2, 2), (4, 4, 4), (8, 8, 8), (64, 64, 64))]
-    return {"driver_s": driver, "build_s": build, "run_s": run, "transfer_s": transfer,
-            "runs_per_candidate": runs_per_candidate, "rows": rows}
+    base = driver + sum(costs(1, 1, 1))
+    rows = []
+    for r, m, b in ((1, 1, 1), (2, 1, 2), (2, 2, 2), (4, 4, 4), (8, 8, 8), (64, 64, 64)):
+        building, measuring = costs(b, r, m)
+        cost = driver + building + measuring
+        rows.append({"runners": r, "machines": m, "builders": b, "per_candidate_s": cost, "speedup": base / cost,
+                     "build_share": building / cost, "driver_share": driver / cost})
+    return {"driver_s": driver, "build_s": build, "build_overhead_s": overhead, "run_s": run, "transfer_s": transfer,
+            "runs_per_candidate": runs_per_candidate, "build_time_max_over_mean": max(times) / build, "rows": rows}
+
+
+def _measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Every configuration's tuning runs, the build throughputs and the winners re-timed."""
+    from tilegraph import workloads
+
+    wl = workloads.from_spec(args.workload)
+    work = Path(tempfile.mkdtemp(prefix="tilegraph-cluster-"))
+    runs = [_tune(c, wl, args, work, r) for r in range(args.rounds) for c in CONFIGS]
+    traces: list[str] = []
+    if args.throughput_rounds:
+        from tilegraph.tune.database import open_database
+
+        db = open_database(str(work / "local-0" / "t.db"), readonly=True)
+        traces = [r.trace_json for r in db.records()]
+        db.close()
+    throughput: dict[str, list[float]] = {c: [] for c in THROUGHPUT}
+    build_times: list[float] = []  # each build's own time on one Ray node, for the scaling model
+    for r in range(args.throughput_rounds):
+        for c in THROUGHPUT:
+            per_s, times = _throughput(c, wl, traces, work, r)
+            throughput[c].append(per_s)
+            if c == "ray-1x1":
+                build_times += times
+    best = {c: min((x for x in runs if x["config"] == c), key=lambda x: x["best_s"])["trace"] for c in CONFIGS}
+    return {"workload": args.workload, "strategy": args.strategy, "trials": args.trials, "rounds": args.rounds,
+            "batch": args.batch, "cpus": os.cpu_count(), "runs": runs, "retimed_s": _retime(wl, best, args.threads),
+            "throughput_builds_per_s": throughput, "throughput_builds": max(0, len(traces) - 2),
+            "build_times_s": build_times}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,15 +242,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--build-workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--throughput-rounds", type=int, default=3)
+    ap.add_argument("--from-json", help="report the measurements of an earlier run's cluster.json again")
     ap.add_argument("--out", default=f"benchmarks/results/{time.strftime('%Y-%m-%d')}-cluster")
     args = ap.parse_args(argv)
-    from tilegraph import workloads
-
-    wl = workloads.from_spec(args.workload)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="tilegraph-cluster-"))
-    runs = [_tune(c, wl, args, work, r) for r in range(args.rounds) for c in CONFIGS]
+    measured = json.loads(Path(args.from_json).read_text()) if args.from_json else _measure(args)
+    runs, throughput, build_times = measured["runs"], measured["throughput_builds_per_s"], measured["build_times_s"]
+    retimed, batch = measured["retimed_s"], measured.get("batch", args.batch)
+    built_at_once = measured.get("throughput_builds", len(build_times) // max(1, len(throughput["ray-1x1"])))
     by = {c: [x for x in runs if x["config"] == c] for c in CONFIGS}
     med = {c: {k: statistics.median(x[k] for x in rows) for k in ("per_candidate_s", "build_wait_s", "built",
                                                                     "measured", "best_s")}
@@ -208,29 +260,15 @@ def main(argv: list[str] | None = None) -> int:
         med[c]["builds_per_s"] = sum(x["built"] for x in rows) / sum(waits) if sum(waits) else None
         per = [x["per_candidate_s"] for x in rows]
         med[c]["spread"] = (max(per) - min(per)) / statistics.median(per)
-    traces: list[str] = []
-    if args.throughput_rounds:
-        from tilegraph.tune.database import open_database
-
-        db = open_database(str(work / "local-0" / "t.db"), readonly=True)
-        traces = [r.trace_json for r in db.records()]
-        db.close()
-    throughput: dict[str, list[float]] = {c: [] for c in THROUGHPUT}
-    for r in range(args.throughput_rounds):
-        for c in THROUGHPUT:
-            throughput[c].append(_throughput(c, wl, traces, work, r))
-    retimed = _retime(wl, {c: min(by[c], key=lambda x: x["best_s"])["trace"] for c in CONFIGS}, args.threads)
     ray1 = {k: statistics.median(x[k] for x in by["ray-1x1"]) for k in
             ("measured", "built", "runs", "loop_s", "build_wait_s", "run_wait_s", "build_cpu_s", "run_cpu_s")}
-    model = scaling_model(ray1, args.batch)
+    model = scaling_model(ray1, batch, build_times)
     predicted_2 = next(r for r in model["rows"] if r["runners"] == 2 and r["machines"] == 1)["per_candidate_s"]
-    report = {"workload": args.workload, "strategy": args.strategy, "trials": args.trials, "rounds": args.rounds,
-              "cpus": os.cpu_count(), "runs": runs, "medians": med, "retimed_s": retimed, "model": model,
-              "ray2_predicted_s": predicted_2, "throughput_builds_per_s": throughput,
+    report = {**measured, "medians": med, "model": model, "ray2_predicted_s": predicted_2,
               "ray2_measured_s": med["ray-2"]["per_candidate_s"]}
     (out / "cluster.json").write_text(json.dumps(report, indent=1))
-    lines = [f"# Tuning on Ray vs here: {args.workload}, {args.strategy}, {args.trials} trials, "
-             f"{args.rounds} alternating rounds, {os.cpu_count()} cores", "",
+    lines = [f"# Tuning on Ray vs here: {report['workload']}, {report['strategy']}, {report['trials']} trials, "
+             f"{report['rounds']} alternating rounds, {report['cpus']} cores", "",
              "| config | s / candidate (spread) | overhead vs local | builds / s | best found (re-timed) |",
              "|---|---|---|---|---|"]
     local = med["local"]["per_candidate_s"]
@@ -242,19 +280,22 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", f"ray-2 builds/s over ray-1x1 (two builders against one): "
               f"{med['ray-2']['builds_per_s'] / med['ray-1x1']['builds_per_s']:.2f}x",
               "", "## Scaling model (from ray-1x1's per-candidate costs)", "",
-              f"driver {model['driver_s'] * 1e3:.1f} ms, build {model['build_s'] * 1e3:.1f} ms, "
+              f"driver {model['driver_s'] * 1e3:.1f} ms, build {model['build_s'] * 1e3:.1f} ms "
+              f"(slowest {model['build_time_max_over_mean']:.1f}x the mean) + {model['build_overhead_s'] * 1e3:.1f} ms "
+              "of Ray per build, "
               f"run {model['run_s'] * 1e3:.1f} ms, transfer {model['transfer_s'] * 1e3:.1f} ms per candidate; "
               f"{model['runs_per_candidate']:.2f} runs per candidate", "",
-              "| runners | machines | builders | s / candidate | speed-up |", "|---|---|---|---|---|"]
+              "| runners | machines | builders | s / candidate | speed-up | building | driver |",
+              "|---|---|---|---|---|---|---|"]
     for r in model["rows"]:
         lines.append(f"| {r['runners']} | {r['machines']} | {r['builders']} | {r['per_candidate_s']:.3f} "
-                     f"| {r['speedup']:.2f}x |")
+                     f"| {r['speedup']:.2f}x | {r['build_share']:.0%} | {r['driver_share']:.0%} |")
     lines += ["", f"ray-2 on this machine: predicted {predicted_2:.3f} s / candidate, measured "
               f"{med['ray-2']['per_candidate_s']:.3f} ({predicted_2 / med['ray-2']['per_candidate_s'] - 1:+.1%})"]
-    if args.throughput_rounds:
+    if any(throughput.values()):
         bmed = {c: statistics.median(v) for c, v in throughput.items()}
-        lines += ["", f"## Build throughput: {len(traces) - 2} builds in one batch, warm workers, "
-                  f"{args.throughput_rounds} alternating rounds", "",
+        lines += ["", f"## Build throughput: {built_at_once} builds in one batch, warm workers, "
+                  f"{len(throughput['ray-1x1'])} alternating rounds", "",
                   "| builders | builds / s (median) | spread |", "|---|---|---|"]
         for c, v in throughput.items():
             lines.append(f"| {c} | {bmed[c]:.2f} | {(max(v) - min(v)) / bmed[c]:.2f} |")
