@@ -42,6 +42,17 @@ CONFIGS = ("local", "ray-1", "ray-1x1", "ray-2")
 SHAPES = {"ray-1": (1, 2), "ray-1x1": (1, 1), "ray-2": (2, 1)}
 
 
+def _start_cluster(nodes: int, cpus: int) -> Any:
+    """A Ray cluster of `nodes` nodes on this machine, `cpus` CPUs each (ray.cluster_utils)."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": cpus, "include_dashboard": False})
+    for _ in range(nodes - 1):
+        cluster.add_node(num_cpus=cpus)
+    cluster.wait_for_nodes()
+    return cluster
+
+
 def _tune(config: str, wl: Any, args: argparse.Namespace, work: Path, round_: int) -> dict[str, Any]:
     """One tuning run of `config` in a fresh database and build cache; its profile's numbers."""
     import tilegraph as tg
@@ -52,13 +63,8 @@ def _tune(config: str, wl: Any, args: argparse.Namespace, work: Path, round_: in
     kwargs: dict[str, Any] = {}
     if config != "local":
         import ray
-        from ray.cluster_utils import Cluster
 
-        nodes, cpus = SHAPES[config]
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": cpus, "include_dashboard": False})
-        for _ in range(nodes - 1):
-            cluster.add_node(num_cpus=cpus)
-        cluster.wait_for_nodes()
+        cluster = _start_cluster(*SHAPES[config])
         ray.init(address=cluster.address, logging_level="error", log_to_driver=False)
         kwargs["cluster"] = cluster.address
     else:
@@ -100,17 +106,10 @@ def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int
     if THROUGHPUT[config] is None:
         builder: Any = Builder(max_workers=int(config.split("-")[1]), target="cpu")
     else:
-        import ray
-        from ray.cluster_utils import Cluster
-
         from tilegraph.tune.cluster.builder import RayBuilder
         from tilegraph.tune.cluster.connect import connect
 
-        nodes, cpus = THROUGHPUT[config]
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": cpus, "include_dashboard": False})
-        for _ in range(nodes - 1):
-            cluster.add_node(num_cpus=cpus)
-        cluster.wait_for_nodes()
+        cluster = _start_cluster(*THROUGHPUT[config])
         conn = connect(cluster.address)
         builder = RayBuilder(conn, "cpu", timeout_s=60.0, nodes=conn.nodes)
     try:
@@ -248,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     measured = json.loads(Path(args.from_json).read_text()) if args.from_json else _measure(args)
-    runs, throughput, build_times = measured["runs"], measured["throughput_builds_per_s"], measured["build_times_s"]
+    runs = measured["runs"]
+    # a run from before build throughput was measured has neither
+    throughput = measured.get("throughput_builds_per_s", {c: [] for c in THROUGHPUT})
+    build_times = measured.get("build_times_s", [])
     retimed, batch = measured["retimed_s"], measured.get("batch", args.batch)
     built_at_once = measured.get("throughput_builds", len(build_times) // max(1, len(throughput["ray-1x1"])))
     by = {c: [x for x in runs if x["config"] == c] for c in CONFIGS}
