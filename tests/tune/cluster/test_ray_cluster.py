@@ -5,6 +5,7 @@ test_ray_start_cli.py (nodes started with `ray start`, as a user starts them).""
 
 import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +68,8 @@ def test_candidates_spread_over_both_nodes(cluster, tmp_path):
     assert all(r.kind == "ok" for r in records)
     assert len({r.meta["node"] for r in records}) == 2  # each runner took candidates (both start idle)
     _sound(db)
+    # the runners removed each library they wrote once its candidate was measured
+    assert not list((Path(os.environ["TILEGRAPH_CACHE_DIR"]) / "cluster").glob("*.so"))
 
 
 def test_each_node_gets_one_runner_with_its_fingerprint_and_calibration(cluster):

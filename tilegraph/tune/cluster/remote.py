@@ -6,9 +6,9 @@
     result = actor.measure_candidate.remote(build, inputs, references, timeout_s, best_s)
 
 A build returns the library's bytes (the runner may be on another machine); the runner writes
-them once into its node's cache under their digest, then checks and times the candidate in its
-own child process (tune/runner.py), so a crashing or hanging candidate costs that process, not
-the actor. Results carry the node that measured them.
+them into its node's cache folder, checks and times the candidate in its own child process
+(tune/runner.py), so a crashing or hanging candidate costs that process, not the actor, and then
+removes the file. Results carry the node that measured them.
 """
 
 from __future__ import annotations
@@ -33,18 +33,27 @@ def with_library(build: BuildResult) -> BuildResult:
 
 
 def materialised(build: BuildResult, folder: Path | None = None) -> BuildResult:
-    """`build` with its shipped library written here (once per digest, atomically) and lib_path
-    pointing at it."""
+    """`build` with its shipped library written here and lib_path pointing at it. The file is this
+    process's own (its digest and pid name it), so `discarded` may remove it while another runner
+    on the machine (a second node, a second slot) loads the same library from its own copy."""
     if build.library is None:
         return build
     folder = folder or cache_dir() / "cluster"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{hashlib.sha256(build.library).hexdigest()[:24]}.so"
+    path = folder / f"{hashlib.sha256(build.library).hexdigest()[:24]}.{os.getpid()}.so"
     if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(".tmp")
         tmp.write_bytes(build.library)
         os.replace(tmp, path)
     return replace(build, lib_path=str(path), library=None)
+
+
+def discarded(shipped: BuildResult, local: BuildResult) -> None:
+    """Removes the file `materialised` wrote for `shipped` once its candidate is measured: every
+    measurement brings the library's bytes again, so a long run leaves no library per candidate on
+    the node's disk (a loaded library stays mapped in the process that loaded it)."""
+    if shipped.library is not None and local.lib_path is not None:
+        Path(local.lib_path).unlink(missing_ok=True)
 
 
 @functools.cache
@@ -91,10 +100,14 @@ def runner_actor(ray: ModuleType) -> Any:
 
         def measure_candidate(self, build: BuildResult, inputs: list[Any], references: list[Any], timeout_s: float | None,
                     best_s: float | None) -> Any:
-            result = self.runner.run_on(materialised(build), inputs, references, timeout_s, best_s)
+            local = materialised(build)
+            try:
+                result = self.runner.run_on(local, inputs, references, timeout_s, best_s)
+            finally:
+                discarded(build, local)
             return replace(result, node=self.node)
 
     return RunnerActor
 
 
-__all__ = ["build_task", "materialised", "runner_actor", "warm_task", "with_library"]
+__all__ = ["build_task", "discarded", "materialised", "runner_actor", "warm_task", "with_library"]
