@@ -21,7 +21,11 @@ runners on separate machines.
 Build throughput on its own (--throughput-rounds, 0 to skip): the traces the local runs measured,
 built again in one batch (warm workers, a fresh build cache) by one and two local builder processes
 and by one and two Ray nodes of one CPU each, in alternating rounds: builds per second with no
-search loop around them (no rounds of 8 waiting for their slowest build, no driver time).
+search loop around them (no rounds of 8 waiting for their slowest build, no driver time). The Ray
+nodes' runner actors then measure those builds in one batch: runs per second with one and two
+runners. These give the scaling model Ray's per-build overhead with warm workers (the rest of what
+the loop waited for its builds is a start-up paid once per run) and how much longer builds and runs
+take when two nodes share this machine.
 Writes cluster.md and cluster.json to --out.
 """
 
@@ -94,40 +98,55 @@ def _tune(config: str, wl: Any, args: argparse.Namespace, work: Path, round_: in
 THROUGHPUT = {"local-1": None, "local-2": None, "ray-1x1": (1, 1), "ray-2": (2, 1)}
 
 
-def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int) -> tuple[float, list[float]]:
+def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int, threads: int) -> dict[str, Any]:
     """Builds per second of `config` building `traces[2:]` in one batch, after `traces[:2]` warmed
-    its workers, every build in a fresh cache; and each build's own time (in its worker)."""
+    its workers, every build in a fresh cache, and each build's own time (in its worker). On a Ray
+    configuration, also runs per second of its runner actors measuring those builds in one batch
+    (after two warm-up runs), and each run's own time (the actor's stages)."""
     from tilegraph.tune.builder import Builder
-    from tilegraph.tune.measure import MeasureInput
+    from tilegraph.tune.measure import MeasureInput, MeasurePolicy
 
     os.environ["TILEGRAPH_CACHE_DIR"] = str(work / f"throughput-{config}-{round_}")
     warm, timed = [MeasureInput(wl, t) for t in traces[:2]], [MeasureInput(wl, t) for t in traces[2:]]
-    cluster = None
+    cluster = runner = None
     if THROUGHPUT[config] is None:
         builder: Any = Builder(max_workers=int(config.split("-")[1]), target="cpu")
     else:
         from tilegraph.tune.cluster.builder import RayBuilder
         from tilegraph.tune.cluster.connect import connect
+        from tilegraph.tune.cluster.runner import RayRunner
 
         cluster = _start_cluster(*THROUGHPUT[config])
         conn = connect(cluster.address)
-        builder = RayBuilder(conn, "cpu", timeout_s=60.0, nodes=conn.nodes)
+        runner = RayRunner(conn, MeasurePolicy(num_threads=threads), target="cpu")
+        builder = RayBuilder(conn, "cpu", timeout_s=60.0, nodes=lambda: runner.nodes)
+    out: dict[str, Any] = {}
     try:
-        builder.build(warm)
+        warm_built = builder.build(warm)
         start = time.monotonic()
         built = builder.build(timed)
-        wall = time.monotonic() - start
+        out["builds_per_s"] = len(timed) / (time.monotonic() - start)
+        out["build_times"] = [b.build_time_s for b in built]
+        failed = [b.message for b in built if not b.ok]
+        if failed:
+            raise RuntimeError(f"{config}: {len(failed)} builds failed: {failed[0]}")
+        if runner is not None:
+            inputs, references = runner.prepare(wl, 0)
+            runner.run_batch([(b, inputs, references, None, None) for b in warm_built])
+            start = time.monotonic()
+            ran = runner.run_batch([(b, inputs, references, None, None) for b in built])
+            out["runs_per_s"] = len(ran) / (time.monotonic() - start)
+            out["run_times"] = [sum(r.stages.values()) for r in ran]
     finally:
         builder.close()
+        if runner is not None:
+            runner.close()
         if cluster is not None:
             import ray
 
             ray.shutdown()
             cluster.shutdown()
-    failed = [b.message for b in built if not b.ok]
-    if failed:
-        raise RuntimeError(f"{config}: {len(failed)} builds failed: {failed[0]}")
-    return len(timed) / wall, [b.build_time_s for b in built]
+    return out
 
 
 def _retime(wl: Any, traces: dict[str, str], threads: int, rounds: int = 7) -> dict[str, float]:
@@ -153,7 +172,8 @@ def _retime(wl: Any, traces: dict[str, str], threads: int, rounds: int = 7) -> d
     return {c: statistics.median(v) for c, v in times.items()}
 
 
-def scaling_model(one: dict[str, float], batch: int, build_times: list[float], samples: int = 4000) -> dict[str, Any]:
+def scaling_model(one: dict[str, float], batch: int, build_times: list[float], warm_overhead_s: float | None = None,
+                  build_contention: float = 1.0, run_contention: float = 1.0, samples: int = 4000) -> dict[str, Any]:
     """Seconds per candidate for B builders and R runners on M machines, simulated from a one-runner,
     one-builder cluster run (`one`) and the measured time of each build (`build_times`).
 
@@ -161,15 +181,25 @@ def scaling_model(one: dict[str, float], batch: int, build_times: list[float], s
     to the first free builder: the builder's dispatch), measures them (one at a time per machine:
     its measurement lock), then commits. A build costs its own time (drawn from `build_times`) plus
     Ray's per-task overhead; a round's builds end with its slowest builder (Monte Carlo over
-    `samples` rounds, seeded). Per candidate: driver + E[build makespan] / n + ceil(n/M) * (run +
-    transfer) * runs per candidate / n. The overhead and the driver time are what the one-builder
-    run spent beyond the builds' and runs' own times, so the model reproduces that run."""
+    `samples` rounds, seeded). Per candidate, in a long run: driver + E[build makespan] / n +
+    ceil(n/M) * (run + transfer) * runs per candidate / n. The driver and transfer times are what
+    the one-builder run spent beyond its builds' and runs' own times.
+
+    Ray's per-build overhead is `warm_overhead_s` where the build throughput was measured with warm
+    workers; what the one-builder run waited for its builds beyond that and their own time is a
+    start-up paid once per run (the nodes' workers starting and importing, in parallel on every
+    node), not per build. Without a warm measurement all of it counts per build. Where two builders
+    or two runners share one machine, a build or a run takes `build_contention` or `run_contention`
+    times as long (measured: two nodes on this machine against one, with nothing else running).
+    The model reproduces the one-builder run: steady cost + start-up / candidates."""
     import heapq
     import random
 
     n = one["measured"]
     build = one["build_cpu_s"] / max(1, one["built"])
-    overhead = max(0.0, one["build_wait_s"] - one["build_cpu_s"]) / max(1, one["built"])
+    waited = max(0.0, one["build_wait_s"] - one["build_cpu_s"])
+    overhead = waited / max(1, one["built"]) if warm_overhead_s is None else min(warm_overhead_s, waited / max(1, one["built"]))
+    start_s = waited - overhead * one["built"]
     run = one["run_cpu_s"] / max(1, one["runs"])
     # what waiting for the runner costs beyond the actor's own stages: Ray's calls and transfers
     transfer = max(0.0, one["run_wait_s"] - one["run_cpu_s"]) / max(1, one["runs"])
@@ -177,18 +207,20 @@ def scaling_model(one: dict[str, float], batch: int, build_times: list[float], s
     driver = max(0.0, one["loop_s"] - one["build_wait_s"] - one["run_wait_s"]) / max(1, n)
     times = [t * build / statistics.mean(build_times) for t in build_times] if build_times else [build]
 
-    def makespan(size: int, builders: int, rng: random.Random) -> float:
+    def makespan(size: int, builders: int, slowdown: float, rng: random.Random) -> float:
         free = [0.0] * min(builders, size)
         for _ in range(size):
-            heapq.heapreplace(free, free[0] + rng.choice(times) + overhead)
+            heapq.heapreplace(free, free[0] + (rng.choice(times) + overhead) * slowdown)
         return max(free)
 
     def costs(builders: int, runners: int, machines: int) -> tuple[float, float]:
-        """(building, measuring) seconds per candidate."""
+        """(building, measuring) seconds per candidate in a long run."""
         size = max(batch, runners)
         rng = random.Random(0)
-        build_s = statistics.mean(makespan(size, builders, rng) for _ in range(samples)) / size
-        return build_s, math.ceil(size / machines) * (run + transfer) * runs_per_candidate / size
+        slow_build = build_contention if builders > machines else 1.0
+        slow_run = run_contention if runners > machines else 1.0
+        build_s = statistics.mean(makespan(size, builders, slow_build, rng) for _ in range(samples)) / size
+        return build_s, math.ceil(size / machines) * (run + transfer) * slow_run * runs_per_candidate / size
 
     base = driver + sum(costs(1, 1, 1))
     rows = []
@@ -196,9 +228,11 @@ def scaling_model(one: dict[str, float], batch: int, build_times: list[float], s
         building, measuring = costs(b, r, m)
         cost = driver + building + measuring
         rows.append({"runners": r, "machines": m, "builders": b, "per_candidate_s": cost, "speedup": base / cost,
-                     "build_share": building / cost, "driver_share": driver / cost})
-    return {"driver_s": driver, "build_s": build, "build_overhead_s": overhead, "run_s": run, "transfer_s": transfer,
-            "runs_per_candidate": runs_per_candidate, "build_time_max_over_mean": max(times) / build, "rows": rows}
+                     "build_share": building / cost, "driver_share": driver / cost,
+                     "run_of_n_s": cost + start_s / max(1, n)})  # per candidate in a run as long as `one`
+    return {"driver_s": driver, "build_s": build, "build_overhead_s": overhead, "start_s": start_s, "run_s": run,
+            "transfer_s": transfer, "runs_per_candidate": runs_per_candidate, "build_contention": build_contention,
+            "run_contention": run_contention, "build_time_max_over_mean": max(times) / build, "rows": rows}
 
 
 def _measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -216,18 +250,40 @@ def _measure(args: argparse.Namespace) -> dict[str, Any]:
         traces = [r.trace_json for r in db.records()]
         db.close()
     throughput: dict[str, list[float]] = {c: [] for c in THROUGHPUT}
+    run_throughput: dict[str, list[float]] = {c: [] for c, shape in THROUGHPUT.items() if shape is not None}
     build_times: list[float] = []  # each build's own time on one Ray node, for the scaling model
     for r in range(args.throughput_rounds):
         for c in THROUGHPUT:
-            per_s, times = _throughput(c, wl, traces, work, r)
-            throughput[c].append(per_s)
+            got = _throughput(c, wl, traces, work, r, args.threads)
+            throughput[c].append(got["builds_per_s"])
+            if "runs_per_s" in got:
+                run_throughput[c].append(got["runs_per_s"])
             if c == "ray-1x1":
-                build_times += times
+                build_times += got["build_times"]
     best = {c: min((x for x in runs if x["config"] == c), key=lambda x: x["best_s"])["trace"] for c in CONFIGS}
     return {"workload": args.workload, "strategy": args.strategy, "trials": args.trials, "rounds": args.rounds,
             "batch": args.batch, "cpus": os.cpu_count(), "runs": runs, "retimed_s": _retime(wl, best, args.threads),
-            "throughput_builds_per_s": throughput, "throughput_builds": max(0, len(traces) - 2),
-            "build_times_s": build_times}
+            "throughput_builds_per_s": throughput, "throughput_runs_per_s": run_throughput,
+            "throughput_builds": max(0, len(traces) - 2), "build_times_s": build_times}
+
+
+def _model_inputs(measured: dict[str, Any], built_at_once: int) -> dict[str, Any]:
+    """What the throughput phases give the scaling model: Ray's per-build overhead with warm workers
+    (one node's wall time per build minus its builds' own mean, median over rounds) and how much
+    longer a build and a measured candidate take when two nodes share this machine (none: {})."""
+    builds = measured.get("throughput_builds_per_s", {})
+    runs = measured.get("throughput_runs_per_s", {})
+    times = measured.get("build_times_s", [])
+    if not builds.get("ray-1x1") or not times or not built_at_once:
+        return {}
+    rounds = [times[i:i + built_at_once] for i in range(0, len(times), built_at_once)]
+    out = {"warm_overhead_s": max(0.0, statistics.median(1 / per_s - statistics.mean(own)
+                                                         for per_s, own in zip(builds["ray-1x1"], rounds)))}
+    if builds.get("ray-2"):  # two builds at once: each takes 2 / throughput
+        out["build_contention"] = 2 * statistics.median(builds["ray-1x1"]) / statistics.median(builds["ray-2"])
+    if runs.get("ray-1x1") and runs.get("ray-2"):  # runs on two runner actors against one
+        out["run_contention"] = statistics.median(runs["ray-1x1"]) / statistics.median(runs["ray-2"])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -264,8 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         med[c]["spread"] = (max(per) - min(per)) / statistics.median(per)
     ray1 = {k: statistics.median(x[k] for x in by["ray-1x1"]) for k in
             ("measured", "built", "runs", "loop_s", "build_wait_s", "run_wait_s", "build_cpu_s", "run_cpu_s")}
-    model = scaling_model(ray1, batch, build_times)
-    predicted_2 = next(r for r in model["rows"] if r["runners"] == 2 and r["machines"] == 1)["per_candidate_s"]
+    model = scaling_model(ray1, batch, build_times, **_model_inputs(measured, built_at_once))
+    predicted_2 = next(r for r in model["rows"] if r["runners"] == 2 and r["machines"] == 1)["run_of_n_s"]
     report = {**measured, "medians": med, "model": model, "ray2_predicted_s": predicted_2,
               "ray2_measured_s": med["ray-2"]["per_candidate_s"]}
     (out / "cluster.json").write_text(json.dumps(report, indent=1))
@@ -286,13 +342,16 @@ def main(argv: list[str] | None = None) -> int:
               f"(slowest {model['build_time_max_over_mean']:.1f}x the mean) + {model['build_overhead_s'] * 1e3:.1f} ms "
               "of Ray per build, "
               f"run {model['run_s'] * 1e3:.1f} ms, transfer {model['transfer_s'] * 1e3:.1f} ms per candidate; "
-              f"{model['runs_per_candidate']:.2f} runs per candidate", "",
+              f"{model['runs_per_candidate']:.2f} runs per candidate; start-up {model['start_s']:.2f} s a run; "
+              f"two nodes on one machine: builds x{model['build_contention']:.2f}, runs x{model['run_contention']:.2f}",
+              "", "Seconds per candidate in a long run (no start-up):", "",
               "| runners | machines | builders | s / candidate | speed-up | building | driver |",
               "|---|---|---|---|---|---|---|"]
     for r in model["rows"]:
         lines.append(f"| {r['runners']} | {r['machines']} | {r['builders']} | {r['per_candidate_s']:.3f} "
                      f"| {r['speedup']:.2f}x | {r['build_share']:.0%} | {r['driver_share']:.0%} |")
-    lines += ["", f"ray-2 on this machine: predicted {predicted_2:.3f} s / candidate, measured "
+    lines += ["", f"ray-2 on this machine ({med['ray-2']['measured']:.0f} candidates, start-up included): "
+              f"predicted {predicted_2:.3f} s / candidate, measured "
               f"{med['ray-2']['per_candidate_s']:.3f} ({predicted_2 / med['ray-2']['per_candidate_s'] - 1:+.1%})"]
     if any(throughput.values()):
         bmed = {c: statistics.median(v) for c, v in throughput.items()}
@@ -303,6 +362,15 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {c} | {bmed[c]:.2f} | {(max(v) - min(v)) / bmed[c]:.2f} |")
         lines += ["", f"two Ray nodes over one: {bmed['ray-2'] / bmed['ray-1x1']:.2f}x; "
                   f"two local builder processes over one: {bmed['local-2'] / bmed['local-1']:.2f}x"]
+    run_throughput = measured.get("throughput_runs_per_s", {})
+    if any(run_throughput.values()):
+        rmed = {c: statistics.median(v) for c, v in run_throughput.items()}
+        lines += ["", "## Measurement throughput: those builds measured in one batch by the nodes' runner actors "
+                  "(after two warm-up runs; one measurement lock on this machine)", "",
+                  "| runners | runs / s (median) | spread |", "|---|---|---|"]
+        for c, v in run_throughput.items():
+            lines.append(f"| {c} | {rmed[c]:.2f} | {(max(v) - min(v)) / rmed[c]:.2f} |")
+        lines += ["", f"two runner actors over one: {rmed['ray-2'] / rmed['ray-1x1']:.2f}x"]
     (out / "cluster.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
