@@ -102,7 +102,7 @@ def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int
     """Builds per second of `config` building `traces[2:]` in one batch, after `traces[:2]` warmed
     its workers, every build in a fresh cache, and each build's own time (in its worker). On a Ray
     configuration, also runs per second of its runner actors measuring those builds in one batch
-    (after two warm-up runs), and each run's own time (the actor's stages)."""
+    (after two warm-up runs)."""
     from tilegraph.tune.builder import Builder
     from tilegraph.tune.measure import MeasureInput, MeasurePolicy
 
@@ -136,7 +136,6 @@ def _throughput(config: str, wl: Any, traces: list[str], work: Path, round_: int
             start = time.monotonic()
             ran = runner.run_batch([(b, inputs, references, None, None) for b in built])
             out["runs_per_s"] = len(ran) / (time.monotonic() - start)
-            out["run_times"] = [sum(r.stages.values()) for r in ran]
     finally:
         builder.close()
         if runner is not None:
