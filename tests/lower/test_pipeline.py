@@ -18,7 +18,7 @@ def test_pass_order():
     assert names == ["compact_buffers", "stack_small_buffers", "hoist_reduction_init", "lower_blocks", "simplify",
                      "flatten_buffers", "lower_vectorize", "expand_unroll", "hoist_invariant_guards", "final_simplify",
                      "promote_registers", "pair_bf16_products",
-                     "group_int8_products", "check_printable"]
+                     "group_int8_products", "pin_operand_vectors", "check_printable"]
 
 
 def test_lowered_func_is_flat_and_blockless():

@@ -41,6 +41,7 @@ from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore,
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.passes.common import lanes_of
 from tilegraph.lower.passes.dot_groups import grouped_layout
+from tilegraph.lower.passes.pin_operand_vectors import OPERAND_SCOPE
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
 
 C_TYPES = {
@@ -196,6 +197,21 @@ def _prelude() -> str:
 
 INT32_MAX = 2**31 - 1
 
+# An empty asm that claims a vector register for a value (and says it may change it), so the C
+# compiler keeps it there instead of folding each use into an instruction as a memory operand
+# (lower/passes/pin_operand_vectors.py says why). The constraint is the ISA's vector register
+# class; elsewhere the pin is nothing.
+PIN_MACRO = """#if defined(__AVX512F__)
+#define TGH_PIN(x) __asm__("" : "+v"(x))
+#elif defined(__x86_64__) || defined(__i386__)
+#define TGH_PIN(x) __asm__("" : "+x"(x))
+#elif defined(__aarch64__)
+#define TGH_PIN(x) __asm__("" : "+w"(x))
+#else
+#define TGH_PIN(x) ((void)0)
+#endif
+"""
+
 
 def _needs_wide_index(func: Func) -> bool:
     """Whether some buffer has more elements, or some loop more iterations, than int32 counts."""
@@ -215,6 +231,7 @@ class _Printer:
         self.bfloat16_dot: set[str] = set()  # B's layouts ("rows", "pairs") of the bf16 dot steps called
         self.int8_loads: set[tuple[str, int]] = set()  # (uint8 | int8, lanes) widening loads used (codegen/int8.py)
         self.int8_dot: set[tuple[int, str]] = set()  # (lanes, B's layout) of the u8s8 dot steps called
+        self.pins = False  # whether an operand register is pinned (TGH_PIN, lower/passes/pin_operand_vectors.py)
         # int32 index arithmetic unless a buffer or loop is too large for it: then every int32
         # variable is declared int64_t and C's promotions carry the 64 bits through each index.
         self.index_type = "int64_t" if _needs_wide_index(func) else "int32_t"
@@ -467,7 +484,11 @@ class _Printer:
         else:
             value = self.expr(s.value)
         if b.dtype.lanes > 1:
-            self.w.line(f"{self.register(b, _const_slot(idx, b))} = {value};")
+            reg = self.register(b, _const_slot(idx, b))
+            self.w.line(f"{reg} = {value};")
+            if b.scope == OPERAND_SCOPE:
+                self.pins = True
+                self.w.line(f"TGH_PIN({reg});")
         elif b.dtype.name == "bfloat16" and isinstance(idx, Ramp):
             self.w.line(f"tgh_bf16_store{self.uses_bfloat16(idx.lanes)}({self.buf(b)} + {self.expr(idx.base)}, {value});")
         elif b.dtype.name == "bfloat16":
@@ -539,6 +560,8 @@ def codegen_c(func: Func) -> CSource:
         helpers += bf16.bfloat16_helpers(printer.bfloat16_lanes, dot=printer.bfloat16_dot)
     if printer.int8_loads or printer.int8_dot:
         helpers += int8.int8_helpers(printer.int8_loads, printer.int8_dot)
+    if printer.pins:
+        helpers += PIN_MACRO
     return CSource(_prelude() + helpers + "\n" + printer.w.text() + signature, entry)
 
 

@@ -30,6 +30,7 @@ from tilegraph.lower.passes import (
     lower_blocks,
     lower_vectorize,
     pair_bf16_products,
+    pin_operand_vectors,
     promote_registers,
     simplify,
     stack_small_buffers,
@@ -53,6 +54,7 @@ PASSES: list[tuple[str, Pass]] = [
     ("promote_registers", promote_registers.run),
     ("pair_bf16_products", pair_bf16_products.run),
     ("group_int8_products", group_int8_products.run),
+    ("pin_operand_vectors", pin_operand_vectors.run),
     ("check_printable", check_printable.run),
 ]
 
