@@ -78,3 +78,15 @@ def test_timing_and_tuning_are_refused_and_bad_arguments_are_caught(tmp_path, mo
         kernel(np.zeros((5, 33)))
     with pytest.raises(ValueError, match="shape"):
         kernel(np.zeros((33, 5), np.float32))
+
+
+@pytest.mark.needs_qemu
+def test_pinned_operand_registers_compile_and_compute_on_aarch64(tmp_path, monkeypatch):
+    """The operand pin's NEON form (an asm claiming a `w` register) builds and keeps the product."""
+    from tests.lower.passes.test_pin_operand_vectors import _register_tiled_matmul
+
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path))
+    sch = _register_tiled_matmul(3, 2, 9, ARM.lanes("float32"))
+    kernel = tg.build(sch, ARM)
+    assert "TGH_PIN(" in kernel.source
+    _check(kernel, sch.workload)
