@@ -6,10 +6,12 @@ import numpy as np
 import tilegraph as tg
 from tilegraph import dtype as dt
 from tilegraph import ops, te
+from tilegraph.codegen.c import codegen_c
 from tilegraph.loop.ir import Allocate, Buffer, BufferStore, Func, seq
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.passes import pin_operand_vectors
 from tilegraph.lower.passes.pin_operand_vectors import OPERAND_SCOPE
+from tilegraph.lower.pipeline import lower
 from tilegraph.target import Target
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Const, Ramp
 
@@ -97,3 +99,16 @@ def test_a_register_tiled_matmul_prints_its_pins_and_computes_the_product():
     assert _operand_buffers(kernel.lowered)
     lowered = tg.interpret(kernel.lowered, a.ravel(), b.ravel())
     np.testing.assert_array_equal(lowered.reshape(3, -1), tg.interpret(sch.func, a, b))
+
+
+def test_the_pin_compiles_for_every_x86_vector_width():
+    """AVX-512's 16-lane operands are pinned in its 32-register class (`+v`), AVX2's in `+x`; a
+    host that cannot run a width still compiles it."""
+    from tests.foreign_isa import compile_only
+
+    for isa in ("avx2", "avx512"):
+        target = Target("cpu", arch="x86_64", isa=isa)
+        sch = _register_tiled_matmul(3, 2, 9, target.lanes("float32"))
+        entry, library = compile_only(sch, target)
+        assert library.exists() and entry
+        assert "TGH_PIN(" in codegen_c(lower(sch.func, target)).code
