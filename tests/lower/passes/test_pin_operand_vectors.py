@@ -1,19 +1,22 @@
 """pin_operand_vectors: a vector load several register updates read is loaded once into a pinned
 operand register, keeping the meaning, and only where the registers suffice."""
 
+from dataclasses import replace
+
 import numpy as np
 
 import tilegraph as tg
 from tilegraph import dtype as dt
 from tilegraph import ops, te
 from tilegraph.codegen.c import codegen_c
+from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import Allocate, Buffer, BufferStore, Func, seq
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.passes import pin_operand_vectors
 from tilegraph.lower.passes.pin_operand_vectors import OPERAND_SCOPE
 from tilegraph.lower.pipeline import lower
 from tilegraph.target import Target
-from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Const, Ramp
+from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Cmp, Const, Ramp, Select
 
 AVX2 = Target("cpu", arch="x86_64", isa="avx2")
 
@@ -56,6 +59,25 @@ def test_a_tile_without_a_spare_register_keeps_the_loads():
     func = _rank_one_update(rows=15)
     assert pin_operand_vectors.run(func, AVX2) == func
     assert _operand_buffers(pin_operand_vectors.run(_rank_one_update(rows=14), AVX2))
+
+
+def test_a_guarded_load_is_never_hoisted_out_of_its_guard():
+    """select(r < 2, b[0:8], 0): the guard may be what keeps the load in bounds, so it stays."""
+    func = _rank_one_update(rows=4)
+
+    def guarded(s):
+        if isinstance(s, BufferStore) and s.buffer.name == "acc" and isinstance(s.value, BinOp):
+            add = s.value
+            product = add.b
+            guard = Cmp("lt", Const(s.indices[0].value), Const(2))
+            vec_b = product.b
+            zero = Broadcast(Const(0.0, dt.float32), 8)
+            return BufferStore(s.buffer, s.indices, BinOp("add", add.a, BinOp("mul", product.a,
+                                                                             Select(guard, vec_b, zero))))
+        return None
+
+    func = replace(func, body=rewrite_stmt(func.body, guarded))
+    assert pin_operand_vectors.run(func, AVX2) == func
 
 
 def test_other_vector_widths_and_gpu_targets_are_left_alone():

@@ -17,7 +17,8 @@ schedule, alternating runs): 46-50 -> 54-61 GFLOP/s on one thread, 87-89 -> 107-
 Only where it cannot cost registers it does not have: a run of stores to register buffers (the
 unrolled micro-kernel), float32 contiguous vector loads read by at least two of them, and only when
 the run's accumulators plus the operands live at once plus one broadcast fit the target's vector
-registers (a tile that already spills keeps gcc's choice). The loaded buffers are not written in
+registers (a tile that already spills keeps gcc's choice), and never a load under a Select (a
+padding guard may be what keeps it in bounds). The loaded buffers are not written in
 the run (its stores all go to registers), so reading once is what reading at each use read.
 """
 
@@ -31,8 +32,8 @@ from tilegraph.loop.ir import Allocate, Buffer, BufferStore, Func, Seq, Stmt
 from tilegraph.loop.names import fresh_name
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.microarch import VECTOR_REGISTERS
-from tilegraph.te.expr import BufferLoad, Const, Expr, Ramp
-from tilegraph.te.visit import walk
+from tilegraph.te.expr import BufferLoad, Const, Expr, Ramp, Select
+from tilegraph.te.visit import children, preorder
 
 OPERAND_SCOPE = "operand"  # a register buffer the C printer pins (codegen/c.py)
 MIN_USES = 2
@@ -61,10 +62,15 @@ def _is_register_update(s: Stmt) -> bool:
 
 
 def _operand_loads(s: BufferStore, lanes: int) -> list[BufferLoad]:
-    """Contiguous float32 loads of the target's vector width (a register of its vector class)."""
-    return [x for x in walk(s.value) if isinstance(x, BufferLoad) and x.buffer.dtype == dt.float32
-            and len(x.indices) == 1 and isinstance(x.indices[0], Ramp) and x.indices[0].stride == 1
-            and x.indices[0].lanes == lanes]
+    """Contiguous float32 loads of the target's vector width (a register of its vector class) that
+    the store always performs: none under a Select, whose guard may be what keeps it in bounds."""
+    return [x for x in preorder(s.value, _unconditional_children) if isinstance(x, BufferLoad)
+            and x.buffer.dtype == dt.float32 and len(x.indices) == 1 and isinstance(x.indices[0], Ramp)
+            and x.indices[0].stride == 1 and x.indices[0].lanes == lanes]
+
+
+def _unconditional_children(e: Expr) -> tuple[Expr, ...]:
+    return () if isinstance(e, Select) else children(e)
 
 
 def _pin_runs(s: Seq, registers: int, lanes: int, taken: set[str]) -> Stmt:
