@@ -80,6 +80,32 @@ def test_a_guarded_load_is_never_hoisted_out_of_its_guard():
     assert pin_operand_vectors.run(func, AVX2) == func
 
 
+def test_a_store_before_the_operand_is_loaded_still_reads_memory():
+    """Row 0 reads b only under a guard, rows 1-3 always: b is pinned before row 1, and row 0's
+    guarded read stays a read of memory (the register holds nothing yet)."""
+    func = _rank_one_update(rows=4)
+
+    def guard_row_0(s):
+        if isinstance(s, BufferStore) and s.buffer.name == "acc" and isinstance(s.value, BinOp) \
+                and s.indices[0].value == 0:
+            product = s.value.b
+            zero = Broadcast(Const(0.0, dt.float32), 8)
+            guarded = Select(Cmp("lt", Const(0), Const(1)), product.b, zero)
+            return BufferStore(s.buffer, s.indices, BinOp("add", s.value.a, BinOp("mul", product.a, guarded)))
+        return None
+
+    func = replace(func, body=rewrite_stmt(func.body, guard_row_0))
+    pinned = pin_operand_vectors.run(func, AVX2)
+    (opnd,) = _operand_buffers(pinned)
+    stores = [s for s in walk_stmts(pinned.body) if isinstance(s, BufferStore)]
+    row_0 = next(s for s in stores if s.buffer.name == "acc" and isinstance(s.value, BinOp))
+    assert stores.index(row_0) < next(n for n, s in enumerate(stores) if s.buffer == opnd)
+    assert any(isinstance(x, BufferLoad) and x.buffer.name == "b" for x in te.visit.walk(row_0.value))
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal(4).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    np.testing.assert_array_equal(tg.interpret(pinned, a, b), tg.interpret(func, a, b))
+
+
 def test_other_vector_widths_and_gpu_targets_are_left_alone():
     func = _rank_one_update(rows=4, lanes=4)  # not AVX2's native width: no register class to pin it in
     assert pin_operand_vectors.run(func, AVX2) == func

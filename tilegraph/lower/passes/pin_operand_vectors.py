@@ -109,12 +109,15 @@ def _pin(stores: list[BufferStore], registers: int, lanes: int, taken: set[str])
     for load in shared:
         first[uses[load][0]].append(load)
 
+    loaded: set[BufferLoad] = set()  # operands already in their registers (a store before it reads memory)
+
     def on_load(x: BufferLoad) -> Expr | None:
-        return BufferLoad(opnd, (Const(slot[x]),)) if x in slot else None
+        return BufferLoad(opnd, (Const(slot[x]),)) if x in loaded else None
 
     body: list[Stmt] = []
     for n, s in enumerate(stores):
         for load in first.get(n, ()):
             body.append(BufferStore(opnd, (Const(slot[load]),), load))
+            loaded.add(load)
         body.append(BufferStore(s.buffer, s.indices, rewrite_loads(s.value, on_load)))
     return [Allocate(opnd, Seq(tuple(body)))]
