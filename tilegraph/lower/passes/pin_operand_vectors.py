@@ -98,16 +98,15 @@ def _pin(stores: list[BufferStore], registers: int, lanes: int, taken: set[str])
     if not shared:
         return list(stores)
     accumulators = len({(s.buffer.name, s.indices) for s in stores})
-    live = max(sum(1 for load in shared if uses[load][0] <= n <= uses[load][-1]) for n in range(len(stores)))
-    if accumulators + live + 1 > registers:
+    if accumulators + _most_live(shared, uses, len(stores)) + 1 > registers:
         return list(stores)
     name = fresh_name("opnd", taken)
     taken.add(name)
     opnd = Buffer(name, (len(shared),), dt.float32.with_lanes(lanes), OPERAND_SCOPE)
     slot = {load: k for k, load in enumerate(shared)}
-    first = {uses[load][0]: [] for load in shared}
+    first: dict[int, list[BufferLoad]] = {}
     for load in shared:
-        first[uses[load][0]].append(load)
+        first.setdefault(uses[load][0], []).append(load)
 
     loaded: set[BufferLoad] = set()  # operands already in their registers (a store before it reads memory)
 
@@ -121,3 +120,17 @@ def _pin(stores: list[BufferStore], registers: int, lanes: int, taken: set[str])
             loaded.add(load)
         body.append(BufferStore(s.buffer, s.indices, rewrite_loads(s.value, on_load)))
     return [Allocate(opnd, Seq(tuple(body)))]
+
+
+def _most_live(shared: list[BufferLoad], uses: dict[BufferLoad, list[int]], n_stores: int) -> int:
+    """The most operands held at once: each from its first use to its last (one sweep, since a
+    fully unrolled body can have thousands of stores)."""
+    delta = [0] * (n_stores + 1)
+    for load in shared:
+        delta[uses[load][0]] += 1
+        delta[uses[load][-1] + 1] -= 1
+    most = held = 0
+    for d in delta:
+        held += d
+        most = max(most, held)
+    return most
