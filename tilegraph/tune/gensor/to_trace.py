@@ -54,6 +54,7 @@ from tilegraph.te.arith import affine
 from tilegraph.te.expr import BufferLoad, Call
 from tilegraph.te.visit import uses_var, walk
 from tilegraph.te.workload import Workload
+from tilegraph.tune.gensor.broadcast_panels import aliasing_broadcast_operands, tile_rows_layout
 from tilegraph.tune.gensor.state import EtirState, IterSpace, Operand, can_pack, pack_order
 
 # loop-nest position of each level, outermost first
@@ -219,6 +220,9 @@ def _micro_kernel(sch: Schedule, workload: Workload, space: IterSpace, state: Et
         elif get_loop(sch.func, sch.loops(copy)[0]).extent > 1:
             sch.parallel(sch.loops(copy)[0])
         _vectorize_tile_nest(sch, copy, state.vec_width, unroll_outer=False)
+    for op in aliasing_broadcast_operands(space, state):  # one copy per call, before the tasks
+        copy = sch.cache_read(space.anchor, op.name, "global", layout=tile_rows_layout(space, state, op))
+        _parallel_leading(sch, sch.loops(copy))
 
 
 def packed_layout(space: IterSpace, state: EtirState, op: Operand) -> dict | None:
