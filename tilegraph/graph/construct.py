@@ -131,7 +131,7 @@ SMALL_TASK_FLOPS = 2e6
 SMALL_TASK_WALKS = 100
 SMALL_TASK_WALK_S = 0.4
 PARALLEL_FROM = 4  # tasks to construct before worker processes pay for their start-up
-CONSTRUCT_VERSION = 9  # bump when the construction changes: cached picks of older versions are not read
+CONSTRUCT_VERSION = 10  # bump when the construction changes: cached picks of older versions are not read
 
 
 def construct_one(workload: Workload, target: Target) -> str | None:

@@ -63,3 +63,25 @@ def test_the_interleaved_copy_computes_the_convolution():
     out = np.full(ref.shape, np.nan, dtype=np.float32)
     kernel(*args, out=out, num_threads=2)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_the_model_charges_aliased_rows_read_in_place(monkeypatch):
+    """A 2 x 7 tile over 7 x 7 pixels of 2048 channels cannot be interleaved (2 does not divide 7):
+    its 14 rows miss L1 at every step, which the model adds; 7 x 2 over 14 x 14 pixels is copied
+    instead, for one pass over the input."""
+    from tilegraph.tune.gensor.broadcast_panels import aliased_rows
+    from tilegraph.tune.gensor.perf_model import PerfModel
+    from tilegraph.tune.hardware import hardware_model
+
+    hw = hardware_model(measure=False)
+    space = IterSpace.from_workload(_conv1x1(7, 2048, 64))
+    ragged = _state(space, 2, 7)
+    x = next(o for o in space.operands if o.name == "x")
+    assert aliased_rows(space, ragged, x) == 14 and tile_rows_layout(space, ragged, x) is None
+    model = PerfModel(space, hw)
+    plain = model.predict(ragged)
+    import importlib
+
+    perf_model = importlib.import_module("tilegraph.tune.gensor.perf_model")
+    monkeypatch.setattr(perf_model, "ALIASED_ROW_CYCLES", 0.0)
+    assert PerfModel(space, hw).predict(ragged) < plain

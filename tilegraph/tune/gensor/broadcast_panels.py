@@ -29,13 +29,17 @@ MAX_ROWS_PER_SET = 4     # half the ways of an 8-way L1: the rest hold B's panel
 def aliasing_broadcast_operands(space: IterSpace, state: EtirState) -> list[Operand]:
     """Operands the micro-kernel broadcasts (not read along the vector axis) whose register tile's
     rows put more than MAX_ROWS_PER_SET lines in one L1 set, and that `tile_rows_layout` can fix."""
-    out = []
-    for op in space.operands:
-        if state.vec_axis in op.axes_used() or tile_rows_layout(space, state, op) is None:
-            continue
-        if _most_rows_per_set(space, state, op) > MAX_ROWS_PER_SET:
-            out.append(op)
-    return out
+    return [op for op in space.operands
+            if aliased_rows(space, state, op) and tile_rows_layout(space, state, op) is not None]
+
+
+def aliased_rows(space: IterSpace, state: EtirState, op: Operand) -> int:
+    """How many of the register tile's broadcast rows of `op` share an L1 set with more than
+    MAX_ROWS_PER_SET others (each then misses L1 at every reduction step, read in place); 0 for
+    an operand read along the vector axis."""
+    if state.vec_axis < 0 or state.vec_axis in op.axes_used():
+        return 0
+    return sum(n for n in _rows_per_set(space, state, op).values() if n > MAX_ROWS_PER_SET)
 
 
 def tile_rows_layout(space: IterSpace, state: EtirState, op: Operand) -> dict | None:
@@ -70,8 +74,8 @@ def tile_rows_layout(space: IterSpace, state: EtirState, op: Operand) -> dict | 
     return {"split": [[d, f] for d, f in sorted(tiled.items())], "order": order}
 
 
-def _most_rows_per_set(space: IterSpace, state: EtirState, op: Operand) -> int:
-    """The largest number of the tile's rows whose first elements share an L1 set (row-major `op`)."""
+def _rows_per_set(space: IterSpace, state: EtirState, op: Operand) -> dict[int, int]:
+    """L1 set -> how many of the tile's rows start in it (row-major `op`)."""
     strides, step = [0] * len(op.shape), op.dtype_bytes
     for d in range(len(op.shape) - 1, -1, -1):
         strides[d] = step
@@ -84,4 +88,4 @@ def _most_rows_per_set(space: IterSpace, state: EtirState, op: Operand) -> int:
     for idx in product(*ranges):
         line = sum(i * s for i, s in zip(idx, strides)) % SET_PERIOD_BYTES // LINE_BYTES
         sets[line] = sets.get(line, 0) + 1
-    return max(sets.values())
+    return sets

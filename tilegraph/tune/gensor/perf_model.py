@@ -25,7 +25,9 @@ Register micro-kernel family (`_evaluate_micro`): each register tile streams its
 over the whole reduction, from L1, L2 or memory (packed panels stream 2x faster than the measured L3
 bandwidth; a spilled packed panel still passes through L2, so it is never cheaper than one that fits,
 whatever the measured L2/L3 ratio; Zen 3's probe read L3 faster than L2). Unpacked panels whose rows
-are >= 4 KiB apart are latency-bound: T_mem includes 25 cycles per panel row touched; vector-loaded
+are >= 4 KiB apart are latency-bound: T_mem includes 25 cycles per panel row touched; broadcast rows
+that crowd one L1 set and are read in place add 1 cycle per row and reduction step (`aliased_rows`),
+a copy interleaving them one pass over the operand; vector-loaded
 operands add 10 cycles per page-apart position a register tile touches (`far_rows`). Non-dividing L2
 blocks guard the kernel: T_comp x 4 when the vector axis is ragged, and x 2 more behind a fused
 parallel loop (other guards are unswitched). Calibrated with benchmarks/model_quality.py (GMM-4 and
@@ -37,6 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tilegraph.tune.gensor.broadcast_panels import aliased_rows, tile_rows_layout
 from tilegraph.tune.gensor.state import (
     EtirState,
     IterSpace,
@@ -98,6 +101,13 @@ FUSED_INDEX_CYCLES = 4.0
 # 1.3-2.4x faster than unpacked ones on AVX-512 with VNNI, and their 1x1 convolutions in QDQ
 # ResNet-50 257 against 163 GOP/s on AVX2.
 UNPACKED_DOT_CYCLES = {16: 0.5, 8: 1.25}
+# A broadcast row of the register tile that shares its L1 set with more rows than the set keeps
+# (`broadcast_panels.aliased_rows`: NHWC inputs of 512+ channels) misses L1 at every reduction
+# step when read in place: a 14-row tile over rows 4 KiB apart ran 3x slower than over rows 1040
+# floats apart (Zen 3, 1x1 convolution over 1024 channels), ~1 cycle per aliased row and step.
+# A copy that interleaves the tile's rows (to_trace, when the tile divides them) removes it, for
+# one pass over the operand.
+ALIASED_ROW_CYCLES = 1.0
 L1_REUSE_FRACTION = 0.5
 
 
@@ -255,7 +265,7 @@ class PerfModel:
         block_tiles = self._tiles(state.l2, None)
         f_reg = {o.name: float(footprint_bytes(o, reg_tiles)) for o in sp.operands}
         q_l1 = q_l2 = q_mem = 0.0
-        copy_s = strided_rows = far = 0.0
+        copy_s = strided_rows = far = aliased = 0.0
         vector_streams = self._vector_streams(state)
         for o in sp.operands:
             streamed = n_reg * f_reg[o.name]
@@ -282,6 +292,11 @@ class PerfModel:
             q_mem += n_l2 * f_block
             if packed:
                 copy_s += n_l2 * f_block / hw.bandwidth("l2", cores)
+            rows = aliased_rows(sp, state, o)
+            if rows and tile_rows_layout(sp, state, o) is not None:  # copied once per call, interleaved
+                copy_s += 2 * math.prod(o.shape) * o.dtype_bytes / hw.bandwidth("l2", cores)
+            elif rows:
+                aliased += n_reg * math.prod(sp.reduce) * rows
         out_total = math.prod(sp.spatial) * sp.output_bytes
         q_mem += out_total
         source = "l3" if self.unique_bytes <= CAPACITY_FRACTION * hw.l3_bytes else "dram"
@@ -291,7 +306,7 @@ class PerfModel:
         overhead = n_reg * (TILE_OVERHEAD_CYCLES + math.prod(state.reg) / max(1, state.vec_width)) / (NOMINAL_HZ * cores)
         if state.parallel:
             overhead += PARALLEL_OVERHEAD_S
-        overhead += far * FAR_ROW_CYCLES / (NOMINAL_HZ * cores)
+        overhead += (far * FAR_ROW_CYCLES + aliased * ALIASED_ROW_CYCLES) / (NOMINAL_HZ * cores)
         seconds = imbalance * (max(t_comp, t_mem) * fused_loads + copy_s) + 0.1 * min(t_comp, t_mem) + overhead
         reg_fp = (math.prod(state.reg) + sum(footprint_bytes(o, self._tiles(state.reg, tuple(1 for _ in sp.reduce)))
                                               / o.dtype_bytes for o in sp.operands)) * 4
