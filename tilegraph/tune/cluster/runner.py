@@ -51,6 +51,7 @@ class RayRunner:
         self.skipped: list[dict[str, Any]] = []  # runners whose node differs from the driver's
         self.requeued = 0
         self._node_of: dict[int, str] = {}
+        self._turn = 0  # candidates dispatched so far: whose turn it is to take the next one
         self._start(connection.nodes(), slots_per_node)
 
     def _start(self, nodes: list[str], slots_per_node: int) -> None:
@@ -121,7 +122,11 @@ class RayRunner:
             else:
                 results[n] = RunResult(build.error_kind or "build_error", build.message)
         attempts = [0] * len(items)
-        idle = list(self.actors)
+        # Idle runners in turn from where the last batch stopped: the search loop often hands over
+        # one candidate at a time (builds finishing one by one), and a fixed order would give every
+        # such candidate to the first runner while the others stay idle.
+        first = self._turn % len(self.actors)
+        idle = self.actors[first:] + self.actors[:first]
         flying: dict[Any, tuple[int, Any, float]] = {}  # object ref -> (item, actor, deadline)
         shipped = {n: self.ray.put(items[n][0]) for n in queue}
         while queue or flying:
@@ -132,6 +137,7 @@ class RayRunner:
                 ref = actor.measure_candidate.remote(shipped[n], list(inputs), list(references), timeout_s, best_s)
                 flying[ref] = (n, actor, time.monotonic() + limit + ACTOR_GRACE_S)
                 attempts[n] += 1
+                self._turn += 1
             if not flying:
                 break  # nothing in flight and no runner left for the queue
             ready, _ = self.ray.wait(list(flying), num_returns=1, timeout=_WAIT_S)
