@@ -25,3 +25,23 @@ def test_free_vars_walk_and_uses():
     e = (i + j) // 4
     assert free_vars(e) == {i, j} and uses_var(e, i) and not uses_var(e, k)
     assert list(walk(e))[0] == e and sum(1 for x in walk(e) if x == i) == 1
+
+
+def test_a_subclass_of_a_node_class_is_traversed_as_its_base_and_a_non_node_is_refused():
+    import dataclasses
+
+    import pytest
+
+    from tilegraph.te.expr import BinOp
+
+    @dataclasses.dataclass(frozen=True)
+    class TaggedAdd(BinOp):  # the traversals look node classes up by exact type: this one is not in the table
+        pass
+
+    i, j = Var("i"), Var("j")
+    e = TaggedAdd("+", i, j)
+    assert children(e) == (i, j)
+    assert with_children(e, (j, i)) == BinOp("+", j, i)
+    assert substitute(e, {i: j}) == BinOp("+", j, j)
+    with pytest.raises(TypeError, match="not an expression node: int"):
+        children(3)

@@ -30,62 +30,71 @@ from tilegraph.te.expr import (
 T = TypeVar("T")
 
 
+def _reduce_children(e: Reduce) -> tuple[Expr, ...]:
+    extra = tuple(x for x in (e.init, e.condition) if x is not None)
+    return (e.source, *extra)
+
+
+def _reduce_with_children(e: Reduce, new: tuple[Expr, ...]) -> Expr:
+    it = iter(new[1:])
+    init = next(it) if e.init is not None else None
+    cond = next(it) if e.condition is not None else None
+    return Reduce(e.combiner, new[0], e.axes, init, cond)
+
+
+# One entry per node class, looked up by exact type: the traversals run millions of times while the
+# tuner lowers candidates, and a dict lookup is several times cheaper than a chain of isinstance
+# tests. A subclass of a node class (none in the package) takes the isinstance path below.
+_CHILDREN: dict[type, Callable[[Expr], tuple[Expr, ...]]] = {
+    Var: lambda e: (),
+    Const: lambda e: (),
+    BinOp: lambda e: (e.a, e.b),
+    Cmp: lambda e: (e.a, e.b),
+    Not: lambda e: (e.a,),
+    Select: lambda e: (e.cond, e.true_value, e.false_value),
+    Cast: lambda e: (e.value,),
+    Call: lambda e: e.args,
+    TensorRead: lambda e: e.indices,
+    BufferLoad: lambda e: e.indices,
+    Reduce: _reduce_children,
+    Ramp: lambda e: (e.base,),
+    Broadcast: lambda e: (e.value,),
+}
+_WITH_CHILDREN: dict[type, Callable[[Expr, tuple[Expr, ...]], Expr]] = {
+    Var: lambda e, new: e,
+    Const: lambda e, new: e,
+    BinOp: lambda e, new: BinOp(e.op, new[0], new[1]),
+    Cmp: lambda e, new: Cmp(e.op, new[0], new[1]),
+    Not: lambda e, new: Not(new[0]),
+    Select: lambda e, new: Select(new[0], new[1], new[2]),
+    Cast: lambda e, new: Cast(e.dtype, new[0]),
+    Call: lambda e, new: Call(e.name, tuple(new), e.dtype),
+    TensorRead: lambda e, new: TensorRead(e.tensor, tuple(new)),
+    BufferLoad: lambda e, new: BufferLoad(e.buffer, tuple(new)),
+    Reduce: _reduce_with_children,
+    Ramp: lambda e, new: Ramp(new[0], e.stride, e.lanes),
+    Broadcast: lambda e, new: Broadcast(new[0], e.lanes),
+}
+
+
+def _node_class(e: Expr) -> type:
+    """The node class `e` is an instance of (a subclass resolves to its base node class)."""
+    for cls in _CHILDREN:
+        if isinstance(e, cls):
+            return cls
+    raise TypeError(f"not an expression node: {type(e).__name__}")
+
+
 def children(e: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of `e`, in a fixed order."""
-    if isinstance(e, (Var, Const)):
-        return ()
-    if isinstance(e, (BinOp, Cmp)):
-        return (e.a, e.b)
-    if isinstance(e, Not):
-        return (e.a,)
-    if isinstance(e, Select):
-        return (e.cond, e.true_value, e.false_value)
-    if isinstance(e, Cast):
-        return (e.value,)
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, (TensorRead, BufferLoad)):
-        return e.indices
-    if isinstance(e, Reduce):
-        extra = tuple(x for x in (e.init, e.condition) if x is not None)
-        return (e.source, *extra)
-    if isinstance(e, Ramp):
-        return (e.base,)
-    if isinstance(e, Broadcast):
-        return (e.value,)
-    raise TypeError(f"not an expression node: {type(e).__name__}")
+    get = _CHILDREN.get(type(e))
+    return get(e) if get is not None else _CHILDREN[_node_class(e)](e)
 
 
 def with_children(e: Expr, new: tuple[Expr, ...]) -> Expr:
     """A copy of `e` with its children replaced (same order as `children`)."""
-    if isinstance(e, (Var, Const)):
-        return e
-    if isinstance(e, BinOp):
-        return BinOp(e.op, new[0], new[1])
-    if isinstance(e, Cmp):
-        return Cmp(e.op, new[0], new[1])
-    if isinstance(e, Not):
-        return Not(new[0])
-    if isinstance(e, Select):
-        return Select(new[0], new[1], new[2])
-    if isinstance(e, Cast):
-        return Cast(e.dtype, new[0])
-    if isinstance(e, Call):
-        return Call(e.name, tuple(new), e.dtype)
-    if isinstance(e, TensorRead):
-        return TensorRead(e.tensor, tuple(new))
-    if isinstance(e, BufferLoad):
-        return BufferLoad(e.buffer, tuple(new))
-    if isinstance(e, Reduce):
-        it = iter(new[1:])
-        init = next(it) if e.init is not None else None
-        cond = next(it) if e.condition is not None else None
-        return Reduce(e.combiner, new[0], e.axes, init, cond)
-    if isinstance(e, Ramp):
-        return Ramp(new[0], e.stride, e.lanes)
-    if isinstance(e, Broadcast):
-        return Broadcast(new[0], e.lanes)
-    raise TypeError(f"not an expression node: {type(e).__name__}")
+    make = _WITH_CHILDREN.get(type(e))
+    return make(e, new) if make is not None else _WITH_CHILDREN[_node_class(e)](e, new)
 
 
 def rewrite(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
