@@ -9,8 +9,8 @@ from tilegraph.tune.result import BuildResult, RunResult
 
 
 class _Ref:
-    def __init__(self, actor: str, value: RunResult):
-        self.actor, self.value = actor, value
+    def __init__(self, value: RunResult):
+        self.value = value
 
 
 class _Ray:
@@ -32,9 +32,9 @@ class _Ray:
 def _actor(name: str, log: list[str]):
     def remote(build, inputs, references, timeout_s, best_s):
         log.append(name)
-        return _Ref(name, RunResult("ok", "", samples=(1e-3,)))
+        return _Ref(RunResult("ok", "", samples=(1e-3,)))
 
-    return SimpleNamespace(name=name, measure_candidate=SimpleNamespace(remote=remote))
+    return SimpleNamespace(measure_candidate=SimpleNamespace(remote=remote))
 
 
 def _runner(names: list[str], log: list[str]) -> RayRunner:
