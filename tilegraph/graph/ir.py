@@ -13,8 +13,8 @@ Attribute values are hashable: ints, floats, strings, tuples of them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -26,10 +26,20 @@ from tilegraph.errors import GraphError
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16",
           "uint8", "bool")
-try:  # numpy knows 'bfloat16' once ml_dtypes is loaded (onnx depends on it); kernels never see it
-    import ml_dtypes  # noqa: F401 (passes.bfloat16_through_float computes in float32 over uint16 bits)
-except ImportError:  # without it no graph holds bfloat16: no frontend can make one
-    pass
+
+
+@functools.lru_cache(maxsize=1)
+def numpy_knows_bfloat16() -> bool:
+    """Whether numpy resolves the dtype name 'bfloat16', loading ml_dtypes (onnx depends on it) the
+    first time. Loaded here, on the first bfloat16 TensorType, not when tilegraph is imported: the
+    import costs ~1.3 s, paid by every process (workers included) that never sees a bfloat16 tensor.
+    Every bfloat16 array of a graph has a TensorType made first, so numpy knows the name by then;
+    kernels never see it (passes.bfloat16_through_float computes in float32 over uint16 bits)."""
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:  # without it no graph holds bfloat16: no frontend can make one
+        return False
+    return True
 
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -50,7 +60,7 @@ class TensorType:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise GraphError(f"dtype {self.dtype!r} is not supported (supported: {', '.join(DTYPES)})")
-        if self.dtype == "bfloat16" and "ml_dtypes" not in sys.modules:
+        if self.dtype == "bfloat16" and not numpy_knows_bfloat16():
             raise GraphError("bfloat16 tensors need the ml_dtypes package (pip install ml_dtypes)")
         if any(not isinstance(s, (int, np.integer)) or s < 0 for s in self.shape):
             raise GraphError(f"shape {self.shape} must be non-negative ints (dynamic extents are not supported)")
