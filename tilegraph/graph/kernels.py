@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilegraph import driver, te
 from tilegraph.errors import GraphError, TilegraphError
+from tilegraph.graph.build_workers import build_workers
 from tilegraph.graph.builder import scalar_of
 from tilegraph.graph.ir import Graph, Node
 from tilegraph.graph.ops.registry import op_def, te_shape
@@ -162,7 +163,7 @@ def build_kernels(specs: Sequence[Any], target: Target, db: Database | None = No
         unique.setdefault(spec.key, spec)
     workers = workers or max(1, min(len(unique), os.cpu_count() or 1))
     built: dict[str, BuiltKernel] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with build_workers(target, workers), ThreadPoolExecutor(max_workers=workers) as pool:
         schedules = {key: spec.lookup(db, target) for key, spec in unique.items()}  # this thread: SQLite
         futures = {key: pool.submit(_build_one, spec, target, schedules[key]) for key, spec in unique.items()}
         for key, future in futures.items():

@@ -16,13 +16,15 @@ through it.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from tilegraph.build.compile import compile_c
 from tilegraph.codegen.c import codegen_c
 from tilegraph.errors import ResourceError
+from tilegraph.loop.ir import Func
 from tilegraph.lower.pipeline import lower
 from tilegraph.runtime.kernel import Kernel
 from tilegraph.runtime.launch import KernelProtocol
@@ -79,16 +81,40 @@ def require_runnable(target: Target, timed: bool = False) -> None:
 
 
 # ------------------------------------------------------------------------------ cpu
-def _build_cpu(sch: Schedule, target: Target) -> KernelProtocol:
+def lower_and_compile_cpu(func: Func, target: Target) -> tuple[str, str, str, Func]:
+    """(library path, entry, C source, lowered Func) of a CPU kernel: the part of its build that
+    is pure Python and the compiler, every result picklable, so it may run in another process."""
     with stage("lower"):
-        lowered = lower(sch.func, target)
+        lowered = lower(func, target)
     with stage("print"):
         src = codegen_c(lowered)
     with stage("compile"):
         lib = compile_c(src.code, target, name=src.entry, thread_pool=True)
+    return str(lib), src.entry, src.code, lowered
+
+
+CpuBuild = Callable[[Func, Target], tuple[str, str, str, Func]]
+_cpu_builds: list[CpuBuild] = []  # the innermost `cpu_builds_by` first; empty: in this thread
+
+
+@contextmanager
+def cpu_builds_by(build: CpuBuild) -> Iterator[None]:
+    """Inside, every CPU kernel built in this process, on any thread, gets its library through
+    `build` (lower_and_compile_cpu's contract; graph/build_workers.py runs it in worker processes:
+    lowering is Python, one core at a time in this process). Loading the library stays here."""
+    _cpu_builds.insert(0, build)
+    try:
+        yield
+    finally:
+        _cpu_builds.remove(build)
+
+
+def _build_cpu(sch: Schedule, target: Target) -> KernelProtocol:
+    build = _cpu_builds[0] if _cpu_builds else lower_and_compile_cpu
+    lib, entry, code, lowered = build(sch.func, target)
     n_inputs = len(sch.workload.inputs)
-    return Kernel(lib, src.entry, inputs=sch.func.params[:n_inputs], outputs=sch.func.params[n_inputs:],
-                  source=src.code, target=target, lowered=lowered)
+    return Kernel(lib, entry, inputs=sch.func.params[:n_inputs], outputs=sch.func.params[n_inputs:],
+                  source=code, target=target, lowered=lowered)
 
 
 def _build_emulated(sch: Schedule, target: Target) -> KernelProtocol:
@@ -157,4 +183,4 @@ register(Backend("opencl", _build_opencl, _gpu_default, _opencl_unavailable, loa
                  needs_compiler=False))
 register(Backend("cuda", _build_cuda, _gpu_default, _cuda_unavailable, loader="cuda", is_gpu=True))
 
-__all__ = ["BACKENDS", "Backend", "backend_for", "register", "require_runnable"]
+__all__ = ["BACKENDS", "Backend", "backend_for", "cpu_builds_by", "lower_and_compile_cpu", "register", "require_runnable"]
