@@ -23,7 +23,7 @@ GPU virtual-thread factor.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from tilegraph.te.arith import affine
@@ -47,8 +47,13 @@ class Operand:
     dtype_bytes: int
     dims: tuple[tuple[tuple[int, ...], ...] | None, ...]
 
-    def axes_used(self) -> set[int]:
-        return {t[0] for d in self.dims if d is not None for t in d}
+    def axes_used(self) -> frozenset[int]:
+        # computed once: the construction asks it of every operand for every state it weighs
+        cached = self.__dict__.get("_axes_used")
+        if cached is None:
+            cached = frozenset(t[0] for d in self.dims if d is not None for t in d)
+            object.__setattr__(self, "_axes_used", cached)
+        return cached
 
     def contiguous_axis(self) -> int | None:
         """The axis that indexes the innermost dimension with coefficient 1, if there is one."""
@@ -71,7 +76,8 @@ class IterSpace:
     flops_per_point: int
     other_blocks: tuple[str, ...] = ()
     producers: tuple[str, ...] = ()
-    _cache: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # derived values (kind): fresh in every instance, `replace` included (init=False)
+    _cache: dict[str, Any] = field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     @property
     def spatial(self) -> tuple[int, ...]:
@@ -88,11 +94,12 @@ class IterSpace:
     @property
     def kind(self) -> str:
         """'reuse' when tiling trades on-chip memory for traffic (matmul, conv); else 'plain' (Roller)."""
-        if not self.has_reduce:
-            return "plain"
-        missing = [o for o in self.operands
-                   if any(e > 1 and a not in o.axes_used() for a, e in enumerate(self.spatial))]
-        return "reuse" if len(self.operands) >= 2 and missing else "plain"
+        kind = self._cache.get("kind")
+        if kind is None:
+            missing = self.has_reduce and [o for o in self.operands
+                                           if any(e > 1 and a not in o.axes_used() for a, e in enumerate(self.spatial))]
+            kind = self._cache["kind"] = "reuse" if len(self.operands) >= 2 and missing else "plain"
+        return kind
 
     @property
     def vec_axis(self) -> int:
@@ -251,7 +258,9 @@ class EtirState:
         return max(1, math.prod(self.reg) // max(1, self.vec_width))
 
     def level(self, name: str) -> tuple[int, ...]:
-        return {"reg": self.reg, "l1": self.l1, "l2": self.l2}[name]
+        if name not in SPATIAL_LEVELS:
+            raise KeyError(name)
+        return getattr(self, name)
 
     def to_dict(self) -> dict[str, Any]:
         return {"reg": list(self.reg), "l1": list(self.l1), "l2": list(self.l2), "rstep": list(self.rstep),
@@ -305,16 +314,24 @@ def canonical(space: IterSpace, s: EtirState) -> EtirState:
     unroll = s.unroll if rstep and rstep[-1] % s.unroll == 0 and s.unroll <= rstep[-1] else 1
     outer_axes = [a for a, e in enumerate(space.spatial) if -(-e // l2[a]) > 1]
     parallel = max(0, min(s.parallel, len(outer_axes)))
-    out = replace(s, reg=tuple(reg), l1=tuple(l1), l2=tuple(l2), rstep=rstep, unroll=unroll, parallel=parallel)
-    return replace(out, pack=tuple(sorted(n for n in set(s.pack) if can_pack(space, out, n))))
+    reg_t = tuple(reg)
+    # can_pack(space, out, n) for the state made here (it reads vec_axis and reg only)
+    wide = s.vec_axis >= 0 and reg_t[s.vec_axis] > 1
+    pack = tuple(sorted(n for n in set(s.pack) if wide and n in packable_operands(space))) if s.pack else ()
+    # the constructor, not dataclasses.replace: canonical runs for every move the walks weigh
+    return EtirState(reg_t, tuple(l1), tuple(l2), rstep, s.vec_axis, s.vec_width, unroll, parallel, pack, s.dot_group)
 
 
 def packable_operands(space: IterSpace) -> tuple[str, ...]:
     """Operands worth packing into panels: read along the vector axis (contiguously, or through a
     dimension the copy moves last, see `pack_order`), reused across another spatial axis (the B of
     a GEMM, the weights of a conv, the transposed operand of a batch matmul)."""
+    cached = space._cache.get("packable")
+    if cached is not None:
+        return cached
     v = space.vec_axis
     if space.kind != "reuse" or v < 0:
+        space._cache["packable"] = ()
         return ()
     out = []
     for o in space.operands:
@@ -323,7 +340,8 @@ def packable_operands(space: IterSpace) -> tuple[str, ...]:
         along_v = o.contiguous_axis() == v or pack_order(o, v) is not None
         if along_v and reused and any(a >= space.num_spatial for a in used):
             out.append(o.name)
-    return tuple(out)
+    result = space._cache["packable"] = tuple(out)
+    return result
 
 
 def pack_order(o: Operand, v: int) -> tuple[int, ...] | None:
@@ -368,12 +386,24 @@ def parallel_tasks(space: IterSpace, s: EtirState) -> int:
     return math.prod(outer[: s.parallel]) if s.parallel else 1
 
 
+FOOTPRINTS_KEPT = 1 << 16  # tiles remembered per operand (footprint_bytes) before it starts again
+
+
 def footprint_bytes(op: Operand, tiles: tuple[int, ...]) -> int:
     """Bytes of `op` touched by one tile (tile sizes for every axis, spatial then reduce)."""
-    n = 1
-    for d in range(len(op.shape)):
-        n *= touched_extent(op, d, tiles)
-    return n * op.dtype_bytes
+    # remembered per operand: the walks weigh the same few tiles of it again and again
+    known = op.__dict__.get("_footprints")
+    if known is None or len(known) > FOOTPRINTS_KEPT:
+        known = {}
+        object.__setattr__(op, "_footprints", known)
+    tiles = tiles if type(tiles) is tuple else tuple(tiles)
+    n = known.get(tiles)
+    if n is None:
+        n = 1
+        for d in range(len(op.shape)):
+            n *= touched_extent(op, d, tiles)
+        n = known[tiles] = n * op.dtype_bytes
+    return n
 
 
 def touched_extent(op: Operand, d: int, tiles: tuple[int, ...]) -> int:

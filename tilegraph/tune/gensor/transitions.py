@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from tilegraph.tune.gensor.state import TAIL_WASTE, EtirState, IterSpace, canonical, footprint_bytes, waste
+from tilegraph.tune.gensor.state import SPATIAL_LEVELS, TAIL_WASTE, EtirState, IterSpace, canonical, footprint_bytes, waste
 from tilegraph.tune.hardware import HardwareModel
 
 REG_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
@@ -70,10 +70,11 @@ def feasible(space: IterSpace, hw: HardwareModel, s: EtirState, minimal: EtirSta
         return f"{acc} accumulators + {s.operand_vectors} operand vectors exceed {hw.vector_registers} registers"
     if acc * s.unroll > MAX_UNROLLED_BODY:
         return "unrolled micro-kernel too large"
+    floors = (minimal.reg, minimal.l1, minimal.l2) if minimal is not None else (None, None, None)
     for a, e in enumerate(space.spatial):
-        for level in ("reg", "l1", "l2"):
-            t = s.level(level)[a]
-            if waste(e, t) > TAIL_WASTE and not (minimal is not None and t == minimal.level(level)[a]):
+        for level, tiles, floor in zip(SPATIAL_LEVELS, (s.reg, s.l1, s.l2), floors):
+            t = tiles[a]
+            if -(-e // t) * t > e * (1 + TAIL_WASTE) and not (floor is not None and t == floor[a]):
                 return f"axis {space.axis_names[a]} pads {waste(e, t):.0%} at {level}"
     for r, e in enumerate(space.reduce):
         if waste(e, s.rstep[r]) > TAIL_WASTE and s.rstep[r] != 1:
