@@ -27,7 +27,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
 from tilegraph.loop.ir import Func
-from tilegraph.runtime.backends import cpu_builds_by, lower_and_compile_cpu
+from tilegraph.runtime.backends import backend_for, cpu_builds_by, lower_and_compile_cpu
 from tilegraph.target import Target
 
 _lock = threading.Lock()
@@ -39,7 +39,7 @@ def build_workers(target: Target, workers: int | None = None) -> Iterator[None]:
     """Inside, CPU builds of this process run in `workers` (default: the target's cores) worker
     processes; with one worker (or one core) they stay here, as before."""
     count = max(1, workers or target.num_cores or 1)
-    if count < 2 or target.kind != "cpu":
+    if count < 2 or backend_for(target).is_gpu:  # GPU kernels are built by their drivers
         yield
         return
     _start(count)
