@@ -1,11 +1,12 @@
 """python -m benchmarks.default_compile: what `tg.compile(model)` gives with no tuning budget.
 
     python -m benchmarks.default_compile --models resnet50,mobilenet_v2,bert,gpt2 --out DIR
+    python -m benchmarks.default_compile --defaults constructed     # the default only (not construct=False)
 
 For each reference model (ONNX exported from the zoo's transformers definitions, random weights,
 batch 1) and each default: "constructed" (Gensor's schedule for every task, the default) and
 "plain" (`construct=False`, the plain default schedules), one fresh process compiles the model with
-a fresh build cache and a fresh construction cache (the compile time is a first compile's), checks
+a fresh build cache, construction cache and database (the compile time is a first compile's), checks
 it against ONNX Runtime and races the two (alternating rounds, medians; graph/race.py) at
 --threads threads. Writes default_compile.jsonl and default_compile.md to --out.
 """
@@ -64,8 +65,10 @@ def model_path(name: str) -> Path:
 
 
 def run_one(path: Path, construct: bool, n_threads: int, seconds: float) -> dict:
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "TILEGRAPH_CACHE_DIR": cache}
+    # a first compile: no kernel built, no schedule constructed and no fusion candidate measured
+    # before (the database keeps candidates' costs, so it is fresh too)
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as data:
+        env = {**os.environ, "TILEGRAPH_CACHE_DIR": cache, "TILEGRAPH_DATA_DIR": data}
         done = subprocess.run([sys.executable, "-c", CHILD, str(path), "1" if construct else "0", str(n_threads),
                                str(seconds)], env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -78,14 +81,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="resnet50,mobilenet_v2,bert,gpt2")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=3.0, help="timing per contender (5 alternating rounds)")
+    parser.add_argument("--defaults", default="constructed,plain",
+                        help="which defaults to compile: constructed (Gensor's schedules), plain (construct=False)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    defaults = [d.strip() for d in args.defaults.split(",") if d.strip()]
+    if not defaults or set(defaults) - {"constructed", "plain"}:
+        parser.error(f"--defaults takes constructed and/or plain, got {args.defaults!r}")
     out = Path(args.out or f"benchmarks/results/{time.strftime('%Y-%m-%d')}-default-compile")
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in [m.strip() for m in args.models.split(",") if m.strip()]:
         path = model_path(name)
-        for construct in (True, False):
+        for construct in [d == "constructed" for d in defaults]:
             row = {"model": name, "default": "constructed" if construct else "plain",
                    **run_one(path, construct, args.threads, args.seconds)}
             rows.append(row)
@@ -93,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / "default_compile.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     isa = os.environ.get("TILEGRAPH_HOST_ISA")
     prefix = f"TILEGRAPH_HOST_ISA={isa} " if isa else ""
-    lines = [f"`{prefix}python -m benchmarks.default_compile --models {args.models} --threads {args.threads}`", "",
+    lines = [f"`{prefix}python -m benchmarks.default_compile --models {args.models} --defaults {args.defaults} "
+             f"--threads {args.threads}`", "",
              "| model | default | compile s | constructed / kernels | tilegraph ms | ONNX Runtime ms "
              "| ORT time / tilegraph time | max rel. error |",
              "|---|---|---|---|---|---|---|---|"]
