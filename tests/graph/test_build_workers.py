@@ -42,6 +42,27 @@ def test_a_build_inside_lowers_in_a_worker_and_makes_the_same_kernel():
     _check(kernel, 5)
 
 
+def test_the_pool_grows_and_is_shared(monkeypatch):
+    target = tg.Target("cpu")
+    monkeypatch.setattr(bw.os, "cpu_count", lambda: 4)  # a pool may be as large as the cores
+    bw.shutdown()
+    with bw.build_workers(target, workers=2):
+        small = bw._pool
+    with bw.build_workers(target, workers=3):
+        assert bw._pool is not small and bw._size >= 3
+        large = bw._pool
+        _check(tg.build(_workload(6), target), 6)
+    with bw.build_workers(target, workers=2):
+        assert bw._pool is large  # no smaller pool beside it
+
+
+def test_never_more_workers_than_cores(monkeypatch):
+    monkeypatch.setattr(bw.os, "cpu_count", lambda: 2)
+    bw.shutdown()
+    with bw.build_workers(tg.Target("cpu"), workers=8):
+        assert bw._size == 2
+
+
 def test_one_worker_builds_here():
     target = tg.Target("cpu")
     with bw.build_workers(target, workers=1):
@@ -51,13 +72,14 @@ def test_one_worker_builds_here():
 
 def test_a_pool_whose_workers_died_costs_no_build():
     target = tg.Target("cpu")
+    bw.shutdown()
     with bw.build_workers(target, workers=2):
         tg.build(_workload(9), target)  # the pool runs
-        pool = bw._pools[2]
+        pool = bw._pool
         for process in list(pool._processes.values()):
             os.kill(process.pid, signal.SIGKILL)
             process.join(timeout=30)
         _check(tg.build(_workload(11), target), 11)  # built here instead
-    assert bw._pools.get(2) is not pool  # dropped: the next use starts a new pool
+    assert bw._pool is not pool  # dropped: the next use starts a new pool
     with bw.build_workers(target, workers=2):
         _check(tg.build(_workload(13), target), 13)

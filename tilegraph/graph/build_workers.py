@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures as cf
 import multiprocessing
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -31,14 +32,16 @@ from tilegraph.runtime.backends import backend_for, cpu_builds_by, lower_and_com
 from tilegraph.target import Target
 
 _lock = threading.Lock()
-_pools: dict[int, cf.ProcessPoolExecutor] = {}  # by worker count
+_pool: cf.ProcessPoolExecutor | None = None  # one pool for the process, as large as any call asked
+_size = 0
+_at_exit = False
 
 
 @contextmanager
 def build_workers(target: Target, workers: int | None = None) -> Iterator[None]:
-    """Inside, CPU builds of this process run in `workers` (default: the target's cores) worker
-    processes; with one worker (or one core) they stay here, as before."""
-    count = max(1, workers or target.num_cores or 1)
+    """Inside, CPU builds of this process run in worker processes, at least `workers` of them
+    (default: the target's cores); with one worker (or one core) they stay here, as before."""
+    count = min(max(1, workers or target.num_cores or 1), os.cpu_count() or 1)  # never more than the cores
     if count < 2 or backend_for(target).is_gpu:  # GPU kernels are built by their drivers
         yield
         return
@@ -46,14 +49,14 @@ def build_workers(target: Target, workers: int | None = None) -> Iterator[None]:
 
     def build(func: Func, tgt: Target) -> tuple[str, str, str, Func]:
         with _lock:
-            pool = _pools.get(count)
+            pool = _pool
         try:
             if pool is None:
                 raise BrokenProcessPool("no pool")
             return pool.submit(lower_and_compile_cpu, func, tgt).result()
         except BrokenProcessPool:  # a worker died (killed, out of memory): this build runs here
             if pool is not None:
-                _drop(count, pool)
+                _drop(pool)
             return lower_and_compile_cpu(func, tgt)
 
     with cpu_builds_by(build):
@@ -61,36 +64,44 @@ def build_workers(target: Target, workers: int | None = None) -> Iterator[None]:
 
 
 def _start(count: int) -> None:
-    """Make the pool of `count` workers unless it runs, its workers spawned now, from this thread:
-    a worker dies with the thread that spawned it (die_with_parent's PR_SET_PDEATHSIG), and
-    build_kernels' threads end with each call."""
+    """Make the pool unless one of at least `count` workers runs, its workers spawned now, from
+    this thread: a worker dies with the thread that spawned it (die_with_parent's
+    PR_SET_PDEATHSIG), and build_kernels' threads end with each call. A larger count replaces
+    the pool (the sizes a process asks for only grow: at most its cores)."""
+    global _pool, _size, _at_exit
     from tilegraph.tune.measure import die_with_parent, spawn_without_main
 
     with _lock:
-        if count in _pools:
+        if _pool is not None and _size >= count:
             return
-        if not _pools:
+        old = _pool
+        if not _at_exit:
             atexit.register(shutdown)
-        pool = _pools[count] = cf.ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"),
-                                                      initializer=die_with_parent)
+            _at_exit = True
+        _pool = cf.ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=die_with_parent)
+        _size = count
         with spawn_without_main():  # the user's script is not re-run in the workers
             for _ in range(count):  # each submit that finds no idle worker spawns one
-                pool.submit(int)
+                _pool.submit(int)
+    if old is not None:
+        old.shutdown(wait=False)  # its builds in flight finish; new ones go to the new pool
 
 
-def _drop(count: int, pool: cf.ProcessPoolExecutor) -> None:
+def _drop(pool: cf.ProcessPoolExecutor) -> None:
+    global _pool
     with _lock:
-        if _pools.get(count) is pool:
-            del _pools[count]
+        if _pool is pool:
+            _pool = None
     pool.shutdown(wait=False, cancel_futures=True)
 
 
 def shutdown() -> None:
     """Stop the workers (at exit; tests that count processes may call it)."""
+    global _pool, _size
     with _lock:
-        pools = list(_pools.values())
-        _pools.clear()
-    for pool in pools:
+        pool, _pool, _size = _pool, None, 0
+    if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
