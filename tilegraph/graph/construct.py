@@ -134,8 +134,8 @@ SMALL_TASK_WALK_S = 0.4
 # to end on the time alone: ResNet-50's 25 tasks walked 69-149 times each in 1.5 s on an AMD EPYC
 # Zen 3 (2 cores), 39 CPU-seconds of a 85 s first compile, the picks depending on how busy the
 # machine was. With the construction 1.8x faster since (the same picks for the same walks), 120
-# walks are about as many as the time gave before, in about half of it, and end the same way on
-# any machine fast enough to walk them within the time.
+# walks are about as many as the time gave before; they took 0.7-1.5 s a task there (24 CPU-s in
+# all), and end the same way on any machine fast enough to walk them within the time.
 CONSTRUCT_WALKS = 120
 PARALLEL_FROM = 4  # tasks to construct before worker processes pay for their start-up
 CONSTRUCT_VERSION = 11  # bump when the construction changes: cached picks of older versions are not read

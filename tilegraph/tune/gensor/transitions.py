@@ -74,7 +74,7 @@ def feasible(space: IterSpace, hw: HardwareModel, s: EtirState, minimal: EtirSta
     for a, e in enumerate(space.spatial):
         for level, tiles, floor in zip(SPATIAL_LEVELS, (s.reg, s.l1, s.l2), floors):
             t = tiles[a]
-            if -(-e // t) * t > e * (1 + TAIL_WASTE) and not (floor is not None and t == floor[a]):
+            if waste(e, t) > TAIL_WASTE and not (floor is not None and t == floor[a]):
                 return f"axis {space.axis_names[a]} pads {waste(e, t):.0%} at {level}"
     for r, e in enumerate(space.reduce):
         if waste(e, s.rstep[r]) > TAIL_WASTE and s.rstep[r] != 1:
