@@ -234,6 +234,42 @@ def int8_dot_lanes(target: object) -> int:
     return 0
 
 
+MATRIX_TILE_FLAGS = {"bfloat16": ("amx_bf16", "-mamx-bf16"), "int8": ("amx_int8", "-mamx-int8")}
+
+
+def has_matrix_tiles(target: object, dtype: str) -> bool:
+    """Whether code for `target` may run products of `dtype` ("bfloat16", or "int8" for uint8 x
+    int8) on the CPU's matrix unit: AMX tiles (tdpbf16ps, tdpbusd; lower/passes/use_matrix_tiles.py).
+    An x86 AVX-512 target whose flags name the extension (-mamx-tile and -mamx-bf16 / -mamx-int8),
+    or that compiles for this machine (-march=native) when this machine has it and Linux lets the
+    process use its tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here; a kernel
+    library asks again in its own process). TILEGRAPH_HOST_ISA=avx2 turns it off."""
+    if dtype not in MATRIX_TILE_FLAGS or not isinstance(target, Target) or target.kind != "cpu" \
+            or target.arch != "x86_64" or target.isa != "avx512":
+        return False
+    cpu_flag, cflag = MATRIX_TILE_FLAGS[dtype]
+    flags = target.cflags or ()
+    if cflag in flags and "-mamx-tile" in flags:
+        return True
+    return "-march=native" in flags and {cpu_flag, "amx_tile"} <= _detect_cpu()["flags"] and _tile_data_permitted()
+
+
+ARCH_REQ_XCOMP_PERM = 0x1023  # Linux's arch_prctl asking for an xsave feature's state
+XFEATURE_XTILEDATA = 18       # AMX's tile registers
+SYS_ARCH_PRCTL = 158          # x86-64's syscall number
+
+
+@functools.cache
+def _tile_data_permitted() -> bool:
+    """Whether Linux lets this process use AMX's tile registers (granted from then on)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).syscall(SYS_ARCH_PRCTL, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def dot_group(target: object, dtype: str) -> int:
     """How many consecutive reduction elements of a `dtype` operand one dot-product step of code for
     `target` reads per lane, and so how a packed copy of it groups them (EtirState.dot_group): 4 for

@@ -167,3 +167,43 @@ def test_the_cli_compiles_in_bf16_and_reports_the_gate(tmp_path, capsys, bf16_ev
     assert "saved model's precision" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "m.tg"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["precision"] == "bf16"
+
+
+def _transposed_product(tmp_path, transposed=True):
+    """Transpose(x) @ w: the product's A is a prologue (a transpose and the cast to bfloat16),
+    which a matrix unit's tile product cannot read in place; or x @ w."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]), helper.make_node("MatMul", ["xt", "w"], ["y"])]
+    if not transposed:
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "tp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [128, 64] if transposed else [64, 128])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(rng.standard_normal((128, 96)).astype(np.float32), "w")])
+    path = tmp_path / "tp.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return path
+
+
+@pytest.mark.needs_cc
+@pytest.mark.parametrize("transposed", [False, True])
+def test_bf16_products_run_on_the_matrix_unit_where_the_cpu_has_one(transposed, tmp_path):
+    """On a CPU with AMX every product of these models computes its register tiles as tile products,
+    a transposed operand materialised per task first (graph/fusion/compose.py), and the model
+    matches ONNX Runtime within bfloat16's error."""
+    from tilegraph.target import has_matrix_tiles
+
+    if not has_matrix_tiles(tg.Target("cpu"), "bfloat16"):
+        pytest.skip("this machine has no AMX for bfloat16")
+    path = _transposed_product(tmp_path, transposed)
+    model = tg.compile(str(path), precision="bf16")
+    assert model.precision == "bf16"
+    sources = [k.source for k in model.kernel_objects]
+    products = [n for n in model.graph.nodes if n.op == "matmul"]
+    assert sum("_tile_dpbf16ps(" in s for s in sources) >= len(products) > 0
+    rng = np.random.default_rng(8)
+    feeds = {name: rng.standard_normal(model.graph.values[name].shape).astype(np.float32)
+             for name in model.graph.inputs}
+    assert relative_error(model.run(feeds)["y"], _ort(path, feeds)) < 2e-2

@@ -16,7 +16,8 @@ def _workload():
 def test_pass_order():
     names = [n for n, _ in PASSES]
     assert names == ["compact_buffers", "stack_small_buffers", "hoist_reduction_init", "lower_blocks", "simplify",
-                     "flatten_buffers", "lower_vectorize", "expand_unroll", "hoist_invariant_guards", "final_simplify",
+                     "flatten_buffers", "use_matrix_tiles",
+                     "lower_vectorize", "expand_unroll", "hoist_invariant_guards", "final_simplify",
                      "promote_registers", "pair_bf16_products",
                      "group_int8_products", "pin_operand_vectors", "check_printable"]
 

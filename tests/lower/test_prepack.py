@@ -109,3 +109,24 @@ def test_the_interpreter_agrees_that_pack_then_compute_is_the_kernel():
     run_func(split.compute, got)
     np.testing.assert_array_equal(got[lowered.params[2].name], want[lowered.params[2].name])
     assert not np.isnan(want[lowered.params[2].name]).any()
+
+
+def test_a_parallel_loop_fusing_row_blocks_packs_one_slab_per_column_block():
+    """A parallel loop fusing row blocks with B's column blocks reads B's slab through `fused % 3`:
+    3 slabs are packed, not one per task (the copy of every task would otherwise stay in the
+    kernel, MAX_GROWTH refusing 12 copies), and pack-then-compute is exactly the kernel."""
+    wl = from_spec("matmul:32,48,40")
+    sch = Schedule(wl)
+    i, j, k = sch.loops("matmul")
+    i0, i1 = sch.split(i, [None, 8])
+    j0, j1 = sch.split(j, [None, 16])
+    sch.reorder(i0, j0, i1, k, j1)
+    fused = sch.fuse(i0, j0)
+    sch.parallel(fused)
+    sch.compute_at(sch.cache_read("matmul", "b", "global"), fused)
+    kernel = tg.build(sch)
+    split = split_constant_packing(kernel.lowered, kernel.lowered.params[1].name, 2)
+    k, n = wl.inputs[1].shape
+    assert split is not None and split.packed.size == 3 * k * 16  # 3 slabs of k x 16 (n = 40: 16, 16 and 8 used)
+    assert n == 40
+    assert _check_split_is_exact(kernel, 1, seed=4)

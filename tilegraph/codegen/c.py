@@ -30,14 +30,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tilegraph import dtype as dt
+from tilegraph.codegen import amx, int8
 from tilegraph.codegen import bfloat16 as bf16
-from tilegraph.codegen import int8
 from tilegraph.codegen.names import NameTable
 from tilegraph.codegen.vector_math import VECTOR_MATH, vector_math_helpers
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.dtype import DType
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt, TileProduct
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.passes.common import lanes_of
 from tilegraph.lower.passes.dot_groups import grouped_layout
@@ -231,6 +231,7 @@ class _Printer:
         self.bfloat16_dot: set[str] = set()  # B's layouts ("rows", "pairs") of the bf16 dot steps called
         self.int8_loads: set[tuple[str, int]] = set()  # (uint8 | int8, lanes) widening loads used (codegen/int8.py)
         self.int8_dot: set[tuple[int, str]] = set()  # (lanes, B's layout) of the u8s8 dot steps called
+        self.tile_products = 0  # TileProducts printed (codegen/amx.py): their prelude, and unique names
         self.pins = False  # whether an operand register is pinned (TGH_PIN, lower/passes/pin_operand_vectors.py)
         # int32 index arithmetic unless a buffer or loop is too large for it: then every int32
         # variable is declared int64_t and C's promotions carry the 64 bits through each index.
@@ -451,10 +452,22 @@ class _Printer:
                 self.declare(s.buffer)
                 self.stmt(s.body)
                 self.release(s.buffer)
+        elif isinstance(s, TileProduct):
+            self.tile_product(s)
         elif isinstance(s, (Barrier, AllReduce)):
             raise LoweringError(f"a {type(s).__name__} cannot be printed as C (lowering should have refused it)")
         else:
             raise LoweringError(f"the C printer cannot print {type(s).__name__} (lowering should have refused it)")
+
+    def tile_product(self, s: TileProduct) -> None:
+        """A matrix unit's product (AMX tiles: codegen/amx.py), as one C block."""
+        buffers = (s.acc, s.a, s.b)
+        lines = amx.tile_product_lines(
+            s, {b.name: self.buf(b) for b in buffers}, {b.name: storage_ctype(b.dtype) for b in buffers},
+            (self.expr(s.acc_at), self.expr(s.a_at), self.expr(s.b_at)), self.index_type, self.tile_products)
+        self.tile_products += 1
+        for line in lines:
+            self.w.line(line)
 
     def loop(self, s: For) -> None:
         parallel = s.kind == "parallel" and self.parallel_depth == 0
@@ -562,6 +575,8 @@ def codegen_c(func: Func) -> CSource:
         helpers += int8.int8_helpers(printer.int8_loads, printer.int8_dot)
     if printer.pins:
         helpers += PIN_MACRO
+    if printer.tile_products:
+        helpers += amx.PRELUDE + "\n"
     return CSource(_prelude() + helpers + "\n" + printer.w.text() + signature, entry)
 
 

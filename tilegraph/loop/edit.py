@@ -22,7 +22,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import (
+    Allocate,
+    AllReduce,
+    Barrier,
+    Block,
+    Buffer,
+    BufferStore,
+    For,
+    Func,
+    IfThenElse,
+    Seq,
+    Stmt,
+    TileProduct,
+)
 from tilegraph.loop.visit import stmt_children
 from tilegraph.te.arith import Bounds
 from tilegraph.te.expr import BufferLoad, Expr, Var
@@ -32,7 +45,7 @@ from tilegraph.te.visit import rewrite, substitute
 
 def stmt_with_children(s: Stmt, new: tuple[Stmt, ...]) -> Stmt:
     """`s` with its children (in stmt_children's order) replaced by `new`."""
-    if isinstance(s, (BufferStore, Barrier, AllReduce)):
+    if isinstance(s, (BufferStore, Barrier, AllReduce, TileProduct)):
         return s
     if isinstance(s, Seq):
         return Seq(tuple(new))
@@ -109,6 +122,8 @@ def _with_exprs(x: Stmt, fn: Callable[[Expr], Expr]) -> Stmt | None:
         return replace(x, cond=fn(x.cond))
     if isinstance(x, Block):
         return replace(x, bindings=tuple(fn(b) for b in x.bindings), predicate=fn(x.predicate))
+    if isinstance(x, TileProduct):
+        return replace(x, acc_at=fn(x.acc_at), a_at=fn(x.a_at), b_at=fn(x.b_at))
     return None
 
 
@@ -150,7 +165,8 @@ def map_loads(s: Stmt, fn: Callable[[BufferLoad], Expr | None]) -> Stmt:
 def replace_buffer(s: Stmt, old_name: str, new: Buffer,
                    index_map: Callable[[tuple[Expr, ...]], tuple[Expr, ...]] | None = None,
                    loads: bool = True, stores: bool = True) -> Stmt:
-    """Point loads and/or stores of buffer `old_name` at `new`, mapping their indices."""
+    """Point loads and/or stores of buffer `old_name` at `new`, mapping their indices (a tile
+    product's origins too: there the map must shift, as its tiles' rows keep their strides)."""
     remap = index_map or (lambda idx: idx)
 
     def on_expr(e: Expr) -> Expr | None:
@@ -159,6 +175,15 @@ def replace_buffer(s: Stmt, old_name: str, new: Buffer,
         return None
 
     def on_stmt(x: Stmt) -> Stmt | None:
+        if isinstance(x, TileProduct):  # its origins move as an index does (the map must be a shift)
+            x = replace(x, acc_at=rewrite(x.acc_at, on_expr), a_at=rewrite(x.a_at, on_expr), b_at=rewrite(x.b_at, on_expr))
+            if stores and x.acc.name == old_name:
+                x = replace(x, acc=new, acc_at=remap((x.acc_at,))[0])
+            if loads and x.a.name == old_name:
+                x = replace(x, a=new, a_at=remap((x.a_at,))[0])
+            if loads and x.b.name == old_name:
+                x = replace(x, b=new, b_at=remap((x.b_at,))[0])
+            return x
         if isinstance(x, BufferStore):
             idx = tuple(rewrite(i, on_expr) for i in x.indices)
             value = rewrite(x.value, on_expr)

@@ -49,7 +49,20 @@ import numpy as np
 from tilegraph.dtype import DType, bfloat16_bits, bfloat16_values, poisoned, round_bfloat16, round_to, wrap_int
 from tilegraph.errors import LoweringError
 from tilegraph.loop.interpret_gpu import butterfly, run_threads
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import (
+    Allocate,
+    AllReduce,
+    Barrier,
+    Block,
+    Buffer,
+    BufferStore,
+    For,
+    Func,
+    IfThenElse,
+    Seq,
+    Stmt,
+    TileProduct,
+)
 from tilegraph.loop.lanes import LoopPlan, determines, plan_loops
 from tilegraph.loop.verify import THREAD_KINDS, verify
 from tilegraph.loop.visit import walk_stmts
@@ -176,6 +189,13 @@ def _visible(arr: np.ndarray, b: Buffer) -> np.ndarray:
 
 
 # ============================================================================ execution
+
+
+def _check_tile_index(buf: Buffer, index: np.ndarray, extent: int) -> None:
+    bad = (index < 0) | (index >= extent)
+    if bad.any():
+        raise IndexError(f"tile_product on {buf.name}: index {int(index[bad].flat[0])} is out of bounds for "
+                         f"dimension 0 of extent {extent}")
 
 
 @dataclass
@@ -306,6 +326,8 @@ class Machine:
             return
         elif isinstance(s, AllReduce):
             self._all_reduce_lanes(s, mask)
+        elif isinstance(s, TileProduct):
+            self._tile_product(s, env, mask)
         else:
             raise TypeError(f"interpret: unknown statement node {type(s).__name__}")
 
@@ -355,6 +377,42 @@ class Machine:
             raise LoweringError(f"interpret: allreduce({s.buffer.name}) needs a per-thread buffer inside a threadIdx.x loop")
         k = st.private_axes.index(axes[-1])
         st.array[...] = butterfly(st.array, k, s.combiner, s.width)
+
+    def _tile_product(self, s: TileProduct, env: dict[str, object], mask: np.ndarray | None) -> None:
+        """TileProduct's meaning (loop/ir.py): the exact sum of every product added to each
+        accumulator once. Never under lane loops (tilegraph.loop.lanes keeps the loops around it
+        serial), so its tile origins are scalars."""
+        origins = [self.eval(e, env, mask) for e in (s.acc_at, s.a_at, s.b_at)]
+        if any(_is_lanes(o) for o in origins) or _is_lanes(mask):
+            raise LoweringError("interpret: a tile_product under lane loops (internal error: lanes.py keeps them serial)")
+        acc_at, a_at, b_at = (int(o) for o in origins)  # type: ignore[call-overload]
+        step_a, step_b = np.zeros(1, np.int64), np.zeros(1, np.int64)
+        for extent, sa, sb in s.steps:  # every point of the step nest, outermost first
+            step_a = (step_a[:, None] + np.arange(extent) * sa).reshape(-1)
+            step_b = (step_b[:, None] + np.arange(extent) * sb).reshape(-1)
+        a_rows = np.concatenate([offset + np.arange(rows) * s.a_ld for rows, offset in s.a_tiles])
+        k, n, m = np.arange(s.depth), np.arange(s.cols), np.arange(s.rows)
+        a_index = a_at + step_a[:, None, None] + a_rows[None, :, None] + k[None, None, :]
+        b_index = b_at + step_b[:, None, None] + ((k // s.group) * s.b_ld + k % s.group)[None, :, None] \
+            + (n * s.group)[None, None, :]
+        acc_index = acc_at + m[:, None] * s.acc_ld + n[None, :]
+        floats = s.acc.dtype.is_float
+        a, b = (self._tile_operand(buf, index, floats) for buf, index in ((s.a, a_index), (s.b, b_index)))
+        total = np.einsum("smk,skn->mn", a, b)
+        acc = self._store_of(s.acc).array
+        _check_tile_index(s.acc, acc_index, acc.shape[-1])
+        if floats:
+            acc[acc_index] = (acc[acc_index].astype(np.float64) + total).astype(acc.dtype)
+        else:
+            acc[acc_index] = ((acc[acc_index].astype(np.int64) + total + 2**31) % 2**32 - 2**31).astype(acc.dtype)
+
+    def _tile_operand(self, buf: Buffer, index: np.ndarray, floats: bool) -> np.ndarray:
+        array = self._store_of(buf).array
+        _check_tile_index(buf, index, array.shape[-1])
+        values = array[index]
+        if buf.dtype.name == "bfloat16":
+            values = bfloat16_values(values)
+        return values.astype(np.float64 if floats else np.int64)
 
     def _block(self, s: Block, env: dict[str, object], mask: np.ndarray | None) -> None:
         inner = dict(env)

@@ -16,6 +16,8 @@ Extents are static integers and every loop starts at 0.
     Barrier(scope)                          GPU: all threads of a block wait here
     AllReduce(buffer, combiner, width)      GPU: each element of a local buffer becomes its combination
                                             over `width` neighbouring threadIdx.x lanes (warp shuffles)
+    TileProduct(acc, a, b, ...)             lowered CPU IR: a register tile's product on the matrix unit
+                                            (AMX tiles), summed over a nest of reduction steps
 
 Variables are compared by name, so loop variables are unique in a Func; block variables are
 local to their block (conventionally named v_<axis>).
@@ -128,6 +130,48 @@ class AllReduce(Stmt):
     buffer: Buffer
     combiner: str
     width: int
+
+
+@hash_once
+@dataclass(frozen=True)
+class TileProduct(Stmt):
+    """A register tile's matrix product summed over a nest of reduction steps (a batch-reduce GEMM,
+    oneDNN's brgemm): what a CPU's matrix unit computes from tiles (AMX: tdpbf16ps on bfloat16,
+    tdpbusd on uint8 x int8). Only lowering makes it (lower/passes/use_matrix_tiles.py), on flat
+    buffers. Its meaning, with g = `group`, for every point (s_0, .., s_q) of the `steps` nest
+    ((extent, a_step, b_step) each, outermost first), every row tile t = (rows_t, a_offset_t)
+    whose rows follow those of the tiles before it (m = first_t + r, r < rows_t), every column
+    n < `cols` and every k < `depth`:
+
+        acc[acc_at + m*acc_ld + n] += widen(a[a_at + a_offset_t + r*a_ld + k + sum(s_i * a_step_i)])
+                                    * widen(b[b_at + (k // g)*b_ld + n*g + k % g + sum(s_i * b_step_i)])
+
+    b holds each column's g consecutive reduction elements together (the dot-product steps' K
+    groups: vnni pairs of bfloat16, quads of int8), so a tile row of b is the 64 bytes of 16
+    columns. The interpreter adds the exact sum of all products to each accumulator once: integer
+    sums wrap as int32 (tdpbusd neither saturates nor rounds: the same bits), float sums are
+    rounded to float32 once, where the hardware rounds as it accumulates (within float32 rounding
+    of the accumulation, as a vector FMA order already moves it; tests compare with tolerances).
+    """
+
+    acc: Buffer
+    acc_at: Expr
+    acc_ld: int
+    a: Buffer
+    a_at: Expr
+    a_ld: int
+    a_tiles: tuple[tuple[int, int], ...]  # (rows, offset in a) per row tile, top down
+    b: Buffer
+    b_at: Expr
+    b_ld: int
+    cols: int
+    depth: int
+    group: int
+    steps: tuple[tuple[int, int, int], ...] = ()
+
+    @property
+    def rows(self) -> int:
+        return sum(r for r, _ in self.a_tiles)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tilegraph.loop.ir import Allocate, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import Allocate, Block, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt, TileProduct
 from tilegraph.loop.verify import THREAD_KINDS
 from tilegraph.loop.visit import reduce_loop_of, stmt_children, walk_stmts
 from tilegraph.te.arith import affine, extents_to_bounds, value_bounds
@@ -76,13 +76,16 @@ def plan_loops(func: Func, lockstep: bool, observable: set[str]) -> dict[int, Lo
     for a in accesses:
         total[a.buffer.name] = total.get(a.buffer.name, 0) + 1
     plans: dict[int, LoopPlan] = {}
+    around_tiles: set[int] = set()
+    _loops_around_tile_products(func.body, [], around_tiles)
     for lp in (s for s in walk_stmts(func.body) if isinstance(s, For)):
         under = [a for a in accesses if any(x is lp for x in a.loops)]
         count: dict[str, int] = {}
         for a in under:
             count[a.buffer.name] = count.get(a.buffer.name, 0) + 1
         allocated = allocated_under.get(id(lp), {})
-        reduces = bool(reduce_loop_of(lp))
+        # a tile_product reads and writes whole tiles at origins the analysis does not follow
+        reduces = bool(reduce_loop_of(lp)) or id(lp) in around_tiles
         # a thread loop driving a reduction is a cross-thread reduction (annotate.bind): it means
         # the reduction over its lanes, which the serial loop computes
         forced = lockstep and lp.kind in THREAD_KINDS and not reduces
@@ -104,6 +107,16 @@ def plan_loops(func: Func, lockstep: bool, observable: set[str]) -> dict[int, Lo
         plans[id(lp)] = LoopPlan(lane, forced, tuple(sorted(private)), biggest * below,
                                  lp.kind in THREAD_KINDS and reduces)
     return plans
+
+
+def _loops_around_tile_products(s: Stmt, loops: list[int], out: set[int]) -> None:
+    if isinstance(s, TileProduct):
+        out.update(loops)
+        return
+    if isinstance(s, For):
+        loops = [*loops, id(s)]
+    for k in stmt_children(s):
+        _loops_around_tile_products(k, loops, out)
 
 
 def _writes_own_places(lp: For, accesses: list[_Access], extents: dict[str, int]) -> bool:
@@ -152,6 +165,10 @@ def _collect(s: Stmt, loops: tuple[For, ...], binds: dict[Var, Expr], out: list[
         for x in (s.then_body, s.else_body):
             if x is not None:
                 _collect(x, loops, binds, out, allocated_under, extents)
+    elif isinstance(s, TileProduct):  # whole tiles from these origins: read a, b and acc, write acc
+        for buf, at in ((s.a, s.a_at), (s.b, s.b_at), (s.acc, s.acc_at)):
+            out.append(_Access(buf, False, loops, (substitute(at, binds),)))
+        out.append(_Access(s.acc, True, loops, (substitute(s.acc_at, binds),)))
     elif isinstance(s, Allocate):
         for lp in loops:
             allocated_under.setdefault(id(lp), {})[s.buffer.name] = s.buffer

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt, TileProduct
 from tilegraph.te.expr import Const
 from tilegraph.te.printer import expr_str
 
@@ -60,5 +60,12 @@ def _emit(s: Stmt, depth: int, out: list[str]) -> None:
         out.append(f"{pad}barrier({s.scope})")
     elif isinstance(s, AllReduce):
         out.append(f"{pad}allreduce({s.buffer.name}, {s.combiner}, width={s.width})")
+    elif isinstance(s, TileProduct):
+        steps = " x ".join(f"{e}(a+{sa}, b+{sb})" for e, sa, sb in s.steps) or "1"
+        tiles = ", ".join(f"{r}@{o}" for r, o in s.a_tiles)
+        out.append(f"{pad}tile_product({s.acc.name}[{expr_str(s.acc_at)}, ld {s.acc_ld}] += "
+                   f"{s.a.name}[{expr_str(s.a_at)}, ld {s.a_ld}, rows {tiles}] . "
+                   f"{s.b.name}[{expr_str(s.b_at)}, ld {s.b_ld}, groups of {s.group}], "
+                   f"{s.rows} x {s.cols} x {s.depth}, steps {steps})")
     else:
         raise TypeError(f"cannot print {type(s).__name__}")

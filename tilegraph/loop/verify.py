@@ -29,6 +29,7 @@ from tilegraph.loop.ir import (
     IfThenElse,
     Seq,
     Stmt,
+    TileProduct,
 )
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.te.expr import BufferLoad, Expr, Reduce, TensorRead, Var
@@ -116,8 +117,22 @@ def _check_stmt(func: Func, s: Stmt, scope: _Scope, loop_vars: set[str]) -> None
             _fail(func, "a barrier is outside every GPU thread loop (threadIdx.* / vthread)")
     elif isinstance(s, AllReduce):
         _check_all_reduce(func, s, scope)
+    elif isinstance(s, TileProduct):
+        _check_tile_product(func, s, scope)
     else:
         _fail(func, f"unknown statement node {type(s).__name__}")
+
+
+def _check_tile_product(func: Func, s: TileProduct, scope: _Scope) -> None:
+    what = f"tile_product({s.acc.name} += {s.a.name} . {s.b.name})"
+    for b in (s.acc, s.a, s.b):
+        _check_access(func, b, 1, scope, what)
+    for e in (s.acc_at, s.a_at, s.b_at):
+        _check_expr(func, e, scope, what)
+    if not s.a_tiles or any(r < 1 for r, _ in s.a_tiles) or s.cols < 1 or s.group < 1 or s.depth < 1 \
+            or s.depth % s.group or any(e < 1 for e, _, _ in s.steps):
+        _fail(func, f"{what}: its tiles ({s.a_tiles}, {s.cols} columns, depth {s.depth} in groups of {s.group}, "
+                    f"steps {s.steps}) are not positive, or the depth not whole groups")
 
 
 def _check_all_reduce(func: Func, s: AllReduce, scope: _Scope) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt, TileProduct
 from tilegraph.te.expr import BufferLoad, Expr
 from tilegraph.te.visit import preorder, uses_var
 from tilegraph.te.visit import walk as walk_expr
 
 
 def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
-    if isinstance(s, (BufferStore, Barrier, AllReduce)):
+    if isinstance(s, (BufferStore, Barrier, AllReduce, TileProduct)):
         return ()
     if isinstance(s, Seq):
         return s.stmts
@@ -35,12 +35,17 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (s.cond,)
     if isinstance(s, Block):
         return (*s.bindings, s.predicate)
+    if isinstance(s, TileProduct):  # where its tiles start; their loads are not expressions
+        return (s.acc_at, s.a_at, s.b_at)
     return ()
 
 
 def loads_under(s: Stmt) -> Iterator[BufferLoad]:
-    """Every buffer load in the expressions of `s` and the statements below it."""
+    """Every buffer load in the expressions of `s` and the statements below it (a tile product's
+    reads of its three buffers as loads at their tiles' origins)."""
     for x in walk_stmts(s):
+        if isinstance(x, TileProduct):
+            yield from (BufferLoad(x.acc, (x.acc_at,)), BufferLoad(x.a, (x.a_at,)), BufferLoad(x.b, (x.b_at,)))
         for e in stmt_exprs(x):
             for node in walk_expr(e):
                 if isinstance(node, BufferLoad):

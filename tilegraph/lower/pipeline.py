@@ -34,6 +34,7 @@ from tilegraph.lower.passes import (
     promote_registers,
     simplify,
     stack_small_buffers,
+    use_matrix_tiles,
 )
 
 DUMP_ENV = "TILEGRAPH_DUMP_IR"
@@ -47,6 +48,7 @@ PASSES: list[tuple[str, Pass]] = [
     ("lower_blocks", lower_blocks.run),
     ("simplify", simplify.run),
     ("flatten_buffers", flatten_buffers.run),
+    ("use_matrix_tiles", use_matrix_tiles.run),
     ("lower_vectorize", lower_vectorize.run),
     ("expand_unroll", expand_unroll.run),
     ("hoist_invariant_guards", hoist_invariant_guards.run),

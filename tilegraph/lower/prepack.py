@@ -41,15 +41,16 @@ are exact: the compute kernel reads the values the packing nest would have writt
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from tilegraph.loop.edit import replace_buffer, replace_node
+from tilegraph.loop.edit import map_stmt_exprs, replace_buffer, replace_node
 from tilegraph.loop.ir import Allocate, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.verify import verify
 from tilegraph.loop.visit import loads_under, stmt_exprs, walk_stmts
-from tilegraph.te.expr import Const, Expr, Ramp
+from tilegraph.te.expr import BinOp, Const, Expr, Ramp, Var
 from tilegraph.te.simplify import simplify
-from tilegraph.te.visit import free_vars
+from tilegraph.te.visit import children, free_vars
 
 MAX_GROWTH = 2.0  # the packed copy may be at most this many times the operand
 
@@ -115,32 +116,50 @@ def _split(func: Func, source: Buffer, alloc: Allocate, enclosing: list[For]) ->
     fill, rest = alloc.body.stmts[0], alloc.body.stmts[1:]  # type: ignore[attr-defined]
     own = {s.var.name for s in walk_stmts(fill) if isinstance(s, For)}
     used = {v.name for s in walk_stmts(fill) for e in stmt_exprs(s) for v in free_vars(e)} - own
-    indexing = [loop for loop in enclosing if loop.var.name in used]
-    if used - {loop.var.name for loop in indexing}:
+    enclosing_names = {loop.var.name for loop in enclosing}
+    if used - enclosing_names:
         return None  # the packing reads a variable bound elsewhere: not a pure function of the operand
+    # (index in the kernel, loop of the packing nest) per slab dimension, outermost first: a loop the
+    # packing uses, or the remainder `v % c` of one it uses only so (a parallel loop fusing the
+    # weights' column blocks with row blocks, which the packing does not read: c slabs, not extent)
+    indexing: list[tuple[Expr, For]] = []
+    for loop in enclosing:
+        if loop.var.name not in used:
+            continue
+        divisor = _remainder_only(fill, loop.var)
+        if divisor is None:
+            indexing.append((loop.var, loop))
+        else:
+            r = Var(f"{loop.var.name}_slab", loop.var.dtype)
+            fill = _with_remainder(fill, loop.var, divisor, r)
+            indexing.append((loop.var % Const(divisor, loop.var.dtype), For(r, divisor, "serial", fill)))
     slab = alloc.buffer.size
-    copies = math.prod(loop.extent for loop in indexing)
+    copies = math.prod(loop.extent for _, loop in indexing)
     if copies * slab > MAX_GROWTH * source.size:
         return None
     packed = Buffer(f"{source.name}_packed", (copies * slab,), source.dtype)
-    offset: Expr = Const(0)
+    pack_offset: Expr = Const(0)
+    compute_offset: Expr = Const(0)
     stride = slab
-    for loop in reversed(indexing):
-        offset = offset + loop.var * stride
+    for index, loop in reversed(indexing):
+        pack_offset = pack_offset + loop.var * stride
+        compute_offset = compute_offset + index * stride
         stride *= loop.extent
 
-    def into_packed(indices: tuple[Expr, ...]) -> tuple[Expr, ...]:
-        (index,) = indices
-        if isinstance(index, Ramp):
-            return (Ramp(simplify(index.base + offset), index.stride, index.lanes),)
-        return (simplify(index + offset),)
+    def shifted(offset: Expr) -> Callable[[tuple[Expr, ...]], tuple[Expr, ...]]:
+        def into_packed(indices: tuple[Expr, ...]) -> tuple[Expr, ...]:
+            (index,) = indices
+            if isinstance(index, Ramp):
+                return (Ramp(simplify(index.base + offset), index.stride, index.lanes),)
+            return (simplify(index + offset),)
+        return into_packed
 
-    pack_body: Stmt = replace_buffer(fill, alloc.buffer.name, packed, into_packed, loads=False)
-    for loop in reversed(indexing):
+    pack_body: Stmt = replace_buffer(fill, alloc.buffer.name, packed, shifted(pack_offset), loads=False)
+    for _, loop in reversed(indexing):
         pack_body = For(loop.var, loop.extent, "serial", pack_body)
     pack = Func(f"{func.name}_pack", (source, packed), pack_body)
     kept = Seq(tuple(rest)) if len(rest) > 1 else rest[0]
-    kept = replace_buffer(kept, alloc.buffer.name, packed, into_packed, stores=False)
+    kept = replace_buffer(kept, alloc.buffer.name, packed, shifted(compute_offset), stores=False)
     params = tuple(packed if b.name == source.name else b for b in func.params)
     compute = replace_node(func, alloc, kept)
     if any(load.buffer.name == source.name for load in loads_under(compute.body)):
@@ -149,6 +168,38 @@ def _split(func: Func, source: Buffer, alloc: Allocate, enclosing: list[For]) ->
     verify(pack)
     verify(compute)
     return PackSplit(pack, compute, packed)
+
+
+def _remainder_only(s: Stmt, v: Var) -> int | None:
+    """c when every use of `v` in the expressions of `s` is `v % c` (one c), else None."""
+    divisors: set[int] = set()
+    bare = False
+
+    def visit(e: Expr, inside: bool) -> None:
+        nonlocal bare
+        if isinstance(e, BinOp) and e.op == "floormod" and e.a == v and isinstance(e.b, Const):
+            divisors.add(int(e.b.value))
+            return
+        if e == v:
+            bare = True
+            return
+        for k in children(e):
+            visit(k, inside)
+
+    for x in walk_stmts(s):
+        for e in stmt_exprs(x):
+            visit(e, False)
+    return divisors.pop() if len(divisors) == 1 and not bare else None
+
+
+def _with_remainder(s: Stmt, v: Var, divisor: int, r: Var) -> Stmt:
+    """`s` with `v % divisor` replaced by `r`."""
+    def fn(e: Expr) -> Expr | None:
+        if isinstance(e, BinOp) and e.op == "floormod" and e.a == v and e.b == Const(divisor, e.b.dtype):
+            return r
+        return None
+
+    return map_stmt_exprs(s, fn)
 
 
 __all__ = ["MAX_GROWTH", "PackSplit", "split_constant_packing"]

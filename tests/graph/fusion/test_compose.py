@@ -157,3 +157,38 @@ def test_the_fastest_record_that_fuses_serves_a_gpu_group(opencl_device):
         assert was_tuned is tuned and len(kernel.entries) == 1  # one fused device kernel
         args = [inputs["x"] if name == "x" else graph.constants[name] for name in spec.arguments]
         np.testing.assert_allclose(kernel(*args), expected, rtol=2e-5, atol=2e-5)
+
+
+def test_a_matrix_units_operand_with_a_prologue_is_copied_per_task():
+    """A bfloat16 product whose A is a transpose and a cast (attention's Q): where the anchor's schedule puts its
+    register tile on the matrix unit (AMX), the fused kernel copies A per task with the prologue
+    computed into the copy, and lowering still makes one tile product (inlined into the tile's
+    loads, it would leave no nest a tile product reads). Lowering only: any machine runs it."""
+    import dataclasses
+
+    from tilegraph.graph.construct import construct_one
+    from tilegraph.loop.ir import TileProduct
+    from tilegraph.loop.visit import walk_stmts
+    from tilegraph.lower.pipeline import lower
+    from tilegraph.schedule.schedule import Schedule
+    from tilegraph.target import COMMON_CFLAGS, CROSS_ISA_CFLAGS
+
+    amx = dataclasses.replace(tg.Target.from_string("cpu -isa=avx512 -arch=x86_64"), cflags=(
+        COMMON_CFLAGS[0], *CROSS_ISA_CFLAGS[("x86_64", "avx512")], *COMMON_CFLAGS[1:], "-mavx512bf16",
+        "-mavx512vnni", "-mamx-tile", "-mamx-bf16", "-mamx-int8"))
+    b = GraphBuilder()
+    q = b.input("q", TensorType((128, 4, 64), "float32"))
+    qt = b.add("cast", [b.add("transpose", [q], {"perm": (1, 0, 2)})], {"to": "bfloat16"})
+    w = b.add("cast", [_const(b, 64, 128)], {"to": "bfloat16"})
+    y = b.add("matmul", [qt, w], {"accumulate": "float32"}, name="mm")
+    graph = b.build([y])
+    (group,) = [g for g in partition(graph) if g.anchor == "mm"]
+    spec = fused_spec(graph, group)
+    trace = construct_one(spec.anchor.workload, amx)
+    assert '"matrix"' not in trace  # (a trace holds primitives only)
+    sch = Schedule.replay(spec.anchor.workload, trace)
+    fused = spec._fuse(sch.copy(), amx)
+    tiles = [s for s in walk_stmts(lower(fused, amx).body) if isinstance(s, TileProduct)]
+    assert len(tiles) == 1
+    unfused_copy = spec._fuse(sch.copy())  # without a target: the prologue stays in the tile's loads
+    assert not [s for s in walk_stmts(lower(unfused_copy, amx).body) if isinstance(s, TileProduct)]

@@ -36,7 +36,7 @@ from tilegraph.schedule.fusion.write_once import write_once
 from tilegraph.schedule.schedule import Schedule
 from tilegraph.target import Target
 from tilegraph.te.clone import with_unique_names
-from tilegraph.te.expr import Expr, Var, const
+from tilegraph.te.expr import BufferLoad, Expr, Var, const
 from tilegraph.te.simplify import simplify
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.visit import substitute
@@ -99,24 +99,26 @@ class FusedSpec:
         first_error: TilegraphError | None = None
         for sch in recorded:
             try:
-                return backend.build(Schedule(self.workload, func=self._fuse(sch.copy())), target), True
+                return backend.build(Schedule(self.workload, func=self._fuse(sch.copy(), target)), target), True
             except TilegraphError as e:
                 first_error = first_error or e
         try:
             sch = backend.default_schedule(self.anchor.workload, target)
-            return backend.build(Schedule(self.workload, func=self._fuse(sch)), target), False
+            return backend.build(Schedule(self.workload, func=self._fuse(sch, target)), target), False
         except TilegraphError as e:
             raise first_error or e from None
 
-    def _fuse(self, sch: Schedule) -> Func:
+    def _fuse(self, sch: Schedule, target: Target | None = None) -> Func:
         assert self.anchor is not None
         anchor_node = self.anchor.node
         n_in = len(self.anchor.workload.inputs)
         out_param = sch.func.params[n_in].name
         if self.group.output != anchor_node.outputs[0]:
             write_once(sch, out_param)
-        func = sch.func
         buffers = {id(t): Buffer(t.name, t.shape, t.dtype) for t in self.placeholders.values()}
+        if target is not None:
+            self._materialize_tile_operands(sch, target, buffers)
+        func = sch.func
         for param, tensor_name in zip(func.params[:n_in], self.anchor.arguments):
             source = self.env[tensor_name]
 
@@ -140,6 +142,52 @@ class FusedSpec:
             func = fuse_epilogue(func, out_param, out_buffer, self.output_index, epilogue)
         inputs = [buffers[id(self.placeholders[name])] for name in self.arguments]
         return with_params(func, inputs, [out_buffer])
+
+
+    def _materialize_tile_operands(self, sch: Schedule, target: Target, buffers: dict[int, Buffer]) -> None:
+        """Where the anchor's schedule computes its register tile on the matrix unit (AMX tiles
+        load rows of memory), an operand the tile product reads in place whose prologue is more
+        than a load (attention's Q: a slice, transpose and cast of the projection) is first copied
+        per parallel task (cache_read at the task's loop), so the prologue is computed into the copy
+        and the tile product reads it; inlined into the anchor's loads, it would leave no nest
+        lowering can take (use_matrix_tiles), and the tile-sized register tile would run on vectors."""
+        from tilegraph.lower.passes.use_matrix_tiles import makes_tile_products
+        from tilegraph.schedule.primitives.common import get_block, get_loop
+        from tilegraph.schedule.primitives.nest import block_reads
+        from tilegraph.tune.gensor.state import anchor_tensor
+
+        assert self.anchor is not None
+        n_in = len(self.anchor.workload.inputs)
+        anchor = anchor_tensor(self.anchor.workload).name
+        worked = [(param.name, self.env[name]) for param, name in zip(sch.func.params[:n_in], self.anchor.arguments)
+                  if not _plain_read(self.env[name], param.shape, buffers)]
+        if not worked or anchor not in sch.block_names():
+            return
+        direct = [name for name, _ in worked if block_reads(get_block(sch.func, anchor), name)]
+        if not direct or not makes_tile_products(sch.func, target):
+            return
+        loops = sch.loops(anchor)
+        task = next((name for name in loops if get_loop(sch.func, name).kind == "parallel"), None)
+        for name in direct:
+            copy = sch.cache_read(anchor, name, "global")
+            if task is not None:
+                sch.compute_at(copy, task)
+            inner = sch.loops(copy)[-1]
+            if get_loop(sch.func, inner).extent % VECTOR_COPY == 0:
+                sch.vectorize(sch.split(inner, [None, VECTOR_COPY])[1])
+
+
+VECTOR_COPY = 16  # lanes of a materialized operand's copy
+
+
+def _plain_read(source: Tensor, shape: tuple[int, ...], buffers: dict[int, Buffer]) -> bool:
+    """Whether the anchor's operand is its tensor as it is (a load at the same index)."""
+    idx = tuple(Var(f"i{d}", const(0).dtype) for d in range(len(shape)))
+    try:
+        value = tensor_value(source, idx, buffers)
+    except (ValueError, TilegraphError):
+        return False
+    return isinstance(value, BufferLoad) and value.indices == idx
 
 
 def fused_spec(graph: Graph, group: Group) -> FusedSpec:

@@ -5,7 +5,7 @@ te/simplify.py, whose names are re-exported here for the passes."""
 
 from __future__ import annotations
 
-from tilegraph.loop.ir import For, Seq, Stmt
+from tilegraph.loop.ir import Allocate, Buffer, For, Func, Seq, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.te.arith import Bounds, canonical_index, linear_in, value_bounds
 from tilegraph.te.expr import Broadcast, BufferLoad, Const, Expr, Ramp, Var
@@ -43,9 +43,15 @@ def lanes_of(e: Expr) -> int:
     return max((lanes_of(k) for k in kids), default=1)
 
 
+def all_buffers(func: Func) -> list[Buffer]:
+    """Every buffer of a lowered Func: its params and allocs, and those its body allocates (a
+    packed or materialised copy of an operand: a kernel of float32 params may compute on bfloat16)."""
+    return [*func.buffers, *(s.buffer for s in walk_stmts(func.body) if isinstance(s, Allocate))]
+
+
 def all_loop_names(s: Stmt) -> set[str]:
     return {x.var.name for x in walk_stmts(s) if isinstance(x, For)}
 
 
-__all__ = ["NOP", "Bounds", "all_loop_names", "bounds", "canonical_index", "is_false", "is_nop", "is_true", "lanes_of",
-           "linear_in", "prove", "uses"]
+__all__ = ["NOP", "Bounds", "all_buffers", "all_loop_names", "bounds", "canonical_index", "is_false", "is_nop",
+           "is_true", "lanes_of", "linear_in", "prove", "uses"]

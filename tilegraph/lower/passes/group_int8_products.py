@@ -29,6 +29,7 @@ from __future__ import annotations
 from tilegraph import dtype as dt
 from tilegraph.loop.ir import Func
 from tilegraph.lower.passes import dot_groups
+from tilegraph.lower.passes.common import all_buffers
 
 DOT4 = "u8s8_dot4"
 LANES = (8, 16)  # int32 accumulators: a ymm register (AVX2's vpmaddwd pairs), a zmm register (vpdpbusd)
@@ -46,7 +47,7 @@ def run(func: Func, target: object) -> Func:
     from tilegraph.target import dot_group, int8_dot_lanes
 
     lanes = int8_dot_lanes(target)
-    if not lanes or not any(b.dtype == dt.int8 for b in func.buffers):
+    if not lanes or not any(b.dtype == dt.int8 for b in all_buffers(func)):
         return func
     grouped = dot_group(target, "int8")
     func = dot_groups.run(func, pattern(lanes, grouped))

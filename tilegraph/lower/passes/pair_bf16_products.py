@@ -32,6 +32,7 @@ from __future__ import annotations
 from tilegraph import dtype as dt
 from tilegraph.loop.ir import Func
 from tilegraph.lower.passes import dot_groups
+from tilegraph.lower.passes.common import all_buffers
 
 DOT2 = "bf16_dot2"
 LANES = 16  # vdpbf16ps on a zmm register: 16 float32 accumulators
@@ -42,7 +43,7 @@ PATTERN = dot_groups.DotPattern(DOT2, 2, LANES, dt.float32.with_lanes(LANES), (d
 def run(func: Func, target: object) -> Func:
     from tilegraph.target import has_bf16_dot
 
-    if not has_bf16_dot(target) or not any(b.dtype == dt.bfloat16 for b in func.buffers):
+    if not has_bf16_dot(target) or not any(b.dtype == dt.bfloat16 for b in all_buffers(func)):
         return func
     return dot_groups.run(func, PATTERN)
 

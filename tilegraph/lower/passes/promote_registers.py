@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.loop.edit import map_exprs, rewrite_loads, rewrite_stmt
-from tilegraph.loop.ir import Allocate, Buffer, BufferStore, Func, Stmt
+from tilegraph.loop.ir import Allocate, Buffer, BufferStore, Func, Stmt, TileProduct
 from tilegraph.loop.visit import stmt_exprs, walk_stmts
 from tilegraph.lower.passes.lower_vectorize import VECTOR_TYPES
 from tilegraph.te.expr import BufferLoad, Const, Expr, Ramp
@@ -48,8 +48,8 @@ def _register_lanes(s: Allocate) -> int:
     if b.scope != "local" or b.dtype not in VECTOR_TYPES or b.ndim != 1:
         return 0
     accesses = _accesses(s)
-    if not accesses:
-        return 0
+    if not accesses or any(isinstance(x, TileProduct) and b in (x.acc, x.a, x.b) for x in walk_stmts(s.body)):
+        return 0  # a matrix unit's tiles load and store it from memory (use_matrix_tiles)
     lanes = set()
     for idx in accesses:
         r = idx[0] if len(idx) == 1 else None

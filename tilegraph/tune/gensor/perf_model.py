@@ -192,6 +192,10 @@ class PerfModel:
                    if o.axes_used() & inner_fused and state.vec_axis not in o.axes_used() and o.name not in state.pack)
 
     def _evaluate(self, state: EtirState) -> Breakdown:
+        if state.matrix:
+            from tilegraph.tune.gensor.matrix_tiles import predict_matrix
+
+            return predict_matrix(self.space, self.hw, state)
         if self.space.kind == "reuse" and state.vec_axis >= 0:
             return self._evaluate_micro(state)
         sp, hw = self.space, self.hw

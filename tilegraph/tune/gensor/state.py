@@ -235,6 +235,9 @@ class EtirState:
     # consecutive reduction elements stored together, as the target's dot-product step reads them
     # (4: vpdpbusd's quads, 2: vdpbf16ps's and vpmaddwd's pairs; 0: rows as they are; to_trace.py)
     dot_group: int = 0
+    # the register tile computed on the CPU's matrix unit (AMX tiles: tune/gensor/matrix_tiles.py),
+    # its accumulators in tile registers, instead of vector registers
+    matrix: bool = False
 
     @property
     def interleave(self) -> int:
@@ -265,13 +268,14 @@ class EtirState:
     def to_dict(self) -> dict[str, Any]:
         return {"reg": list(self.reg), "l1": list(self.l1), "l2": list(self.l2), "rstep": list(self.rstep),
                 "vec_axis": self.vec_axis, "vec_width": self.vec_width, "unroll": self.unroll,
-                "parallel": self.parallel, "pack": list(self.pack), "dot_group": self.dot_group}
+                "parallel": self.parallel, "pack": list(self.pack), "dot_group": self.dot_group,
+                **({"matrix": True} if self.matrix else {})}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> EtirState:
         return EtirState(tuple(d["reg"]), tuple(d["l1"]), tuple(d["l2"]), tuple(d["rstep"]), int(d["vec_axis"]),
                          int(d["vec_width"]), int(d.get("unroll", 1)), int(d.get("parallel", 1)), tuple(d.get("pack", ())),
-                         int(d.get("dot_group", 0)))
+                         int(d.get("dot_group", 0)), bool(d.get("matrix", False)))
 
 
 SPATIAL_LEVELS = ("reg", "l1", "l2")
@@ -319,7 +323,8 @@ def canonical(space: IterSpace, s: EtirState) -> EtirState:
     wide = s.vec_axis >= 0 and reg_t[s.vec_axis] > 1
     pack = tuple(sorted(n for n in set(s.pack) if wide and n in packable_operands(space))) if s.pack else ()
     # the constructor, not dataclasses.replace: canonical runs for every move the walks weigh
-    return EtirState(reg_t, tuple(l1), tuple(l2), rstep, s.vec_axis, s.vec_width, unroll, parallel, pack, s.dot_group)
+    return EtirState(reg_t, tuple(l1), tuple(l2), rstep, s.vec_axis, s.vec_width, unroll, parallel, pack, s.dot_group,
+                     s.matrix)
 
 
 def packable_operands(space: IterSpace) -> tuple[str, ...]:

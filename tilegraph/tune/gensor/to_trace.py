@@ -220,7 +220,8 @@ def _micro_kernel(sch: Schedule, workload: Workload, space: IterSpace, state: Et
         elif get_loop(sch.func, sch.loops(copy)[0]).extent > 1:
             sch.parallel(sch.loops(copy)[0])
         _vectorize_tile_nest(sch, copy, state.vec_width, unroll_outer=False)
-    for op in aliasing_broadcast_operands(space, state):  # one copy per call, before the tasks
+    # one copy per call, before the tasks (a matrix unit loads its tile rows with a stride instead)
+    for op in () if state.matrix else aliasing_broadcast_operands(space, state):
         copy = sch.cache_read(space.anchor, op.name, "global", layout=tile_rows_layout(space, state, op))
         _parallel_leading(sch, sch.loops(copy))
 
@@ -237,6 +238,10 @@ def packed_layout(space: IterSpace, state: EtirState, op: Operand) -> dict | Non
     """
     order = pack_order(op, state.vec_axis)
     grouped = _grouped_dim(space, state, op)
+    if grouped is not None and state.matrix:
+        panels = matrix_panel_layout(space, state, op, grouped)
+        if panels is not None:
+            return panels
     if grouped is not None:
         return layout_in_groups(len(op.dims), grouped, state.dot_group, list(order) if order else None)
     panels = micro_panel_layout(space, state, op)
@@ -277,6 +282,37 @@ def micro_panel_layout(space: IterSpace, state: EtirState, op: Operand) -> dict 
     order = ([position[d] for d in others if spatial_only(d)] + [dim]
              + [position[d] for d in others if not spatial_only(d)] + [dim + 1])
     return {"split": [[dim, nr]], "order": order}
+
+
+def matrix_panel_layout(space: IterSpace, state: EtirState, op: Operand, grouped: int) -> dict | None:
+    """The layout of a matrix unit's operand (b of a TileProduct): micro-panels of the register
+    tile's `nr` columns (micro_panel_layout) whose reduction dimension `grouped` is stored in K
+    groups, each column's group innermost: B[K, N] -> [N // nr, K // g, nr, g]; a convolution's
+    w[kh, kw, ci, co] -> [co // nr, kh, kw, ci // g, nr, g]. A step's tile of 16 columns is then
+    16 rows of 64 bytes, 2 * nr bytes apart, and the register tile's whole panel contiguous.
+    None when the tile is as wide as the dimension or does not divide it."""
+    axis = state.vec_axis
+    found = [d for d, dim in enumerate(op.dims) if dim is not None and len(dim) == 1 and dim[0] == (axis, 1)]
+    if len(found) != 1 or axis < 0 or found[0] == grouped:
+        return None
+    (dim,) = found
+    nr = state.reg[axis]
+    if nr >= op.shape[dim] or op.shape[dim] % nr:
+        return None
+    position: dict[tuple[int, str], int] = {}
+    for d in range(len(op.dims)):
+        for part in (("outer", "inner") if d in (dim, grouped) else ("whole",)):
+            position[(d, part)] = len(position)
+
+    def spatial_only(d: int) -> bool:
+        terms = op.dims[d]
+        return terms is not None and all(t[0] < space.num_spatial for t in terms)
+
+    others = [d for d in range(len(op.dims)) if d not in (dim, grouped)]
+    order = ([position[(d, "whole")] for d in others if spatial_only(d)] + [position[(dim, "outer")]]
+             + [position[(d, "whole")] for d in others if not spatial_only(d)]
+             + [position[(grouped, "outer")], position[(dim, "inner")], position[(grouped, "inner")]])
+    return {"split": sorted([[dim, nr], [grouped, state.dot_group]]), "order": order}
 
 
 def _grouped_dim(space: IterSpace, state: EtirState, op: Operand) -> int | None:

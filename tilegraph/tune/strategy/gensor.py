@@ -17,13 +17,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tilegraph.errors import ScheduleError
+from tilegraph.lower.passes.use_matrix_tiles import makes_tile_products
 from tilegraph.runtime.backends import backend_for
 from tilegraph.target import Target, dot_group
 from tilegraph.te.workload import Workload
 from tilegraph.tune.gensor.markov import MarkovConfig, WalkResult, polish, random_walks
+from tilegraph.tune.gensor.matrix_tiles import matrix_kind, matrix_states
 from tilegraph.tune.gensor.policy import SearchSetup, roller_construct
 from tilegraph.tune.gensor.state import EtirState
-from tilegraph.tune.gensor.to_trace import state_to_trace_json
+from tilegraph.tune.gensor.to_trace import state_to_schedule
 from tilegraph.tune.hardware import HardwareModel, hardware_model
 from tilegraph.tune.result import RunResult
 from tilegraph.tune.strategy.base import Candidate, SearchStrategy, TuneContext
@@ -36,9 +38,11 @@ ATTEMPTS_PER_CANDIDATE = 8
 
 
 def candidates_from_states(setup: SearchSetup, states: Sequence[EtirState], k: int, strategy: str,
-                           visits: dict[EtirState, int] | None = None) -> list[Candidate]:
+                           visits: dict[EtirState, int] | None = None, target: Target | None = None) -> list[Candidate]:
     """The k best states (by model) that build into a schedule, as Candidates; duplicates dropped;
-    at most ATTEMPTS_PER_CANDIDATE * k states are converted."""
+    at most ATTEMPTS_PER_CANDIDATE * k states are converted. A matrix state (its register tile on
+    the matrix unit) counts only where lowering for `target` makes its nest one tile product:
+    anything else would run its tile-sized register tile on vectors, far slower than the model says."""
     visits = visits or {}
     ranked = sorted(set(states), key=lambda s: (setup.model.predict(s), -visits.get(s, 0), repr(s)))
     out: list[Candidate] = []
@@ -47,10 +51,14 @@ def candidates_from_states(setup: SearchSetup, states: Sequence[EtirState], k: i
         if len(out) >= k or attempt >= ATTEMPTS_PER_CANDIDATE * k:
             break
         try:
-            trace_json = state_to_trace_json(setup.workload, setup.space, s)
+            sch = state_to_schedule(setup.workload, setup.space, s)
         except ScheduleError as err:
             log.debug("%s: state %s does not build: %s", strategy, s, err)
             continue
+        if s.matrix and not makes_tile_products(sch.func, target):
+            log.debug("%s: matrix state %s does not lower to a tile product", strategy, s)
+            continue
+        trace_json = sch.trace.to_json()
         if trace_json in seen:
             continue
         seen.add(trace_json)
@@ -136,7 +144,28 @@ class GensorStrategy(ModelGuidedStrategy):
         states = [*self.walk.visits, *seeds]
         best = sorted(set(states), key=lambda st: (setup.model.predict(st), repr(st)))[: self.top_k]
         states += polish(setup.graph, best)  # one greedy descent from the walk's best states
-        return candidates_from_states(setup, states, self.top_k, self.name, dict(self.walk.visits))
+        kind = matrix_kind(setup.space, ctx.target)
+        if kind is not None:  # the matrix unit's register tiles (AMX), ranked by the same model
+            states += lowering_matrix_states(setup, matrix_states(setup.space, setup.hw, kind), ctx.target)
+        return candidates_from_states(setup, states, self.top_k, self.name, dict(self.walk.visits), ctx.target)
+
+
+MATRIX_CHECKS = 3  # matrix states lowered to see that they make tile products, best ranked first
+
+
+def lowering_matrix_states(setup: SearchSetup, states: Sequence[EtirState], target: Target) -> list[EtirState]:
+    """`states` when the best of them lowers for `target` to a tile product (states of one space
+    share their nest's form), else those of the next ones checked that do (at most MATRIX_CHECKS
+    lowered), else none: a matrix state that does not would run its tile-sized register tile on
+    vectors, and must not crowd out the vector states it ranks above."""
+    for n, s in enumerate(states[:MATRIX_CHECKS]):
+        try:
+            sch = state_to_schedule(setup.workload, setup.space, s)
+        except ScheduleError:
+            continue
+        if makes_tile_products(sch.func, target):
+            return list(states[n:])
+    return []
 
 
 def workload_dot_group(workload: Workload, target: Target) -> int:

@@ -50,8 +50,9 @@ class MarkovMutator:
         self._tried.add(state)
 
     def parents(self) -> list[EtirState]:
-        """The fastest measured states, fastest first."""
-        ok = sorted((t, repr(s), s) for s, t in self._latency.items() if t != float("inf"))
+        """The fastest measured states, fastest first; not matrix states (their register tiles are
+        the matrix unit's, which the construction graph's moves do not model: tune/gensor/matrix_tiles.py)."""
+        ok = sorted((t, repr(s), s) for s, t in self._latency.items() if t != float("inf") and not s.matrix)
         return [s for _, _, s in ok[:PARENTS]]
 
     def child(self, parent: EtirState) -> EtirState:
