@@ -38,7 +38,7 @@ from tilegraph.codegen.writer import CodeWriter
 from tilegraph.dtype import DType
 from tilegraph.errors import LoweringError
 from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt, TileProduct
-from tilegraph.loop.visit import walk_stmts
+from tilegraph.loop.visit import stmt_children, walk_stmts
 from tilegraph.lower.passes.common import lanes_of
 from tilegraph.lower.passes.dot_groups import grouped_layout
 from tilegraph.lower.passes.pin_operand_vectors import OPERAND_SCOPE
@@ -232,6 +232,10 @@ class _Printer:
         self.int8_loads: set[tuple[str, int]] = set()  # (uint8 | int8, lanes) widening loads used (codegen/int8.py)
         self.int8_dot: set[tuple[int, str]] = set()  # (lanes, B's layout) of the u8s8 dot steps called
         self.tile_products = 0  # TileProducts printed (codegen/amx.py): their prelude, and unique names
+        # their tile configurations (codegen/amx.py), and the one every product uses, loaded per task
+        self.tile_configs = list(dict.fromkeys(amx.config_text(s) for s in walk_stmts(func.body)
+                                               if isinstance(s, TileProduct)))
+        self.shared_tile_config = len(self.tile_configs) == 1
         self.pins = False  # whether an operand register is pinned (TGH_PIN, lower/passes/pin_operand_vectors.py)
         # int32 index arithmetic unless a buffer or loop is too large for it: then every int32
         # variable is declared int64_t and C's promotions carry the 64 bits through each index.
@@ -462,9 +466,10 @@ class _Printer:
     def tile_product(self, s: TileProduct) -> None:
         """A matrix unit's product (AMX tiles: codegen/amx.py), as one C block."""
         buffers = (s.acc, s.a, s.b)
+        config = None if self.shared_tile_config else self.tile_configs.index(amx.config_text(s))
         lines = amx.tile_product_lines(
             s, {b.name: self.buf(b) for b in buffers}, {b.name: storage_ctype(b.dtype) for b in buffers},
-            (self.expr(s.acc_at), self.expr(s.a_at), self.expr(s.b_at)), self.index_type, self.tile_products)
+            (self.expr(s.acc_at), self.expr(s.a_at), self.expr(s.b_at)), self.index_type, self.tile_products, config)
         self.tile_products += 1
         for line in lines:
             self.w.line(line)
@@ -480,6 +485,8 @@ class _Printer:
         v = self.var(s.var)
         self.parallel_depth += parallel
         with self.w.block(f"for ({self.int_type(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
+            if parallel and self.shared_tile_config and any(isinstance(x, TileProduct) for x in walk_stmts(s.body)):
+                self.w.line(amx.use_tiles(0))  # each task's thread: the products below skip the check
             self.stmt(s.body)
         self.parallel_depth -= parallel
 
@@ -537,6 +544,8 @@ class _Printer:
         top = [b for b in f.allocs if b.name not in allocated_inside]
         with self.w.block(f"void {entry}({', '.join(params)})"):
             self.w.line("if (num_threads < 1) num_threads = 1;")
+            if self.shared_tile_config and _tile_product_outside_parallel(f.body):
+                self.w.line(amx.use_tiles(0))  # the calling thread runs the products outside the tasks
             for b in top:
                 self.declare(b)
             self.stmt(f.body)
@@ -546,6 +555,14 @@ class _Printer:
 
 
 CFamilyPrinter = _Printer  # the base the GPU printers (codegen/gpu_dialect.py) extend
+
+
+def _tile_product_outside_parallel(s: Stmt) -> bool:
+    if isinstance(s, TileProduct):
+        return True
+    if isinstance(s, For) and s.kind == "parallel":
+        return False
+    return any(_tile_product_outside_parallel(k) for k in stmt_children(s))
 
 
 def _const_slot(idx: Expr, b: Buffer) -> int:
@@ -576,7 +593,7 @@ def codegen_c(func: Func) -> CSource:
     if printer.pins:
         helpers += PIN_MACRO
     if printer.tile_products:
-        helpers += amx.PRELUDE + "\n"
+        helpers += amx.PRELUDE + "\n" + amx.config_definitions(printer.tile_configs)
     return CSource(_prelude() + helpers + "\n" + printer.w.text() + signature, entry)
 
 

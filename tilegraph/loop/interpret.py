@@ -401,10 +401,11 @@ class Machine:
         total = np.einsum("smk,skn->mn", a, b)
         acc = self._store_of(s.acc).array
         _check_tile_index(s.acc, acc_index, acc.shape[-1])
+        start = 0 if s.zero else acc[acc_index].astype(np.float64 if floats else np.int64)
         if floats:
-            acc[acc_index] = (acc[acc_index].astype(np.float64) + total).astype(acc.dtype)
+            acc[acc_index] = (start + total).astype(acc.dtype)
         else:
-            acc[acc_index] = ((acc[acc_index].astype(np.int64) + total + 2**31) % 2**32 - 2**31).astype(acc.dtype)
+            acc[acc_index] = ((start + total + 2**31) % 2**32 - 2**31).astype(acc.dtype)
 
     def _tile_operand(self, buf: Buffer, index: np.ndarray, floats: bool) -> np.ndarray:
         array = self._store_of(buf).array

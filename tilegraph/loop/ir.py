@@ -146,6 +146,9 @@ class TileProduct(Stmt):
         acc[acc_at + m*acc_ld + n] += widen(a[a_at + a_offset_t + r*a_ld + k + sum(s_i * a_step_i)])
                                     * widen(b[b_at + (k // g)*b_ld + n*g + k % g + sum(s_i * b_step_i)])
 
+    With `zero`, each accumulator is the sum alone (what acc held before is not read: a tile
+    product right after its accumulators' initialisation takes it over, AMX's tilezero).
+
     b holds each column's g consecutive reduction elements together (the dot-product steps' K
     groups: vnni pairs of bfloat16, quads of int8), so a tile row of b is the 64 bytes of 16
     columns. The interpreter adds the exact sum of all products to each accumulator once: integer
@@ -168,6 +171,7 @@ class TileProduct(Stmt):
     depth: int
     group: int
     steps: tuple[tuple[int, int, int], ...] = ()
+    zero: bool = False  # the accumulators start at zero (acc = the sum), not at what acc holds
 
     @property
     def rows(self) -> int:

@@ -63,7 +63,7 @@ def _emit(s: Stmt, depth: int, out: list[str]) -> None:
     elif isinstance(s, TileProduct):
         steps = " x ".join(f"{e}(a+{sa}, b+{sb})" for e, sa, sb in s.steps) or "1"
         tiles = ", ".join(f"{r}@{o}" for r, o in s.a_tiles)
-        out.append(f"{pad}tile_product({s.acc.name}[{expr_str(s.acc_at)}, ld {s.acc_ld}] += "
+        out.append(f"{pad}tile_product({s.acc.name}[{expr_str(s.acc_at)}, ld {s.acc_ld}] {'=' if s.zero else '+='} "
                    f"{s.a.name}[{expr_str(s.a_at)}, ld {s.a_ld}, rows {tiles}] . "
                    f"{s.b.name}[{expr_str(s.b_at)}, ld {s.b_ld}, groups of {s.group}], "
                    f"{s.rows} x {s.cols} x {s.depth}, steps {steps})")

@@ -17,7 +17,7 @@ from tilegraph.codegen.c import codegen_c
 from tilegraph.loop.interpret import interpret
 from tilegraph.loop.ir import TileProduct
 from tilegraph.loop.visit import walk_stmts
-from tilegraph.lower.passes.use_matrix_tiles import makes_tile_products
+from tilegraph.lower.passes.use_matrix_tiles import a_registers, makes_tile_products
 from tilegraph.lower.pipeline import lower
 from tilegraph.runtime.kernel import Kernel
 from tilegraph.target import COMMON_CFLAGS, CROSS_ISA_CFLAGS, has_matrix_tiles
@@ -83,6 +83,7 @@ def test_a_register_tile_becomes_one_tile_product_that_means_the_products(kind, 
     lowered = lower(sch.func, AMX)
     (tile,) = _tile_products(lowered)
     assert tile.rows == rows and tile.cols == cols and tile.group == group
+    assert tile.zero  # the accumulators' zeroing right before it is folded in (tilezero)
     assert [r for r, _ in tile.a_tiles] == [min(16, rows - t) for t in range(0, rows, 16)]
     a, b = _inputs(wl, kind, rng)
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -115,6 +116,72 @@ def test_a_convolution_takes_two_row_loops_and_its_taps_as_steps(kind, rng):
     _check(got, want.astype(np.float64), kind)
 
 
+def test_rows_that_run_on_in_a_are_tiled_as_one_run():
+    """A 1x1 convolution's output rows and columns: x[h, w] is one row of channels after another,
+    so 2 rows of 7 columns are one run of 14 rows (one tile), not two tiles of 7."""
+    x = te.placeholder((1, 4, 7, 64), "bfloat16", name="x")
+    w = te.placeholder((1, 1, 64, 32), "bfloat16", name="w")
+    wl = tg.Workload([x, w], [ops.conv2d_nhwc(x, w, accumulate="float32")])
+    from tilegraph.tune.gensor.state import EtirState, IterSpace, canonical
+    from tilegraph.tune.gensor.to_trace import state_to_schedule
+
+    space = IterSpace.from_workload(wl)
+    state = canonical(space, EtirState((1, 2, 7, 32), (1, 2, 7, 32), (1, 4, 7, 32), space.reduce, 3, 16, 2, 1,
+                                       ("w",), 2, True))
+    lowered = lower(state_to_schedule(wl, space, state).func, AMX)
+    (tile,) = _tile_products(lowered)
+    assert tile.a_tiles == ((14, 0),)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(t.shape).astype(ml_dtypes.bfloat16) for t in wl.inputs]
+    want = interpret(wl, *inputs)
+    got = interpret(lowered, *(t.reshape(-1) for t in inputs), outputs=1).reshape(want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_a_registers_share_where_the_tiles_do_not_all_fit():
+    assert a_registers((16, 16), 2) == (0, 1)                       # 4 accumulators, 2 + 2 more
+    assert a_registers((16, 16, 16, 1), 1) == (0, 2, 0, 1)          # 3 free: one per row count, a spare
+    assert a_registers((7, 7, 7, 7), 1) == (0, 1, 2, 0)
+    assert a_registers((16, 16, 16), 2) is None                     # 6 accumulators + 2 of b: none left
+    assert a_registers((16, 16), 4) is None
+
+
+@pytest.mark.parametrize("kind", ["bfloat16", "int8"])
+def test_a_tall_tile_shares_a_registers_and_means_the_products(kind, rng):
+    """49 rows (a 7 x 7 map of a 1x1 convolution, one run) in tiles of 16, 16, 16 and 1 by one
+    column tile: four accumulators, a's tiles in three registers; interpreter and (on AMX) C."""
+    a_dtype, b_dtype, acc, group = KINDS[kind]
+    x = te.placeholder((1, 7, 7, 256), a_dtype, name="x")
+    w = te.placeholder((1, 1, 256, 32), b_dtype, name="w")
+    wl = tg.Workload([x, w], [ops.conv2d_nhwc(x, w, accumulate=acc)])
+    from tilegraph.tune.gensor.state import EtirState, IterSpace, canonical
+    from tilegraph.tune.gensor.to_trace import state_to_schedule
+
+    space = IterSpace.from_workload(wl)
+    state = canonical(space, EtirState((1, 7, 7, 16), (1, 7, 7, 16), (1, 7, 7, 32), space.reduce, 3, 16, group, 1,
+                                       ("w",), group, True))
+    sch = state_to_schedule(wl, space, state)
+    (tile,) = _tile_products(lower(sch.func, AMX))
+    assert [r for r, _ in tile.a_tiles] == [16, 16, 16, 1]
+    inputs = _inputs_like(wl, kind, rng)
+    want = interpret(wl, *inputs)
+    got = interpret(lower(sch.func, AMX), *(t.reshape(-1) for t in inputs), outputs=1).reshape(want.shape)
+    _check(got, want.astype(np.float64), kind)
+    if has_matrix_tiles(HOST, kind):
+        kernel = tg.build(sch, target=HOST)
+        assert "_tile_dp" in kernel.source
+        _check(kernel(*inputs), got.astype(np.float64), kind)
+
+
+def _inputs_like(wl: tg.Workload, kind: str, rng: np.random.Generator) -> list[np.ndarray]:
+    if kind == "int8":
+        return [rng.integers(0, 256, wl.inputs[0].shape).astype(np.uint8),
+                rng.integers(-128, 128, wl.inputs[1].shape).astype(np.int8)]
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    return [rng.standard_normal(t.shape).astype(ml_dtypes.bfloat16) for t in wl.inputs]
+
+
 def test_nothing_changes_without_matrix_tiles_or_outside_the_form():
     wl = _matmul(32, 32, 64, "bfloat16")
     assert not _tile_products(lower(_tiled(wl, 32, 32, 2).func, AVX512))  # no AMX in its flags
@@ -145,6 +212,8 @@ def test_the_amx_code_agrees_with_the_interpreter(kind, rng):
         assert _tile_products(lowered)
         src = codegen_c(lowered)
         assert ("_tile_dpbf16ps(" if kind == "bfloat16" else "_tile_dpbusd(") in src.code
+        # one configuration, made the thread's where each parallel task starts, not per product
+        assert src.code.count("tgh_use_tiles(&tgh_tiles_0);") == 1 and "_tile_zero(0);" in src.code
         a, b = _inputs(wl, kind, rng)
         if kind == "int8":
             a[:2] = 255  # the extremes: 255 x -128 and sums past what 16 bits hold

@@ -11,9 +11,10 @@ import tilegraph as tg
 from tilegraph import ops, te
 from tilegraph.loop.ir import TileProduct
 from tilegraph.loop.visit import walk_stmts
+from tilegraph.lower.passes.use_matrix_tiles import a_registers
 from tilegraph.lower.pipeline import lower
 from tilegraph.target import COMMON_CFLAGS, CROSS_ISA_CFLAGS
-from tilegraph.tune.gensor.matrix_tiles import TILE_REGISTERS, matrix_kind, matrix_shape, matrix_states, predict_matrix
+from tilegraph.tune.gensor.matrix_tiles import matrix_kind, matrix_shape, matrix_states, predict_matrix
 from tilegraph.tune.gensor.state import EtirState, IterSpace
 from tilegraph.tune.gensor.to_trace import state_to_schedule
 from tilegraph.tune.strategy import gensor as gensor_strategy
@@ -72,15 +73,12 @@ def test_every_state_fits_the_tiles_and_divides_and_the_best_lower_to_one_tile_p
     for s in states:
         assert s.matrix and s.unroll == s.dot_group == shape.group and s.pack == (shape.b,)
         assert all(e % r == 0 and e % l2 == 0 and l2 % r == 0 for e, r, l2 in zip(space.spatial, s.reg, s.l2))
-        inner = s.reg[shape.rows[-1]]
-        row_tiles = -(-inner // 16) * math.prod(s.reg[a] for a in shape.rows[:-1])
-        col_tiles = s.reg[space.vec_axis] // 16
-        assert row_tiles * col_tiles + row_tiles + col_tiles <= TILE_REGISTERS
     predicted = [predict_matrix(space, hw, s).seconds for s in states]
     assert predicted == sorted(predicted)
-    for s in states[:3]:
+    for s in states[:6]:  # (lowering them all would take seconds; their register tiles differ little)
         (tile,) = _tile_products(lower(state_to_schedule(workload, space, s).func, AMX))
         assert tile.rows == math.prod(s.reg[a] for a in shape.rows) and tile.cols == s.reg[space.vec_axis]
+        assert a_registers(tuple(r for r, _ in tile.a_tiles), -(-tile.cols // 16)) is not None  # fits 8 tiles
 
 
 def test_larger_tiles_are_predicted_faster(hw):

@@ -22,12 +22,12 @@ them), then row loops (b not indexed: one, or two whose rows follow each other i
 loops (a not indexed: acc's columns contiguous, b's `group` elements per column). Among the
 reduction loops, one walks a group (a's and b's index +1, extent `group`) and one the groups
 (a's index + group): they make a step's depth; a step deeper than a tile row (64 bytes) is split
-into further steps. The tiles must fit the unit: row tiles x column tiles accumulators, plus one
-tile per row tile and per column tile, at most 8 (AMX's tile registers).
+into further steps. The tiles must fit the unit's 8 tile registers (`a_registers`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from tilegraph import dtype as dt
@@ -38,12 +38,13 @@ from tilegraph.loop.visit import stmt_children, walk_stmts
 from tilegraph.lower.passes.common import all_buffers
 from tilegraph.target import has_matrix_tiles
 from tilegraph.te.arith import linear_in
-from tilegraph.te.expr import BinOp, BufferLoad, Cast, Expr
+from tilegraph.te.expr import BinOp, BufferLoad, Cast, Const, Expr
 from tilegraph.te.simplify import simplify
 
 TILE_ROWS = 16          # rows of a tile register
 TILE_ROW_BYTES = 64     # bytes of a tile register's row
 TILE_REGISTERS = 8
+MAX_ZEROED = 1 << 16  # accumulators a zeroing nest may cover to be compared with a tile product's
 # (acc, a, b) dtypes a matrix unit multiplies, keyed by the name target.has_matrix_tiles takes
 PRODUCTS = {"bfloat16": (dt.float32, (dt.bfloat16,), (dt.bfloat16,)), "int8": (dt.int32, (dt.uint8,), (dt.int8,))}
 GROUPS = {"bfloat16": 2, "int8": 4}  # reduction elements per 32-bit lane of a tile (its K grouping)
@@ -73,14 +74,59 @@ def makes_tile_products(func: Func, target: object) -> bool:
 
 def _outermost_first(s: Stmt, kinds: list[str]) -> Stmt:
     """`s` with each nest taken from its outermost reduction loop (top down: an inner loop of a
-    taken nest would make a tile product that keeps the outer steps as loops)."""
+    taken nest would make a tile product that keeps the outer steps as loops), and the
+    accumulators' zeroing right before a tile product folded into it (`zero`)."""
     if isinstance(s, For):
         found = tile_product(s, kinds)
         if found is not None:
             return found
     kids = stmt_children(s)
     new = tuple(_outermost_first(k, kinds) for k in kids)
-    return s if all(x is y for x, y in zip(new, kids)) else stmt_with_children(s, new)
+    if isinstance(s, Seq):
+        new = _fold_zeroing(new)
+    return s if len(new) == len(kids) and all(x is y for x, y in zip(new, kids)) else stmt_with_children(s, new)
+
+
+def _fold_zeroing(stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """A nest storing 0 to exactly a tile product's accumulators, right before it, dropped and
+    the product made `zero` (tilezero instead of zeroing memory and loading it into the tiles):
+
+        for i_init: for j_init: acc[i_init*32 + j_init] = 0.0f      ==>   tile_product(acc[0, ld 32] = ...)
+        tile_product(acc[0, ld 32] += ...)
+    """
+    out: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, TileProduct) and not s.zero and out and _zeroes(out[-1], s):
+            out[-1] = replace(s, zero=True)
+            continue
+        out.append(s)
+    return tuple(out)
+
+
+def _zeroes(s: Stmt, tile: TileProduct) -> bool:
+    """Whether `s` is a loop nest storing 0 to every accumulator of `tile` and nothing else."""
+    loops: list[For] = []
+    while isinstance(s, For) or (isinstance(s, Seq) and len(s.stmts) == 1):
+        if isinstance(s, For):
+            loops.append(s)
+        s = s.body if isinstance(s, For) else s.stmts[0]
+    if not (isinstance(s, BufferStore) and s.buffer == tile.acc and isinstance(s.value, Const)
+            and s.value.value == 0 and len(s.indices) == 1) or math.prod(lp.extent for lp in loops) > MAX_ZEROED:
+        return False
+    index = s.indices[0]
+    coefficients = []
+    for lp in loops:
+        found = linear_in(index, lp.var)
+        if found is None:
+            return False
+        coefficients.append(found[0])
+        index = found[1]
+    if simplify(index) != simplify(tile.acc_at):
+        return False
+    written = {0}
+    for lp, c in zip(loops, coefficients):
+        written = {w + c * v for w in written for v in range(lp.extent)}
+    return written == {m * tile.acc_ld + n for m in range(tile.rows) for n in range(tile.cols)}
 
 
 def tile_product(loop: For, kinds: list[str]) -> TileProduct | None:
@@ -153,11 +199,35 @@ def _tiles(chain: list[For], coefficients: dict[str, tuple[int, int, int]], base
         return None
     depth, b_ld, steps = grouping
     acc_ld, a_ld, a_tiles = tiles
-    col_tiles = -(-columns // TILE_ROWS)
-    if len(a_tiles) * col_tiles + len(a_tiles) + col_tiles > TILE_REGISTERS:
+    if a_registers(tuple(r for r, _ in a_tiles), -(-columns // TILE_ROWS)) is None:
         return None
     return TileProduct(store.buffer, bases[0], acc_ld, a.buffer, bases[1], a_ld, a_tiles, b.buffer, bases[2], b_ld,
                        columns, depth, group, steps)
+
+
+def a_registers(rows: tuple[int, ...], col_tiles: int) -> tuple[int, ...] | None:
+    """The tile register (counted from the first after the accumulators) each row tile of a is
+    loaded into, or None when the tiles do not fit the unit's 8 registers: row tiles x column
+    tiles accumulators, then a's registers, then one per column tile of b. Each row tile gets its
+    own register while they fit; else the tiles of one row count share registers in turn (a
+    register's shape is fixed by the configuration, so tiles of other row counts need their own):
+    4 tiles of 16, 16, 16 and 1 rows by one column tile use a registers 0, 1, 0 and 2."""
+    free = TILE_REGISTERS - len(rows) * col_tiles - col_tiles
+    if free >= len(rows):
+        return tuple(range(len(rows)))
+    counts = list(dict.fromkeys(rows))
+    if free < len(counts):
+        return None
+    # each row count one register, the spare ones to the most frequent count
+    most = max(counts, key=rows.count)
+    owned = {c: [n] for n, c in enumerate(counts)}
+    owned[most] += list(range(len(counts), free))
+    turn = {c: 0 for c in counts}
+    out = []
+    for r in rows:
+        out.append(owned[r][turn[r] % len(owned[r])])
+        turn[r] += 1
+    return tuple(out)
 
 
 def _columns(cols: list[For], coefficients: dict[str, tuple[int, int, int]], group: int) -> int | None:
@@ -201,7 +271,9 @@ def _row_tiles(rows: list[For], coefficients: dict[str, tuple[int, int, int]]
                ) -> tuple[int, int, tuple[tuple[int, int], ...]] | None:
     """(acc_ld, a_ld, ((rows, a offset), ...)): the row loops' rows cut in tiles of at most 16,
     with one stride in a inside a tile; two row loops must follow each other in acc (the outer
-    one's coefficient the inner one's extent times its coefficient)."""
+    one's coefficient the inner one's extent times its coefficient). When they follow each other
+    in a too (a 1x1 convolution's output rows and columns: x[h, w] one row of channels after
+    another), their rows are one run, cut in tiles of 16 across the outer loop's steps."""
     if not rows:
         return 0, 0, ((1, 0),)
     inner = min(rows, key=lambda lp: coefficients[lp.var.name][0])
@@ -209,6 +281,9 @@ def _row_tiles(rows: list[For], coefficients: dict[str, tuple[int, int, int]]
     acc_ld, a_ld, _ = coefficients[inner.var.name]
     if outer and coefficients[outer[0].var.name][0] != acc_ld * inner.extent:
         return None
+    if outer and coefficients[outer[0].var.name][1] == a_ld * inner.extent:
+        run = outer[0].extent * inner.extent
+        return acc_ld, a_ld, tuple((min(TILE_ROWS, run - first), first * a_ld) for first in range(0, run, TILE_ROWS))
     tiles = []
     for o in range(outer[0].extent if outer else 1):
         start = o * coefficients[outer[0].var.name][1] if outer else 0
@@ -217,4 +292,4 @@ def _row_tiles(rows: list[For], coefficients: dict[str, tuple[int, int, int]]
     return acc_ld, a_ld, tuple(tiles)
 
 
-__all__ = ["GROUPS", "PRODUCTS", "makes_tile_products", "run", "tile_product"]
+__all__ = ["GROUPS", "PRODUCTS", "a_registers", "makes_tile_products", "run", "tile_product"]

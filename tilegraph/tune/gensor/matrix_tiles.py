@@ -28,6 +28,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from tilegraph.lower.passes.use_matrix_tiles import a_registers
 from tilegraph.tune.gensor.perf_model import CAPACITY_FRACTION, PARALLEL_OVERHEAD_S, Breakdown
 from tilegraph.tune.gensor.state import EtirState, IterSpace, canonical, packable_operands, parallel_tasks
 from tilegraph.tune.hardware import HardwareModel
@@ -43,6 +44,8 @@ L1_BYTES_PER_CYCLE = 128.0
 L2_BYTES_PER_CYCLE = 32.0
 L3_BYTES_PER_CYCLE = 10.0
 NR_CHOICES = (16, 32, 48, 64)
+MAX_TILE_ROWS = 64  # rows of a register tile (its row tiles' accumulators and a's registers must fit too)
+MAX_ROW_TILES = 4
 
 
 @dataclass(frozen=True)
@@ -93,27 +96,48 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _tiles_fit(row_tiles: int, nr: int) -> bool:
-    col_tiles = nr // TILE_ROWS
-    return row_tiles * col_tiles + row_tiles + col_tiles <= TILE_REGISTERS
+def _tiles_fit(row_tiles: tuple[int, ...], nr: int) -> bool:
+    return a_registers(row_tiles, nr // TILE_ROWS) is not None
 
 
-def _row_choices(space: IterSpace, shape: MatrixShape) -> list[dict[int, int]]:
-    """Register-tile rows per axis: the innermost row axis in up to 32 rows (a divisor of its
-    extent, 8 or more unless the axis is shorter), an outer one in 1 or 2 when the inner one fits
-    one tile; every other spatial axis 1."""
+def _row_choices(space: IterSpace, shape: MatrixShape) -> list[tuple[dict[int, int], tuple[int, ...]]]:
+    """(register-tile rows per axis, a's row tiles' rows): the innermost row axis in up to 32 rows
+    (a divisor of its extent, 8 or more unless the axis is shorter) and any divisor of an outer
+    one (each of its rows more row tiles), every other spatial axis 1, up to MAX_TILE_ROWS rows in
+    MAX_ROW_TILES tiles. Where a's rows run on across the outer axis (a 1x1 convolution: x[h, w] one
+    row of channels after the other) and the inner tile is the whole inner axis, the rows are one
+    run, cut in tiles of 16 across it (ResNet-50's 7 x 7 maps: 49 rows in 16, 16, 16 and 1)."""
     if not shape.rows:
-        return [{}]
+        return [({}, (1,))]
     inner, outer = shape.rows[-1], shape.rows[-2] if len(shape.rows) > 1 else None
     extent = space.spatial[inner]
     choices = []
     for r in _divisors(extent):
         if r > 2 * TILE_ROWS or (r < 8 and r != extent):
             continue
-        choices.append({inner: r})
-        if outer is not None and r <= TILE_ROWS and space.spatial[outer] % 2 == 0:
-            choices.append({inner: r, outer: 2})
+        choices.append(({inner: r}, _cut(r)))
+        if outer is None:
+            continue
+        run_on = r == extent and _rows_run_on(space, shape, outer, inner)
+        for ro in _divisors(space.spatial[outer])[1:]:
+            tiles = _cut(ro * r) if run_on else _cut(r) * ro
+            if sum(tiles) <= MAX_TILE_ROWS and len(tiles) <= MAX_ROW_TILES:
+                choices.append(({inner: r, outer: ro}, tiles))
     return choices
+
+
+def _cut(rows: int) -> tuple[int, ...]:
+    return tuple(min(TILE_ROWS, rows - first) for first in range(0, rows, TILE_ROWS))
+
+
+def _rows_run_on(space: IterSpace, shape: MatrixShape, outer: int, inner: int) -> bool:
+    """Whether a's rows along `outer` follow its rows along `inner` in memory: a indexes them by
+    consecutive dimensions, each by its axis alone, the inner one exactly as long as the axis."""
+    a = next(o for o in space.operands if o.name == shape.a)
+    dims = {d: dim for d, dim in enumerate(a.dims) if dim is not None and len(dim) == 1 and len(dim[0]) == 2}
+    where = {dim[0]: d for d, dim in dims.items() if dim[0][1] == 1}
+    d_outer, d_inner = where.get((outer, 1)), where.get((inner, 1))
+    return d_outer is not None and d_inner == d_outer + 1 and a.shape[d_inner] == space.spatial[inner]
 
 
 def matrix_states(space: IterSpace, hw: HardwareModel, kind: str, limit: int = 64) -> list[EtirState]:
@@ -124,9 +148,7 @@ def matrix_states(space: IterSpace, hw: HardwareModel, kind: str, limit: int = 6
         return []
     v, n = space.vec_axis, space.spatial[space.vec_axis]
     out = set()
-    for rows in _row_choices(space, shape):
-        row_tiles = -(-rows[shape.rows[-1]] // TILE_ROWS) * rows.get(shape.rows[0], 1) if len(shape.rows) > 1 else \
-            -(-rows.get(shape.rows[-1], 1) // TILE_ROWS) if shape.rows else 1
+    for rows, row_tiles in _row_choices(space, shape):
         for nr in NR_CHOICES:
             if n % nr or not _tiles_fit(row_tiles, nr):
                 continue
