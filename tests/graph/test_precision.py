@@ -78,10 +78,12 @@ def _conv(tmp_path):
 def bf16_everywhere(monkeypatch):
     """Compile bf16 requests as bf16 whatever this CPU is: where it lacks AVX512_BF16 the kernels
     widen bfloat16 and run float32 FMAs (slower, the same numbers), so the numerics are tested on
-    every machine (the lowering still pairs products only where the instruction exists)."""
+    every machine (the lowering still pairs products only where the instruction exists), the odd
+    shapes too where a matrix unit would keep products that do not fit its tiles float32."""
     import tilegraph.graph.compile as compile_module
 
     monkeypatch.setattr(compile_module, "has_bf16_dot", lambda target: target.kind == "cpu")
+    monkeypatch.setattr(compile_module, "has_matrix_tiles", lambda target, kind: False)
 
 
 def _ort(path, feeds):
@@ -120,6 +122,17 @@ def test_a_model_failing_the_gate_is_compiled_in_float32(tmp_path, bf16_everywhe
     assert relative_error(model.run(feeds)["y"], _ort(path, feeds)) < 1e-5
     unchecked = tg.compile(str(path), precision="bf16", accuracy_check=False)
     assert unchecked.precision == "bf16" and not unchecked.precision_report.checked
+
+
+@pytest.mark.needs_cc
+def test_with_a_matrix_unit_only_products_that_fit_its_tiles_read_bfloat16(tmp_path):
+    """Where a CPU multiplies bfloat16 on its matrix unit (AMX), a product whose shapes fit no tile
+    (13 x 37 . 37 x 50: columns no multiple of 16, K odd) stays float32, one that fits converts."""
+    graph = as_graph(str(_mlp(tmp_path)), None, None)
+    assert gemms_read_bfloat16(graph, tiles_only=True) is graph
+    fits = as_graph(str(_transposed_product(tmp_path, transposed=False)), None, None)
+    low = gemms_read_bfloat16(fits, tiles_only=True)
+    assert [n.attr("accumulate") for n in low.nodes if n.op == "matmul"] == ["float32"]
 
 
 @pytest.mark.needs_cc

@@ -66,7 +66,15 @@ from tilegraph.graph.specialize import SpecializedModel
 from tilegraph.graph.tuning.tasks import extract_tasks
 from tilegraph.runtime.backends import backend_for, require_runnable
 from tilegraph.runtime.device_memory import device_alignment
-from tilegraph.target import Target, as_target, has_bf16_dot, has_int8_dot, host_supports, int8_dot_lanes
+from tilegraph.target import (
+    Target,
+    as_target,
+    has_bf16_dot,
+    has_int8_dot,
+    has_matrix_tiles,
+    host_supports,
+    int8_dot_lanes,
+)
 
 if TYPE_CHECKING:
     from tilegraph.tune.database import Database
@@ -197,7 +205,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                                            "AVX-VNNI): int8 products would run slower than float32", False)
         precision = "fp32"
     if precision == "bf16":  # products read bfloat16, accumulate in float32 (the rest stays float32)
-        graph = eliminate_dead_code(gemms_read_bfloat16(graph, rewrites))
+        graph = eliminate_dead_code(gemms_read_bfloat16(graph, rewrites, tiles_only=has_matrix_tiles(tgt, "bfloat16")))
     if precision == "int8":  # products with constant weights on the integers, the rest float32
         graph = eliminate_dead_code(gemms_read_int8(graph, rewrites))
     if optimize_graph and precision == "fp32" and not gpu:

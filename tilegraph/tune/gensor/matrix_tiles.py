@@ -71,18 +71,26 @@ def matrix_kind(space: IterSpace, target: object) -> str | None:
     return kind
 
 
+def fits_tiles(columns: int, depth: int, kind: str) -> bool:
+    """Whether a product of `columns` output columns reducing `depth` elements along its last
+    reduction fits the matrix unit's tiles: whole 16-column tiles, the depth in whole K groups, and
+    steps of whole tile rows (one step when it is shorter than a tile row)."""
+    group = GROUPS[kind]
+    per_step = TILE_ROW_BYTES // (group * (1 if kind == "int8" else 2))  # K groups per tile row
+    return columns % TILE_ROWS == 0 and depth % group == 0 and (depth // group <= per_step or
+                                                                 (depth // group) % per_step == 0)
+
+
 def matrix_shape(space: IterSpace, kind: str) -> MatrixShape | None:
     """Which operand is a and which b, or None when the anchor is no tile product: b packable
     and indexed by the vector axis, a contiguous along the last reduction and not indexed by the
     vector axis; the last reduction's extent in whole K groups, a step at most a tile row."""
     v, last = space.vec_axis, space.num_spatial + len(space.reduce) - 1
-    if v < 0 or space.spatial[v] % TILE_ROWS:
+    if v < 0 or not fits_tiles(space.spatial[v], space.reduce[-1], kind):
         return None
     group = GROUPS[kind]
     extent = space.reduce[-1]
-    per_step = TILE_ROW_BYTES // (group * (1 if kind == "int8" else 2))  # K groups per tile row
-    if extent % group or (extent // group > per_step and (extent // group) % per_step):
-        return None
+    per_step = TILE_ROW_BYTES // (group * (1 if kind == "int8" else 2))
     bs = [o for o in space.operands if o.name in packable_operands(space) and v in o.axes_used()]
     as_ = [o for o in space.operands if o.contiguous_axis() == last and v not in o.axes_used()]
     if len(bs) != 1 or len(as_) != 1:
@@ -214,4 +222,4 @@ def predict_matrix(space: IterSpace, hw: HardwareModel, state: EtirState) -> Bre
                      (0.0, 0.0, 0.0), (0.0, float(a_panel), float(b_panel_task)))
 
 
-__all__ = ["MatrixShape", "matrix_kind", "matrix_shape", "matrix_states", "predict_matrix"]
+__all__ = ["MatrixShape", "fits_tiles", "matrix_kind", "matrix_shape", "matrix_states", "predict_matrix"]
