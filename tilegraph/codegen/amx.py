@@ -6,7 +6,7 @@
     static const tgh_tile_config tgh_tiles_0 = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, ...}};
     ...
     {
-      tgh_use_tiles(&tgh_tiles_0);                         (or once where the parallel task starts)
+      tgh_enter_tiles(&tgh_tiles_0, &saved);               (or once where the parallel task starts)
       _tile_loadd(0, b_acc + 0, 128); ...                  accumulators 0-3: (row tile, column tile)
                                                            (_tile_zero where the product is `zero`)
       for (int64_t s0 = 0; s0 < 8; ++s0) {
@@ -16,14 +16,17 @@
         _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
       }
       _tile_stored(0, b_acc + 0, 128); ...
+      tgh_leave_tiles(&tgh_tiles_0, &saved);
     }
 
 A tile register's shape comes from a configuration (palette 1: rows and bytes per row of each of
-the 8 tiles) that a thread must load before using them (ldtilecfg); `tgh_use_tiles` loads it when
-the thread's current one differs (sttilecfg compares), so kernels with other shapes, any
-library's, can share a thread. The check costs ~5% of a 32 x 32 x 768 product when made per
-product; a kernel whose products share one configuration makes it once per parallel task instead
-(and once on entry for products outside every parallel loop). Linux hands a process the tile registers'
+the 8 tiles) that a thread must load before using them (ldtilecfg). `tgh_enter_tiles` keeps the
+thread's current one (sttilecfg) and loads ours where it differs; `tgh_leave_tiles` puts the kept
+one back, or releases the tile state if there was none: other libraries' kernels in the process
+may keep their configuration loaded between calls (ONNX Runtime's MLAS loads it once per thread
+and its next int8 GEMM died with SIGILL on ours). A kernel whose products share one configuration
+enters once per parallel task (and once around the products outside every parallel loop), else
+around each product (~5% of a 32 x 32 x 768 product). Linux hands a process the tile registers'
 state only when asked (arch_prctl ARCH_REQ_XCOMP_PERM), which the first use in each library does;
 target.has_matrix_tiles has checked that this machine grants it.
 """
@@ -42,14 +45,17 @@ PRELUDE = """#include <immintrin.h>
 typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; }
   __attribute__((aligned(64))) tgh_tile_config;
 static int tgh_tiles_granted;
-static inline void tgh_use_tiles(const tgh_tile_config* config) {
+static inline void tgh_enter_tiles(const tgh_tile_config* config, tgh_tile_config* saved) {
   if (__builtin_expect(!__atomic_load_n(&tgh_tiles_granted, __ATOMIC_RELAXED), 0)) {
     syscall(SYS_arch_prctl, 0x1023, 18);  /* ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA */
     __atomic_store_n(&tgh_tiles_granted, 1, __ATOMIC_RELAXED);
   }
-  tgh_tile_config now;
-  _tile_storeconfig(&now);
-  if (__builtin_memcmp(&now, config, 64)) _tile_loadconfig(config);
+  _tile_storeconfig(saved);
+  if (__builtin_memcmp(saved, config, 64)) _tile_loadconfig(config);
+}
+static inline void tgh_leave_tiles(const tgh_tile_config* config, const tgh_tile_config* saved) {
+  if (saved->palette == 0) _tile_release();
+  else if (__builtin_memcmp(saved, config, 64)) _tile_loadconfig(saved);
 }"""
 
 
@@ -98,9 +104,15 @@ def config_definitions(configs: list[str]) -> str:
     return "".join(f"static const tgh_tile_config tgh_tiles_{n} = {text};\n" for n, text in enumerate(configs))
 
 
-def use_tiles(config: int) -> str:
-    """The statement making `config` (its index in config_definitions) the thread's configuration."""
-    return f"tgh_use_tiles(&tgh_tiles_{config});"
+def enter_tiles(config: int, saved: str) -> str:
+    """Statements making `config` (its index in config_definitions) the thread's configuration,
+    the thread's own kept in a new variable `saved`."""
+    return f"tgh_tile_config {saved}; tgh_enter_tiles(&tgh_tiles_{config}, &{saved});"
+
+
+def leave_tiles(config: int, saved: str) -> str:
+    """The statement giving the thread back its configuration kept by enter_tiles in `saved`."""
+    return f"tgh_leave_tiles(&tgh_tiles_{config}, &{saved});"
 
 
 def tile_product_lines(s: TileProduct, names: dict[str, str], types: dict[str, str], origins: tuple[str, str, str],
@@ -117,7 +129,7 @@ def tile_product_lines(s: TileProduct, names: dict[str, str], types: dict[str, s
     first_a, first_b = nr * nc, nr * nc + n_a
     out = ["{"]
     if config is not None:
-        out.append(f"  {use_tiles(config)}")
+        out.append(f"  {enter_tiles(config, f'tgh_saved_{serial}')}")
     out.append(f"  {types[s.acc.name]}* const tgh_acc_{serial} = {acc} + ({acc_at});")
     acc_tiles = []
     first_row = 0
@@ -153,8 +165,11 @@ def tile_product_lines(s: TileProduct, names: dict[str, str], types: dict[str, s
         out.append(f"{indent}}}")
     for t, at in acc_tiles:
         out.append(f"  _tile_stored({t}, {at}, {4 * s.acc_ld});")
+    if config is not None:
+        out.append(f"  {leave_tiles(config, f'tgh_saved_{serial}')}")
     out.append("}")
     return out
 
 
-__all__ = ["PRELUDE", "config", "config_definitions", "config_text", "tile_layout", "tile_product_lines", "use_tiles"]
+__all__ = ["PRELUDE", "config", "config_definitions", "config_text", "enter_tiles", "leave_tiles", "tile_layout",
+           "tile_product_lines"]

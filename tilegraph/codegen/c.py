@@ -485,9 +485,12 @@ class _Printer:
         v = self.var(s.var)
         self.parallel_depth += parallel
         with self.w.block(f"for ({self.int_type(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
-            if parallel and self.shared_tile_config and any(isinstance(x, TileProduct) for x in walk_stmts(s.body)):
-                self.w.line(amx.use_tiles(0))  # each task's thread: the products below skip the check
+            tiles = parallel and self.shared_tile_config and any(isinstance(x, TileProduct) for x in walk_stmts(s.body))
+            if tiles:  # each task's thread: the products below take the configuration as it is
+                self.w.line(amx.enter_tiles(0, "tgh_task_tiles"))
             self.stmt(s.body)
+            if tiles:
+                self.w.line(amx.leave_tiles(0, "tgh_task_tiles"))
         self.parallel_depth -= parallel
 
     def store(self, s: BufferStore) -> None:
@@ -544,13 +547,16 @@ class _Printer:
         top = [b for b in f.allocs if b.name not in allocated_inside]
         with self.w.block(f"void {entry}({', '.join(params)})"):
             self.w.line("if (num_threads < 1) num_threads = 1;")
-            if self.shared_tile_config and _tile_product_outside_parallel(f.body):
-                self.w.line(amx.use_tiles(0))  # the calling thread runs the products outside the tasks
+            tiles = self.shared_tile_config and _tile_product_outside_parallel(f.body)
+            if tiles:  # the calling thread runs the products outside the tasks
+                self.w.line(amx.enter_tiles(0, "tgh_call_tiles"))
             for b in top:
                 self.declare(b)
             self.stmt(f.body)
             for b in top:
                 self.release(b)
+            if tiles:
+                self.w.line(amx.leave_tiles(0, "tgh_call_tiles"))
         return entry
 
 

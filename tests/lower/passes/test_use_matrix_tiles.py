@@ -213,7 +213,7 @@ def test_the_amx_code_agrees_with_the_interpreter(kind, rng):
         src = codegen_c(lowered)
         assert ("_tile_dpbf16ps(" if kind == "bfloat16" else "_tile_dpbusd(") in src.code
         # one configuration, made the thread's where each parallel task starts, not per product
-        assert src.code.count("tgh_use_tiles(&tgh_tiles_0);") == 1 and "_tile_zero(0);" in src.code
+        assert src.code.count("tgh_enter_tiles(&tgh_tiles_0,") == 1 and "_tile_zero(0);" in src.code
         a, b = _inputs(wl, kind, rng)
         if kind == "int8":
             a[:2] = 255  # the extremes: 255 x -128 and sums past what 16 bits hold
@@ -228,3 +228,37 @@ def test_the_amx_code_agrees_with_the_interpreter(kind, rng):
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.needs_cc
+def test_a_kernel_gives_the_thread_back_the_tile_configuration_it_found(rng):
+    """Another library's kernels may keep their tile configuration loaded between calls (ONNX
+    Runtime's int8 GEMMs died with SIGILL after ours): after our kernel the thread has the one it
+    had, or none where it had none."""
+    import ctypes
+
+    if not has_matrix_tiles(HOST, "int8"):
+        pytest.skip("this machine has no AMX")
+    probe_src = """#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; }
+  __attribute__((aligned(64))) cfg_t;
+void probe_set(int rows) { cfg_t c; memset(&c, 0, 64); c.palette = 1; c.colsb[0] = 64; c.rows[0] = rows;
+  syscall(SYS_arch_prctl, 0x1023, 18); _tile_loadconfig(&c); }
+void probe_release(void) { _tile_release(); }
+int probe_rows(void) { cfg_t c; _tile_storeconfig(&c); return c.palette ? c.rows[0] : -1; }
+"""
+    probe = ctypes.CDLL(compile_c(probe_src, AMX, name="probe"))
+    wl = _matmul(32, 32, 64, "int8")
+    lowered = lower(_tiled(wl, 32, 32, 4, k_rows=16).func, AMX)
+    src = codegen_c(lowered)
+    kernel = Kernel(compile_c(src.code, AMX, name=src.entry), src.entry, inputs=lowered.params[:2],
+                    outputs=lowered.params[2:], source=src.code, target=HOST, lowered=lowered)
+    a, b = _inputs(wl, "int8", rng)
+    for found in (3, None):
+        probe.probe_set(found) if found else probe.probe_release()
+        kernel(a.reshape(-1), b.reshape(-1), num_threads=1)  # on this thread
+        assert probe.probe_rows() == (found if found else -1)
