@@ -154,7 +154,8 @@ class TileProduct(Stmt):
     columns. The interpreter adds the exact sum of all products to each accumulator once: integer
     sums wrap as int32 (tdpbusd neither saturates nor rounds: the same bits), float sums are
     rounded to float32 once, where the hardware rounds as it accumulates (within float32 rounding
-    of the accumulation, as a vector FMA order already moves it; tests compare with tolerances).
+    of the accumulation, as a vector FMA order already moves it; tests compare with tolerances) and
+    flushes subnormal operands and results to zero, as vdpbf16ps does.
     """
 
     acc: Buffer
