@@ -106,10 +106,10 @@ class ModelGuidedStrategy(SearchStrategy):
                 self.history.append((cand.predicted, res.median))
                 log.info("%s: predicted %.3g s, measured %.3g s, state %s", self.name, cand.predicted, res.median,
                          cand.meta.get("state"))
-        if len(self.history) >= 3:
+        pred, meas = zip(*self.history) if self.history else ((), ())
+        if len(self.history) >= 3 and len(set(pred)) > 1 and len(set(meas)) > 1:  # else no rank correlation
             from scipy.stats import spearmanr
 
-            pred, meas = zip(*self.history)
             rho = spearmanr(pred, meas).statistic
             self.spearman = None if rho != rho else float(rho)
             log.info("%s: Spearman(predicted, measured) = %s over %d kernels", self.name, self.spearman,
