@@ -15,6 +15,7 @@ from tilegraph.tune.hardware import hardware_model
 AVX512 = dataclasses.replace(tg.Target.from_string("cpu -isa=avx512 -arch=x86_64"), cflags=(
     COMMON_CFLAGS[0], *CROSS_ISA_CFLAGS[("x86_64", "avx512")], *COMMON_CFLAGS[1:]))
 WITH_DOTS = dataclasses.replace(AVX512, cflags=(*AVX512.cflags, "-mavx512bf16", "-mavx512vnni"))
+WITH_TILES = dataclasses.replace(WITH_DOTS, cflags=(*WITH_DOTS.cflags, "-mamx-tile", "-mamx-bf16", "-mamx-int8"))
 
 
 def _matmul(a_dtype: str, b_dtype: str, accumulate: str | None) -> tg.Workload:
@@ -23,13 +24,15 @@ def _matmul(a_dtype: str, b_dtype: str, accumulate: str | None) -> tg.Workload:
     return tg.Workload([a, b], [ops.matmul(a, b, accumulate=accumulate)])
 
 
-@pytest.mark.parametrize("a_dtype, b_dtype, accumulate, speedup", [
-    ("float32", "float32", None, 1.0), ("bfloat16", "bfloat16", "float32", 2.0), ("uint8", "int8", "int32", 4.0)])
-def test_narrow_products_are_priced_at_their_dot_instructions_peak(a_dtype, b_dtype, accumulate, speedup):
+@pytest.mark.parametrize("a_dtype, b_dtype, accumulate, speedup, tiles", [
+    ("float32", "float32", None, 1.0, 1.0), ("bfloat16", "bfloat16", "float32", 2.0, 16.0),
+    ("uint8", "int8", "int32", 4.0, 32.0)])
+def test_narrow_products_are_priced_at_their_dot_instructions_peak(a_dtype, b_dtype, accumulate, speedup, tiles):
     wl = _matmul(a_dtype, b_dtype, accumulate)
     assert dot_speedup(wl, WITH_DOTS) == speedup
+    assert dot_speedup(wl, WITH_TILES) == tiles  # AMX: tdpbf16ps 16x, tdpbusd 32x two AVX-512 FMAs
     assert dot_speedup(wl, AVX512) == 1.0  # no instruction: the float32 peak
-    assert dot_speedup(wl, None) == speedup  # unknown target: the best any reaches
+    assert dot_speedup(wl, None) == tiles  # unknown target: the best any reaches
     # AVX2's 8-bit steps (vpmaddwd: 16 multiply-adds a ymm instruction) may pass the FMA peak too
     assert dot_speedup(wl, tg.Target.from_string("cpu -isa=avx2 -arch=x86_64")) == (2.0 if a_dtype == "uint8" else 1.0)
     hw = hardware_model(AVX512, measure=False)  # nominal peaks: nothing of this machine measured

@@ -173,7 +173,7 @@ def roofline_seconds(workload: Any, hw: Any, threads: int, target: Target | None
     (the peak of the target's dot-product instructions for narrow operands: dot_speedup)."""
     from tilegraph.tune.hardware_gpu import GpuHardware
 
-    nbytes = sum(int(np.prod(t.shape)) * np.dtype(t.dtype.name).itemsize for t in (*workload.inputs, *workload.outputs))
+    nbytes = sum(int(np.prod(t.shape)) * (t.dtype.bits // 8) for t in (*workload.inputs, *workload.outputs))
     if isinstance(hw, GpuHardware):
         return max(nbytes / hw.dram_bandwidth, workload.flops() / hw.peak_flops)
     level = "l2" if nbytes <= hw.cache_bytes("l2") * threads else "l3" if nbytes <= hw.cache_bytes("l3") else "dram"
@@ -182,16 +182,22 @@ def roofline_seconds(workload: Any, hw: Any, threads: int, target: Target | None
 
 
 def dot_speedup(workload: Any, target: Target | None) -> float:
-    """How many times the float32 FMA peak a workload's products may reach: 2 with bfloat16 operands
-    on a target with vdpbf16ps, 4 with 8-bit ones and vpdpbusd, 2 with 8-bit ones and AVX2's
-    vpmaddwd steps (16 multiply-adds a ymm instruction against an FMA's 8), else 1. (Without it the roofline,
-    an estimate from below, priced a bf16 GEMM above its measured time and pruned it: BERT-base's
+    """How many times the float32 FMA peak a workload's products may reach: 16 with bfloat16
+    operands and 32 with 8-bit ones on a target with matrix tiles (AMX: tdpbf16ps does 512
+    multiply-adds a cycle, tdpbusd 1,024, two AVX-512 FMAs 32), 2 with bfloat16 operands on a target
+    with vdpbf16ps, 4 with 8-bit ones and vpdpbusd, 2 with 8-bit ones and AVX2's vpmaddwd steps (16
+    multiply-adds a ymm instruction against an FMA's 8), else 1. (Without it the roofline, an
+    estimate from below, priced a bf16 GEMM above its measured time and pruned it: BERT-base's
     768 x 3072 projections then ran unpaired, 2.2 ms instead of 0.9.)"""
-    from tilegraph.target import has_bf16_dot, has_int8_dot, int8_dot_lanes
+    from tilegraph.target import has_bf16_dot, has_int8_dot, has_matrix_tiles, int8_dot_lanes
 
     dtypes = {t.dtype.name for t in workload.inputs}
     if target is None:  # unknown: the best any target reaches (the estimate stays one from below)
-        return 4.0 if dtypes & {"uint8", "int8"} else 2.0 if "bfloat16" in dtypes else 1.0
+        return 32.0 if dtypes & {"uint8", "int8"} else 16.0 if "bfloat16" in dtypes else 1.0
+    if dtypes & {"uint8", "int8"} and has_matrix_tiles(target, "int8"):
+        return 32.0
+    if "bfloat16" in dtypes and has_matrix_tiles(target, "bfloat16"):
+        return 16.0
     if dtypes & {"uint8", "int8"} and has_int8_dot(target):
         return 4.0
     if dtypes & {"uint8", "int8"} and int8_dot_lanes(target):
