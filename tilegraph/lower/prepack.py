@@ -34,7 +34,9 @@ sequences;
 the allocation's body is a sequence whose first statement writes only the allocated buffer and
 reads only the operand (an input of the function, read nowhere else); and nothing after it writes
 the buffer. Loops around it that the packing does not use do not index the packed copy (one slab
-serves them all); a packed copy more than MAX_GROWTH times the operand is not made. Both kernels
+serves them all); one it reads only as `v % c` (a parallel loop fusing row blocks with the
+weights' column blocks, `fused % 3`) indexes c slabs; a packed copy more than MAX_GROWTH times the
+operand is not made. Both kernels
 are exact: the compute kernel reads the values the packing nest would have written.
 """
 
@@ -122,29 +124,29 @@ def _split(func: Func, source: Buffer, alloc: Allocate, enclosing: list[For]) ->
     # (index in the kernel, loop of the packing nest) per slab dimension, outermost first: a loop the
     # packing uses, or the remainder `v % c` of one it uses only so (a parallel loop fusing the
     # weights' column blocks with row blocks, which the packing does not read: c slabs, not extent)
-    indexing: list[tuple[Expr, For]] = []
+    indexing: list[tuple[Expr, Var, int]] = []  # (index in the kernel, packing loop's variable, extent)
     for loop in enclosing:
         if loop.var.name not in used:
             continue
         divisor = _remainder_only(fill, loop.var)
         if divisor is None:
-            indexing.append((loop.var, loop))
+            indexing.append((loop.var, loop.var, loop.extent))
         else:
             r = Var(f"{loop.var.name}_slab", loop.var.dtype)
             fill = _with_remainder(fill, loop.var, divisor, r)
-            indexing.append((loop.var % Const(divisor, loop.var.dtype), For(r, divisor, "serial", fill)))
+            indexing.append((loop.var % Const(divisor, loop.var.dtype), r, divisor))
     slab = alloc.buffer.size
-    copies = math.prod(loop.extent for _, loop in indexing)
+    copies = math.prod(extent for _, _, extent in indexing)
     if copies * slab > MAX_GROWTH * source.size:
         return None
     packed = Buffer(f"{source.name}_packed", (copies * slab,), source.dtype)
     pack_offset: Expr = Const(0)
     compute_offset: Expr = Const(0)
     stride = slab
-    for index, loop in reversed(indexing):
-        pack_offset = pack_offset + loop.var * stride
+    for index, var, extent in reversed(indexing):
+        pack_offset = pack_offset + var * stride
         compute_offset = compute_offset + index * stride
-        stride *= loop.extent
+        stride *= extent
 
     def shifted(offset: Expr) -> Callable[[tuple[Expr, ...]], tuple[Expr, ...]]:
         def into_packed(indices: tuple[Expr, ...]) -> tuple[Expr, ...]:
@@ -155,8 +157,8 @@ def _split(func: Func, source: Buffer, alloc: Allocate, enclosing: list[For]) ->
         return into_packed
 
     pack_body: Stmt = replace_buffer(fill, alloc.buffer.name, packed, shifted(pack_offset), loads=False)
-    for _, loop in reversed(indexing):
-        pack_body = For(loop.var, loop.extent, "serial", pack_body)
+    for _, var, extent in reversed(indexing):
+        pack_body = For(var, extent, "serial", pack_body)
     pack = Func(f"{func.name}_pack", (source, packed), pack_body)
     kept = Seq(tuple(rest)) if len(rest) > 1 else rest[0]
     kept = replace_buffer(kept, alloc.buffer.name, packed, shifted(compute_offset), stores=False)
@@ -175,7 +177,7 @@ def _remainder_only(s: Stmt, v: Var) -> int | None:
     divisors: set[int] = set()
     bare = False
 
-    def visit(e: Expr, inside: bool) -> None:
+    def visit(e: Expr) -> None:
         nonlocal bare
         if isinstance(e, BinOp) and e.op == "floormod" and e.a == v and isinstance(e.b, Const):
             divisors.add(int(e.b.value))
@@ -184,11 +186,11 @@ def _remainder_only(s: Stmt, v: Var) -> int | None:
             bare = True
             return
         for k in children(e):
-            visit(k, inside)
+            visit(k)
 
     for x in walk_stmts(s):
         for e in stmt_exprs(x):
-            visit(e, False)
+            visit(e)
     return divisors.pop() if len(divisors) == 1 and not bare else None
 
 

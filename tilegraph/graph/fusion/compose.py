@@ -143,7 +143,6 @@ class FusedSpec:
         inputs = [buffers[id(self.placeholders[name])] for name in self.arguments]
         return with_params(func, inputs, [out_buffer])
 
-
     def _materialize_tile_operands(self, sch: Schedule, target: Target, buffers: dict[int, Buffer]) -> None:
         """Where the anchor's schedule computes its register tile on the matrix unit (AMX tiles
         load rows of memory), an operand the tile product reads in place whose prologue is more
@@ -159,11 +158,11 @@ class FusedSpec:
         assert self.anchor is not None
         n_in = len(self.anchor.workload.inputs)
         anchor = anchor_tensor(self.anchor.workload).name
-        worked = [(param.name, self.env[name]) for param, name in zip(sch.func.params[:n_in], self.anchor.arguments)
+        worked = [param.name for param, name in zip(sch.func.params[:n_in], self.anchor.arguments)
                   if not _plain_read(self.env[name], param.shape, buffers)]
         if not worked or anchor not in sch.block_names():
             return
-        direct = [name for name, _ in worked if block_reads(get_block(sch.func, anchor), name)]
+        direct = [name for name in worked if block_reads(get_block(sch.func, anchor), name)]
         if not direct or not makes_tile_products(sch.func, target):
             return
         loops = sch.loops(anchor)
