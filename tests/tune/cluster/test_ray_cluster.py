@@ -57,7 +57,18 @@ def _sound(path) -> None:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_candidates_spread_over_both_nodes(cluster, tmp_path):
+def test_candidates_spread_over_both_nodes(cluster, tmp_path, monkeypatch):
+    from tilegraph.tune.cluster.runner import RayRunner
+
+    measured_on: list[str] = []  # the node of every measurement, confirmations of a new best included
+    real_batch = RayRunner.run_batch
+
+    def spying(self, items):
+        results = real_batch(self, items)
+        measured_on.extend(r.node for r in results)
+        return results
+
+    monkeypatch.setattr(RayRunner, "run_batch", spying)
     wl = matmul_workload(8)
     db = tmp_path / "t.db"
     result = tg.tune(wl, strategy="random", trials=8, db=str(db), seed=1, progress=False, policy=FAST,
@@ -66,7 +77,10 @@ def test_candidates_spread_over_both_nodes(cluster, tmp_path):
     assert result.measured == 8 and len(records) == 8
     assert len({r.trace_json for r in records}) == 8
     assert all(r.kind == "ok" for r in records)
-    assert len({r.meta["node"] for r in records}) == 2  # each runner took candidates (both start idle)
+    assert len(set(measured_on)) == 2  # each runner took candidates (both start idle)
+    # A record names the node of the measurement it keeps: a new best is measured twice (on either
+    # runner) and keeps the slower, so which node a record names is not the test's business.
+    assert {r.meta["node"] for r in records} <= set(measured_on)
     _sound(db)
     # the runners removed each library they wrote once its candidate was measured
     assert not list((Path(os.environ["TILEGRAPH_CACHE_DIR"]) / "cluster").glob("*.so"))
