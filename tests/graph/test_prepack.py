@@ -101,3 +101,37 @@ def test_a_weight_bound_to_a_graph_input_is_not_packed(tmp_path):
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
     np.testing.assert_allclose(model(x, w)[0], x.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_a_task_marks_its_weights_constant_and_a_plain_record_still_serves(tmp_path):
+    """Tasks take the graph's constants as the workload's (tuned as the model runs them: packed once,
+    tune/prepacked.py); a record tuned on the operator alone (`tilegraph tune matmul:...`, the plain
+    workload) still serves the model."""
+    path = _model(tmp_path)
+    graph, _ = optimize(as_graph(str(path), None, None))
+    tasks = [t for t in extract_tasks(graph, partition(graph, fuse=False)) if t.workload.op_name == "matmul"]
+    assert tasks and all(t.workload.constants == (1,) and t.key != t.workload.plain.key for t in tasks)
+    db = open_database(str(tmp_path / "plain.db"))
+    target = tg.Target("cpu")
+    for task in tasks:
+        plain = task.workload.plain
+        db.commit_record(Record(plain.key, str(target.fingerprint), packing_schedule(plain).trace.to_json(), "ok",
+                                latency_s=1e-6))
+    model = tg.compile(str(path), db=db, fuse=False, construct=False)
+    assert model.prepacked  # the plain records' packing schedules, packed once
+    x = np.random.default_rng(4).standard_normal((M, K)).astype(np.float32)
+    np.testing.assert_allclose(model(x)[0], ort.InferenceSession(str(path)).run(None, {"x": x})[0], rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_tuning_a_model_records_its_weight_tasks_under_their_constant_keys(tmp_path):
+    path = _model(tmp_path)
+    graph, _ = optimize(as_graph(str(path), None, None))
+    keys = {t.key for t in extract_tasks(graph, partition(graph, fuse=False)) if t.workload.constants}
+    db = str(tmp_path / "tuned.db")
+    model = tg.compile(str(path), db=db, fuse=False, time_budget=20, trials=4)
+    tuned = {r.workload_key for r in open_database(db).records(kind="ok")}
+    assert keys and keys <= tuned
+    x = np.random.default_rng(5).standard_normal((M, K)).astype(np.float32)
+    np.testing.assert_allclose(model(x)[0], ort.InferenceSession(str(path)).run(None, {"x": x})[0], rtol=1e-5,
+                               atol=1e-5)

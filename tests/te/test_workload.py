@@ -51,3 +51,19 @@ def test_key_of_canonical_text_is_the_workload_key():
 
     wl = _hand_matmul()
     assert key_of_canonical_text(wl.canonical_text) == wl.key
+
+
+def test_constant_inputs_enter_the_key_and_plain_drops_them():
+    lib = _ops_matmul()
+    weights = tg.Workload(lib.inputs, lib.outputs, constants=[1])
+    assert weights.constants == (1,) and weights.key != lib.key
+    assert weights.plain.key == lib.key and weights.plain.constants == ()
+    assert lib.plain is lib
+    assert tg.Workload(lib.inputs, lib.outputs, constants=[0]).key not in (lib.key, weights.key)
+
+
+@pytest.mark.parametrize("bad", [[2], [-1], [True], ["B"]])
+def test_a_constant_that_is_not_an_input_position_is_refused(bad):
+    lib = _ops_matmul()
+    with pytest.raises(tg.errors.WorkloadError, match="constants must be positions of inputs"):
+        tg.Workload(lib.inputs, lib.outputs, constants=bad)

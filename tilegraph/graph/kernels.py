@@ -81,8 +81,9 @@ def best_schedules(db: Database | None, workload: Workload, target: Target, k: i
     if not hasattr(db, "top_k"):
         best = best_schedule(db, workload, target)
         return [] if best is None else [best]
-    try:
-        records = db.top_k(workload.key, str(target.fingerprint), k)
+    try:  # a workload with constants and no records of its own: its plain workload's (base.best_schedule)
+        records = db.top_k(workload.key, str(target.fingerprint), k) or \
+            (db.top_k(workload.plain.key, str(target.fingerprint), k) if workload.constants else [])
     except TilegraphError:
         return []  # an unreadable database never stops a compile: the default schedule serves
     schedules = []
@@ -109,7 +110,9 @@ def kernel_spec(graph: Graph, node: Node) -> KernelSpec:
         if tuple(out.shape) != expected or out.dtype.name != graph.type_of(name).dtype:
             raise GraphError(f"node {node.name!r} ({node.op}) lowers to {out.dtype}{list(out.shape)}, "
                              f"its type is {graph.type_of(name)} (a lowering bug)")
-    workload = Workload(list(placeholders.values()), list(outs), name=node.op)
+    # the graph's constants (weights) are the workload's: tuned as the model runs them, packed once
+    constants = [i for i, name in enumerate(placeholders) if name in graph.constants]
+    workload = Workload(list(placeholders.values()), list(outs), name=node.op, constants=constants)
     return KernelSpec(node, workload, tuple(placeholders))
 
 

@@ -27,12 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from tilegraph.build.compile import compile_c
-from tilegraph.codegen.c import codegen_c
 from tilegraph.graph.ir import Graph, TensorType
 from tilegraph.graph.model import Step
 from tilegraph.lower.prepack import PackSplit, split_constant_packing
 from tilegraph.runtime.kernel import Kernel
+from tilegraph.runtime.prepacked import prepacked_kernels
 from tilegraph.target import Target
 
 log = logging.getLogger("tilegraph.graph.prepack")
@@ -104,17 +103,10 @@ def _plan(graph: Graph, steps: Sequence[Step], index: int, kernel: Any) -> tuple
 def _build(kernel: Kernel, position: int, split: PackSplit, target: Target) -> tuple[Kernel, Kernel] | None:
     """(packing kernel, compute kernel), or None where either fails to build."""
     try:
-        pack_src = codegen_c(split.pack)
-        pack = Kernel(compile_c(pack_src.code, target, name=pack_src.entry, thread_pool=True), pack_src.entry,
-                      [kernel.inputs[position]], [split.packed], pack_src.code, target, split.pack)
-        compute_src = codegen_c(split.compute)
-        inputs = [split.packed if j == position else b for j, b in enumerate(kernel.inputs)]
-        compute = Kernel(compile_c(compute_src.code, target, name=compute_src.entry, thread_pool=True), compute_src.entry,
-                         inputs, list(kernel.outputs), compute_src.code, target, split.compute)
+        return prepacked_kernels(kernel.inputs, kernel.outputs, position, split, target)
     except Exception as err:  # an optimisation: the kernel keeps its packing
         log.warning("prepacking %s: %s: %s", kernel.entry, type(err).__name__, err)
         return None
-    return pack, compute
 
 
 __all__ = ["prepack_weights"]

@@ -206,11 +206,12 @@ class Schedule:
     # ------------------------------------------------------------------ replay
     @staticmethod
     def replay(workload: Workload, trace: Trace | str) -> Schedule:
-        """Apply a trace to a fresh schedule of `workload`; refused if the workload key differs.
+        """Apply a trace to a fresh schedule of `workload`; refused if the workload key differs
+        (but for the key of the same computation without constant inputs, `Workload.plain`).
         A trace recorded on an equal computation with other tensor or axis names is renamed as it
         replays (its `names` against this workload's), so the replayed trace speaks this workload's names."""
         tr = Trace.from_json(trace) if isinstance(trace, str) else trace
-        if tr.workload_key != workload.key:
+        if tr.workload_key not in (workload.key, workload.plain.key):
             raise ScheduleError(
                 f"trace was recorded for workload {tr.workload_key}, not for {workload.key} ({workload.op_name})"
             )

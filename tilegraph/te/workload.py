@@ -6,6 +6,12 @@ equal keys, while the user's names stay available for printing and code generati
 computation counts: shapes, dtypes and expression structure. Tags and attrs (the op library's
 reference-test metadata) are labels and stay outside the key, so `ops.matmul(A, B)` and the same
 `te.compute` written by hand, or built by a graph frontend, share their tuning records.
+
+`constants` names the inputs that stay fixed for the kernel's lifetime (a model's weights): a
+kernel that packs such an input at every call gets it packed once instead (lower/prepack.py), so
+tuning times it without the packing, as the model runs it. They enter the key (the same matmul
+with a constant B is another task: its best schedule may differ), and `plain` is the workload
+without them (whose records serve where the constant one has none).
 """
 
 from __future__ import annotations
@@ -46,8 +52,12 @@ def topological(roots: Sequence[Tensor]) -> tuple[Tensor, ...]:
 class Workload:
     """The unit of compilation and tuning: inputs -> outputs through compute tensors."""
 
-    def __init__(self, inputs: Sequence[Tensor], outputs: Sequence[Tensor], name: str | None = None):
+    def __init__(self, inputs: Sequence[Tensor], outputs: Sequence[Tensor], name: str | None = None,
+                 constants: Sequence[int] = ()):
         self.inputs: tuple[Tensor, ...] = tuple(inputs)
+        if any(not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(self.inputs) for i in constants):
+            raise WorkloadError(f"constants must be positions of inputs (0..{len(self.inputs) - 1}), got {list(constants)}")
+        self.constants: tuple[int, ...] = tuple(sorted(set(constants)))
         self.outputs: tuple[Tensor, ...] = tuple(outputs)
         if not self.outputs:
             raise WorkloadError("a workload needs at least one output")
@@ -106,7 +116,14 @@ class Workload:
             body = expr_str(op.body, tensor_name=lambda x: f"T{position[id(x)]}",
                             var_name=lambda v, names=var_names: names.get(v, v.name))
             lines.append(f"{head} = {body}")
+        if self.constants:
+            lines.append("constants: " + ",".join(f"in{i}" for i in self.constants))
         return "\n".join(lines)
+
+    @cached_property
+    def plain(self) -> Workload:
+        """This workload with no input marked constant (itself when none is)."""
+        return Workload(self.inputs, self.outputs, self.op_name) if self.constants else self
 
     @cached_property
     def key(self) -> str:

@@ -67,12 +67,15 @@ def build_candidate(workload: Workload, trace_json: str, target: Any, timeout_s:
             from tilegraph.driver import build
             from tilegraph.schedule import Schedule
             from tilegraph.tune.kernel_loader import describe_kernel
+            from tilegraph.tune.prepacked import prepacked_build
 
             with stage("replay"):
                 sch = Schedule.replay(workload, trace_json)
             tgt = resolve_target(target)
-            kernel = build(sch, target=tgt)
-            result = describe_kernel(kernel, tgt, workload_args(workload), time.perf_counter() - start)
+            result = prepacked_build(sch, workload, tgt, workload_args(workload), start)
+            if result is None:
+                kernel = build(sch, target=tgt)
+                result = describe_kernel(kernel, tgt, workload_args(workload), time.perf_counter() - start)
         except _BuildTimeout:
             result = BuildResult(False, "build_timeout", f"build took longer than {timeout_s:g} s",
                                  build_time_s=time.perf_counter() - start)

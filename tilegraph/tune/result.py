@@ -45,6 +45,9 @@ class BuildResult:
     stages: dict[str, float] = field(default_factory=dict, compare=False)  # seconds per build stage (tilegraph.stages)
     # the built library's bytes, where the runner is on another machine (tune/cluster): lib_path is the builder's
     library: bytes | None = field(default=None, compare=False, repr=False)
+    # (input position, the packing kernel's build): this kernel reads that input packed, and the runner
+    # packs it once per check, untimed, as a compiled model does once (tune/prepacked.py)
+    prepack: tuple[int, BuildResult] | None = None
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,12 @@ from tilegraph.tune.result import BuildResult
 
 
 def with_library(build: BuildResult) -> BuildResult:
-    """`build` carrying its library's bytes (a failed build or one without a library: unchanged)."""
+    """`build` carrying its library's bytes, and its packing kernel's (a failed build or one
+    without a library: unchanged)."""
     if not build.ok or build.lib_path is None or build.loader != "runtime":
         return build
-    return replace(build, library=Path(build.lib_path).read_bytes())
+    prepack = None if build.prepack is None else (build.prepack[0], with_library(build.prepack[1]))
+    return replace(build, library=Path(build.lib_path).read_bytes(), prepack=prepack)
 
 
 def materialised(build: BuildResult, folder: Path | None = None) -> BuildResult:
@@ -38,6 +40,8 @@ def materialised(build: BuildResult, folder: Path | None = None) -> BuildResult:
     on the machine (a second node, a second slot) loads the same library from its own copy."""
     if build.library is None:
         return build
+    if build.prepack is not None:
+        build = replace(build, prepack=(build.prepack[0], materialised(build.prepack[1], folder)))
     folder = folder or cache_dir() / "cluster"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{hashlib.sha256(build.library).hexdigest()[:24]}.{os.getpid()}.so"
@@ -54,6 +58,8 @@ def discarded(shipped: BuildResult, local: BuildResult) -> None:
     the node's disk (a loaded library stays mapped in the process that loaded it)."""
     if shipped.library is not None and local.lib_path is not None:
         Path(local.lib_path).unlink(missing_ok=True)
+    if shipped.prepack is not None and local.prepack is not None:
+        discarded(shipped.prepack[1], local.prepack[1])
 
 
 @functools.cache

@@ -89,14 +89,18 @@ class Database(ABC):
     def best_schedule(self, workload: Workload, target: Any = "cpu") -> Schedule | None:
         """The Schedule of the best record on `target` that replays, or None; what tg.build(wl, db=...)
         asks for. Up to MAX_RECORDS_TRIED records are tried (an imported or stale record may no
-        longer replay); a miss is reported once per workload and target, as a plain message."""
+        longer replay); a miss is reported once per workload and target, as a plain message. A
+        workload with constant inputs that has no record of its own takes its plain workload's (the
+        same computation timed with the packing inside: a schedule tuned with `tilegraph tune` on
+        the operator serves the model)."""
         fp = str(resolve_target(target).fingerprint)
         failures = []
-        for record in self.top_k(workload.key, fp, MAX_RECORDS_TRIED):
-            try:
-                return Schedule.replay(workload, record.trace_json)
-            except ScheduleError as e:
-                failures.append(str(e))
+        for key in dict.fromkeys((workload.key, workload.plain.key)):
+            for record in self.top_k(key, fp, MAX_RECORDS_TRIED):
+                try:
+                    return Schedule.replay(workload, record.trace_json)
+                except ScheduleError as e:
+                    failures.append(str(e))
         why = f"its best records do not replay ({failures[0][:200]})" if failures else "no tuning record for this target"
         report_miss(workload, fp, why)
         return None

@@ -1,0 +1,41 @@
+"""A CPU kernel that packs a constant input at every call, built as two kernels: the packing, run
+once per value of the input, and the rest (lower/prepack.py splits the lowered function). The
+compiled model runs the packing when it compiles (graph/prepack.py); tuning runs it once per
+check, before the timing (tune/builder.py, tune/runner.py), so a candidate is timed as the model
+runs it.
+
+    split = split_constant_packing(lowered, lowered.params[1].name, n_inputs=2)
+    pack, compute = prepacked_kernels(inputs, outputs, 1, split, target)
+    packed = pack(weight, out=np.zeros(split.packed.shape, split.packed.dtype.array_numpy))
+    compute(x, packed, out=y)      # what kernel(x, weight, out=y) computed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tilegraph.build.compile import compile_c
+from tilegraph.codegen.c import codegen_c
+from tilegraph.loop.ir import Buffer, Func
+from tilegraph.lower.prepack import PackSplit
+from tilegraph.runtime.kernel import Kernel
+from tilegraph.target import Target
+
+
+def compiled_cpu_kernel(lowered: Func, inputs: Sequence[Buffer], outputs: Sequence[Buffer], target: Target) -> Kernel:
+    """A lowered function printed, compiled and loaded as a Kernel taking `inputs` and `outputs`."""
+    src = codegen_c(lowered)
+    lib = compile_c(src.code, target, name=src.entry, thread_pool=True)
+    return Kernel(lib, src.entry, list(inputs), list(outputs), src.code, target, lowered)
+
+
+def prepacked_kernels(inputs: Sequence[Buffer], outputs: Sequence[Buffer], position: int, split: PackSplit,
+                      target: Target) -> tuple[Kernel, Kernel]:
+    """(packing kernel: input `position` -> the packed copy, compute kernel: `inputs` with the packed
+    copy in that position -> `outputs`). Raises what printing or compiling raises."""
+    pack = compiled_cpu_kernel(split.pack, [inputs[position]], [split.packed], target)
+    compute_inputs = [split.packed if j == position else b for j, b in enumerate(inputs)]
+    return pack, compiled_cpu_kernel(split.compute, compute_inputs, outputs, target)
+
+
+__all__ = ["compiled_cpu_kernel", "prepacked_kernels"]
