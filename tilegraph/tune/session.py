@@ -44,6 +44,7 @@ from tilegraph.tune.measure import CHECK_VERSION, random_inputs, resolve_target
 from tilegraph.tune.options import TuneOptions
 from tilegraph.tune.pipeline_profile import PipelineProfile
 from tilegraph.tune.result import RunResult
+from tilegraph.tune.retime import RETIME_ROUNDS, RETIME_TOP, retime_best
 from tilegraph.tune.runner import Runner
 from tilegraph.tune.search_loop import Silent, search_loop
 from tilegraph.tune.strategy.base import SearchStrategy, TuneContext
@@ -118,6 +119,16 @@ class TuneSession:
         best = self.best(workload)
         return SliceResult(sum(counts.values()), None if best is None else best.latency_s,
                            time.monotonic() - start, counts)
+
+    def retime_best(self, workload: Workload, k: int = RETIME_TOP, rounds: int = RETIME_ROUNDS,
+                    deadline: float | None = None) -> list[Record]:
+        """The workload's k best records timed again against each other in alternating rounds, and
+        recorded so (tune/retime.py); the re-timed records, best first. No round starts that would
+        end after `deadline` (time.monotonic())."""
+        settled = retime_best(self._database(), self.builder, self.runner, workload, self.fingerprint, k, rounds,
+                              seed=self.options.seed, deadline=deadline)
+        self.measured += len(settled) * rounds
+        return settled
 
     def best_kernel(self, workload: Workload) -> tuple[Any, Record]:
         """The fastest recorded kernel (earlier runs' records count) that passes one more check

@@ -24,6 +24,7 @@ from tilegraph.tune.database import Database
 from tilegraph.tune.measure import resolve_target
 from tilegraph.tune.options import TuneOptions
 from tilegraph.tune.result import RunResult, TuneResult
+from tilegraph.tune.retime import SETTLE_SHARE
 from tilegraph.tune.session import TuneSession
 from tilegraph.tune.strategy import SearchStrategy, get_strategy
 
@@ -57,10 +58,14 @@ def tune(workload: Workload | str, target: Any = "cpu", db: Database | str | Non
             return tune_checked_only(wl, session, search)
         runners = getattr(session.runner, "slots", None) if opts.cluster is not None else None
         bar = _Progress(opts.progress, wl, opts.trial_limit, opts.time_budget, runners)
+        # with a time budget, its last SETTLE_SHARE re-times the few best against each other (retime.py)
+        end = None if opts.time_budget is None else start + opts.time_budget
         try:
             got = session.tune_slice(wl, search, opts.trial_limit,
-                                     None if opts.time_budget is None else start + opts.time_budget,
+                                     None if end is None else end - SETTLE_SHARE * opts.time_budget,
                                      progress=bar, budget_given=opts.trials is not None or opts.time_budget is not None)
+            if end is not None:
+                session.retime_best(wl, deadline=end)
             kernel, best = session.best_kernel(wl)
         finally:
             bar.close()

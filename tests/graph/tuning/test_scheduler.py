@@ -1,6 +1,8 @@
 """graph/tuning/scheduler.py: first round, Ansor's gradient, budgets, early stopping and resume,
 against a fake session (scripted latencies, a fake clock): no compiler needed."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from tilegraph.graph.tuning.scheduler import TaskScheduler
 from tilegraph.graph.tuning.tasks import extract_tasks
 from tilegraph.target import as_target
 from tilegraph.tune.database import Record
+from tilegraph.tune.measure import MeasurePolicy
 from tilegraph.tune.session import SliceResult
 from tilegraph.tune.strategy.base import SearchStrategy
 
@@ -50,6 +53,9 @@ class Done(SearchStrategy):
         return self.exhausted
 
 
+SETTLE_COST = 0.5
+
+
 class FakeSession:
     """Each task's k-th new measurement has latency curve[k]; every slice costs `cost` seconds."""
 
@@ -63,8 +69,21 @@ class FakeSession:
         self.recs = {}
         self.calls = []
 
+        self.settled = []  # the workloads whose best records were re-timed, in order
+        self.runner = SimpleNamespace(policy=MeasurePolicy())
+
     def records(self, wl):
         return list(self.recs.get(wl.key, []))
+
+    def best(self, wl):
+        ok = [r for r in self.recs.get(wl.key, []) if r.ok]
+        return min(ok, key=lambda r: r.latency_s) if ok else None
+
+    def retime_best(self, wl, deadline=None):
+        """Settling: costs SETTLE_COST on the clock, leaves the records as they are."""
+        self.settled.append(wl.key)
+        self.clock.now += SETTLE_COST
+        return sorted(self.recs.get(wl.key, []), key=lambda r: r.latency_s)[:3]
 
     def tune_slice(self, wl, strategy, trials, deadline=None, seed=None):
         recs = self.recs.setdefault(wl.key, [])
@@ -131,6 +150,26 @@ def test_time_budget_is_honoured_within_five_percent(clock):
     assert clock.now <= 20.5 * 1.05
     assert clock.now >= 20.5 - 1.0  # and spent, not left idle
     assert s.stop_reason.startswith("time budget spent")
+
+
+def test_the_last_tenth_of_a_time_budget_settles_the_heaviest_tasks_first(clock):
+    tasks = model_tasks()
+    session = FakeSession({t.key: [1.0 / (1 + k) for k in range(200)] for t in tasks}, clock, cost=1.0)
+    s = _scheduler(tasks, session, time_budget=20.5).run()
+    searched = sum(cost for cost in s.states[0].slice_seconds) + sum(
+        cost for st in s.states[1:] for cost in st.slice_seconds)
+    assert searched <= 20.5 * (1 - sched.SETTLE_SHARE) + 1.0  # the search stopped at its share
+    assert session.settled  # the rest re-timed the best records
+    weights = {st.task.key: st.task.weight * st.best_s for st in s.states}
+    assert session.settled == sorted(session.settled, key=lambda k: -weights[k])
+    assert all(st.settled == (st.task.key in session.settled) for st in s.states)
+
+
+def test_a_trial_budget_alone_settles_nothing(clock):
+    tasks = model_tasks()
+    session = FakeSession({t.key: [1.0, 0.5, 0.4] for t in tasks}, clock)
+    _scheduler(tasks, session, trials=12).run()
+    assert session.settled == []
 
 
 def test_one_costly_first_slice_does_not_price_the_smaller_tasks_out_of_the_first_round(clock):

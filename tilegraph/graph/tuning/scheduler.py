@@ -25,6 +25,11 @@ fits; inside a slice measurement stops at the deadline); `trials` counts every m
 the model's tasks in the database, earlier runs' included. Resuming: a task with records skips
 its first round and starts from its recorded best; traces already recorded are never measured
 again (tune/session.py), so a rerun after a kill continues where the first run stopped.
+
+Settling: with a time budget, the search gets its first 1 - SETTLE_SHARE (90%); the rest, and
+whatever the search left, re-times each task's few best records against each other in
+alternating rounds (tune/retime.py), the tasks that weigh most in the model first, while a round
+fits: on a machine whose speed moves, the fastest of a task's records is partly luck.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tilegraph.graph.tuning.tasks import Task
+from tilegraph.tune.retime import SETTLE_SHARE, round_fits
 from tilegraph.tune.session import TuneSession
 from tilegraph.tune.strategy.auto import AutoStrategy
 from tilegraph.tune.strategy.base import SearchStrategy
@@ -75,6 +81,7 @@ class TaskState:
     generation: int = 0
     stale: int = 0                         # slices in a row without MIN_GAIN
     empty: int = 0                         # slices in a row that found nothing new to measure
+    settled: bool = False                  # its best records were re-timed against each other (_settle)
 
     @property
     def cost_s(self) -> float | None:
@@ -116,6 +123,7 @@ class TaskScheduler:
         self.states = [self._restore(t) for t in tasks]
         self.start = time.monotonic()
         self.stop_reason = ""
+        self.settling = False
 
     # ------------------------------------------------------------------ state
     def _restore(self, task: Task) -> TaskState:
@@ -138,7 +146,11 @@ class TaskScheduler:
 
     @property
     def time_left_s(self) -> float | None:
-        return None if self.time_budget is None else self.time_budget - self.elapsed_s
+        """Of the search's share of the time budget (the rest settles the best: _settle)."""
+        if self.time_budget is None:
+            return None
+        share = 1.0 if self.settling else 1.0 - SETTLE_SHARE
+        return self.time_budget * share - self.elapsed_s
 
     @property
     def total_measured(self) -> int:
@@ -180,8 +192,28 @@ class TaskScheduler:
             report(self, f"{st.task.name}: slice {st.slices}")
         if not self.stop_reason:
             self.stop_reason = "every task converged or exhausted"
+        self._settle(report)
         report(self, f"done: {self.stop_reason}")
         return self
+
+    def _settle(self, report: Callable[[TaskScheduler, str], None]) -> None:
+        """With a time budget, its last SETTLE_SHARE (and whatever the search left) re-times each
+        task's few best records against each other (tune/retime.py), the tasks that weigh most in
+        the model first, as long as a round fits."""
+        if self.time_budget is None:
+            return
+        self.settling = True
+        end = self.start + self.time_budget
+        for st in sorted(self.states, key=lambda s: -s.task.weight * (s.best_s or 0.0)):
+            if st.best_s is None or st.measured < 2:
+                continue
+            if not round_fits(self.session.runner, end):
+                break
+            if self.session.retime_best(st.task.workload, deadline=end):
+                best = self.session.best(st.task.workload)
+                st.best_s = None if best is None else best.latency_s
+                st.settled = True
+                report(self, f"settled: {st.task.name}")
 
     def _fits(self, st: TaskState) -> bool:
         left = self._trials_left()
@@ -266,7 +298,7 @@ class TaskScheduler:
             st.strategy = self.slice_strategy(st.task, st.generation)
             if first:
                 st.strategy = SeededStrategy([default_candidate(wl, self.session.target)], st.strategy)
-        deadline = None if self.time_budget is None else self.start + self.time_budget
+        deadline = None if self.time_budget is None else self.start + self.time_budget * (1.0 - SETTLE_SHARE)
         got = self.session.tune_slice(wl, st.strategy, trials, deadline, seed=st.generation)
         log.info("task %s: slice %d, %d measured, best %s, %.1f s", st.task.name, st.slices + 1, got.measured,
                  got.best_s, got.seconds)
