@@ -10,9 +10,11 @@ a spread of 2x; timed alternately against the 32 x 32 one recorded at 0.47 ms it
 0.69, and the model carrying it ran 45 ms against 36. Here the k best are built again and each
 round times each of them once (the order rotating between rounds); each record is replaced by one
 whose samples are all of its rounds' (so its median is over the same stretch of time as the
-others'), marked `meta["retimed"]`. A record whose best is still one nobody re-timed (a lucky one
-just below the k) is settled the same way, up to `k + EXTRA` records in all. A candidate that
-fails its check now keeps its old record and is not the best: it is recorded as what it gave.
+others'), marked `meta["retimed"]`. Should the best then be a record not yet re-timed (a lucky one
+just below the k), it and the others not yet re-timed among the k best get rounds of their own,
+up to `k + EXTRA` records in all. A candidate whose check fails now is recorded as what it gave
+(never the best again); one whose build or run times out keeps its record (that verdict is the
+machine's, not the kernel's).
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ def round_fits(runner: Any, deadline: float | None, k: int = RETIME_TOP) -> bool
 def retime_best(db: Database, builder: Any, runner: Any, workload: Workload, fingerprint: str,
                 k: int = RETIME_TOP, rounds: int = RETIME_ROUNDS, seed: int = 0,
                 deadline: float | None = None) -> list[Record]:
-    """The records re-timed (best first after settling); nothing when fewer than two are ok. No
-    round starts after `deadline` (time.monotonic()); a record is replaced only after a whole round."""
+    """The records re-timed (best first after settling); nothing when fewer than two are ok. A round
+    starts only while half of it fits before `deadline` (time.monotonic()), and once started it is
+    finished."""
     settled: dict[str, Record] = {}
     while len(settled) < k + EXTRA and round_fits(runner, deadline, k):
         top = db.top_k(workload.key, fingerprint, k)
