@@ -123,8 +123,8 @@ class TuneSession:
     def retime_best(self, workload: Workload, k: int = RETIME_TOP, rounds: int = RETIME_ROUNDS,
                     deadline: float | None = None) -> list[Record]:
         """The workload's k best records timed again against each other in alternating rounds, and
-        recorded so (tune/retime.py); the re-timed records, best first. No round starts that would
-        end after `deadline` (time.monotonic())."""
+        recorded so (tune/retime.py); the re-timed records, best first. A round starts only while
+        half of it fits before `deadline` (time.monotonic())."""
         settled = retime_best(self._database(), self.builder, self.runner, workload, self.fingerprint, k, rounds,
                               seed=self.options.seed, deadline=deadline)
         self.measured += len(settled) * rounds
