@@ -94,7 +94,9 @@ def test_one_record_or_a_deadline_already_passed_settles_nothing(db):
 def test_tg_tune_with_a_time_budget_settles_its_best(tune_dirs):
     wl = matmul_workload(16)
     db_path = tune_dirs / "t.db"
-    result = tg.tune(wl, strategy="random", time_budget=6, db=str(db_path), seed=0, progress=False,
+    # 10 s: settling gets 1 s, ten times the half round it needs, so a slow build past the search's
+    # deadline on a loaded machine still leaves it room
+    result = tg.tune(wl, strategy="random", time_budget=10, db=str(db_path), seed=0, progress=False,
                      policy=MeasurePolicy(min_time_s=0.01, min_repeats=3))
     best = SQLiteDatabase(db_path).best(wl.key, tg.Target("cpu").fingerprint)
     assert best.meta.get("retimed", 0) >= 1 and result.latency_s == best.latency_s

@@ -86,11 +86,16 @@ def lower_and_compile_cpu(func: Func, target: Target) -> tuple[str, str, str, Fu
     is pure Python and the compiler, every result picklable, so it may run in another process."""
     with stage("lower"):
         lowered = lower(func, target)
+    return (*compile_lowered_cpu(lowered, target), lowered)
+
+
+def compile_lowered_cpu(lowered: Func, target: Target) -> tuple[str, str, str]:
+    """(library path, entry, C source) of a lowered CPU function: printed, then compiled."""
     with stage("print"):
         src = codegen_c(lowered)
     with stage("compile"):
         lib = compile_c(src.code, target, name=src.entry, thread_pool=True)
-    return str(lib), src.entry, src.code, lowered
+    return str(lib), src.entry, src.code
 
 
 CpuBuild = Callable[[Func, Target], tuple[str, str, str, Func]]
@@ -183,4 +188,5 @@ register(Backend("opencl", _build_opencl, _gpu_default, _opencl_unavailable, loa
                  needs_compiler=False))
 register(Backend("cuda", _build_cuda, _gpu_default, _cuda_unavailable, loader="cuda", is_gpu=True))
 
-__all__ = ["BACKENDS", "Backend", "backend_for", "cpu_builds_by", "lower_and_compile_cpu", "register", "require_runnable"]
+__all__ = ["BACKENDS", "Backend", "backend_for", "compile_lowered_cpu", "cpu_builds_by", "lower_and_compile_cpu", "register",
+           "require_runnable"]

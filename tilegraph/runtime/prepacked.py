@@ -14,19 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilegraph.build.compile import compile_c
-from tilegraph.codegen.c import codegen_c
 from tilegraph.loop.ir import Buffer, Func
 from tilegraph.lower.prepack import PackSplit
+from tilegraph.runtime.backends import compile_lowered_cpu
 from tilegraph.runtime.kernel import Kernel
 from tilegraph.target import Target
 
 
 def compiled_cpu_kernel(lowered: Func, inputs: Sequence[Buffer], outputs: Sequence[Buffer], target: Target) -> Kernel:
-    """A lowered function printed, compiled and loaded as a Kernel taking `inputs` and `outputs`."""
-    src = codegen_c(lowered)
-    lib = compile_c(src.code, target, name=src.entry, thread_pool=True)
-    return Kernel(lib, src.entry, list(inputs), list(outputs), src.code, target, lowered)
+    """A lowered function printed, compiled (backends.compile_lowered_cpu) and loaded as a Kernel
+    taking `inputs` and `outputs`."""
+    lib, entry, code = compile_lowered_cpu(lowered, target)
+    return Kernel(lib, entry, list(inputs), list(outputs), code, target, lowered)
 
 
 def prepacked_kernels(inputs: Sequence[Buffer], outputs: Sequence[Buffer], position: int, split: PackSplit,

@@ -42,11 +42,9 @@ def prepacked_build(sch: Schedule, workload: Workload, target: Target, args: tup
         if split is not None:
             break
     else:
-        with stage("compile"):
-            kernel = compiled_cpu_kernel(lowered, inputs, outputs, target)
+        kernel = compiled_cpu_kernel(lowered, inputs, outputs, target)
         return describe_kernel(kernel, target, args, time.perf_counter() - started)
-    with stage("compile"):
-        pack, compute = prepacked_kernels(inputs, outputs, position, split, target)
+    pack, compute = prepacked_kernels(inputs, outputs, position, split, target)
     source = args[position]
     pack_args = (source, ArgSpec(split.packed.name, tuple(split.packed.shape), split.packed.dtype.array_numpy.name, True))
     packing = describe_kernel(pack, target, pack_args, 0.0)

@@ -40,7 +40,8 @@ log = logging.getLogger("tilegraph.tune")
 
 
 def round_seconds(runner: Any, k: int = RETIME_TOP) -> float:
-    """About how long one round of k runs takes (each run: its check, then min_time_s of timing)."""
+    """A guess, not a measurement, of one round of k runs: each run's min_time_s of timing, 30% more
+    for warm-up and batching, and 50 ms for its inputs, reference and check."""
     return k * (1.3 * runner.policy.min_time_s + 0.05)
 
 

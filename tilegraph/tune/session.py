@@ -127,7 +127,7 @@ class TuneSession:
         half of it fits before `deadline` (time.monotonic())."""
         settled = retime_best(self._database(), self.builder, self.runner, workload, self.fingerprint, k, rounds,
                               seed=self.options.seed, deadline=deadline)
-        self.measured += len(settled) * rounds
+        self.measured += sum(r.meta.get("retimed", 0) for r in settled)  # runs per record: its rounds
         return settled
 
     def best_kernel(self, workload: Workload) -> tuple[Any, Record]:
