@@ -223,7 +223,37 @@ def _micro_kernel(sch: Schedule, workload: Workload, space: IterSpace, state: Et
     # one copy per call, before the tasks (a matrix unit loads its tile rows with a stride instead)
     for op in () if state.matrix else aliasing_broadcast_operands(space, state):
         copy = sch.cache_read(space.anchor, op.name, "global", layout=tile_rows_layout(space, state, op))
-        _parallel_leading(sch, sch.loops(copy))
+        spatial = _leading_spatial_dims(space, op)
+        _parallel_copy(sch, sch.loops(copy), spatial, len(op.dims) - spatial)
+
+
+def _leading_spatial_dims(space: IterSpace, op: Operand) -> int:
+    """How many of a `tile_rows_layout` copy's loops, outermost first, run over `op`'s spatial
+    dimensions (their outer parts): the layout puts them before the reduction's dimensions."""
+    return sum(all(t[0] < space.num_spatial for t in terms) for terms in op.dims if terms is not None)
+
+
+def _parallel_copy(sch: Schedule, loops: list[str], spatial: int, reduce: int) -> None:
+    """Order a tile-rows copy's loops as [spatial outer parts][tile rows][reduction] and run the
+    spatial ones in parallel: each row is then read contiguously along the reduction (the channels),
+    written with the tile's stride, and the reduction's index is a plain loop variable. Fused into
+    the parallel loop (`_parallel_leading` fuses until PARALLEL_TASKS), the channel index was split
+    back with a floordiv and floormod per element, and each of the tile's rows read one element
+    at a time: ResNet-50's 1x1 convolution over 512 channels at 28 x 28 took 2.4-2.6 ms so and
+    1.0-1.2 read in place (2 threads, Xeon with AVX-512); so ordered, 1.3-1.4.
+
+        for n, h/7, w/2 (parallel):            for n, h/7, w/2, c (fused, parallel):
+          for h%7, w%2:                  was     for h%7, w%2:
+            for c: x_global[.., c, h%7, w%2]       x_global[.., c, h%7, w%2] = x[n, h, w, c]
+                     = x[n, h, w, c]
+    """
+    leading, rows, red = loops[:spatial], loops[spatial + reduce:], loops[spatial:spatial + reduce]
+    if rows and red:
+        sch.reorder(*leading, *rows, *red)
+    if leading and _product(sch, leading) > 1:
+        sch.parallel(sch.fuse(*leading) if len(leading) > 1 else leading[0])
+    else:
+        _parallel_leading(sch, [*leading, *rows, *red])
 
 
 def packed_layout(space: IterSpace, state: EtirState, op: Operand) -> dict | None:
