@@ -1,14 +1,27 @@
-import sys, numpy as np, tilegraph as tg, inspect
-paths = sys.argv[1:]
-models = [tg.load(p) for p in paths]
-g = models[0].graph
-feeds = {n: np.random.default_rng(0).standard_normal(g.type_of(n).shape).astype(np.float32) for n in models[0].input_names}
-profs = []
-for m in models:
-    p = m.profile(feeds)
-    profs.append({tuple(s.nodes)[0] if hasattr(s,'nodes') else s['nodes'][0]: s for s in (p.steps if hasattr(p,'steps') else p['steps'])})
-keys = sorted(set(profs[0]) | set(profs[1]), key=lambda k: -max(getattr(pr.get(k), 'seconds', 0) or 0 for pr in profs))
-for k in keys[:30]:
-    a, b = (getattr(pr.get(k), 'seconds', float('nan')) * 1e3 for pr in profs)
-    print(f"{k:40s} {a:7.3f} {b:7.3f}")
-print(sum(s.seconds for s in profs[0].values())*1e3, sum(s.seconds for s in profs[1].values())*1e3)
+"""Two compiled models' in-situ profiles side by side, per step (named by its first node), ms.
+
+    python profile_pair.py OLD.tg NEW.tg
+"""
+
+import sys
+
+import numpy as np
+
+import tilegraph as tg
+
+
+def main(old: str, new: str) -> None:
+    models = [tg.load(old), tg.load(new)]
+    graph = models[0].graph
+    rng = np.random.default_rng(0)
+    feeds = {n: rng.standard_normal(graph.type_of(n).shape).astype(np.float32) for n in models[0].input_names}
+    profiles = [{step.nodes[0]: step.seconds for step in m.profile(feeds).steps} for m in models]
+    keys = sorted(set(profiles[0]) | set(profiles[1]), key=lambda k: -max(p.get(k, 0.0) for p in profiles))
+    for k in keys[:30]:
+        a, b = (p.get(k, float("nan")) * 1e3 for p in profiles)
+        print(f"{k:40s} {a:7.3f} {b:7.3f}")
+    print("(sum of all steps)", *(round(sum(p.values()) * 1e3, 2) for p in profiles))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
