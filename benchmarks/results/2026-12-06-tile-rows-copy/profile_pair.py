@@ -14,7 +14,11 @@ def main(old: str, new: str) -> None:
     models = [tg.load(old), tg.load(new)]
     graph = models[0].graph
     rng = np.random.default_rng(0)
-    feeds = {n: rng.standard_normal(graph.type_of(n).shape).astype(np.float32) for n in models[0].input_names}
+    feeds = {}
+    for n in models[0].input_names:
+        shape, dtype = graph.type_of(n).shape, str(graph.type_of(n).dtype)
+        feeds[n] = (rng.integers(0, 1000, shape).astype(dtype) if "int" in dtype
+                    else rng.standard_normal(shape).astype(np.float32))  # token ids, or pixels
     profiles = [{step.nodes[0]: step.seconds for step in m.profile(feeds).steps} for m in models]
     keys = sorted(set(profiles[0]) | set(profiles[1]), key=lambda k: -max(p.get(k, 0.0) for p in profiles))
     for k in keys[:30]:

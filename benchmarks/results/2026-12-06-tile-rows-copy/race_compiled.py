@@ -19,7 +19,11 @@ def main(onnx_path: str, paths: list[str]) -> None:
     models = {p: tg.load(p) for p in paths}
     first = next(iter(models.values()))
     rng = np.random.default_rng(0)
-    feeds = {n: rng.standard_normal(first.graph.type_of(n).shape).astype(np.float32) for n in first.input_names}
+    feeds = {}
+    for n in first.input_names:
+        shape, dtype = first.graph.type_of(n).shape, str(first.graph.type_of(n).dtype)
+        feeds[n] = (rng.integers(0, 1000, shape).astype(dtype) if "int" in dtype
+                    else rng.standard_normal(shape).astype(np.float32))  # token ids, or pixels
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = 2, 1
     session = ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
