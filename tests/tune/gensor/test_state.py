@@ -95,3 +95,14 @@ def test_short_rows_depthwise_weights_and_inputs_keep_the_walks_choice():
     assert always_packed(depthwise) == ()
     not_constant = IterSpace.from_workload(_conv(2048, 512, constants=()))
     assert not_constant.constants == () and _wide(not_constant).pack == ()
+
+
+def test_a_gemms_weights_keep_the_walks_choice():
+    """GEMMs are left to the walk: forcing GPT-2's LM head weights into panels picked other tiles."""
+    import tilegraph as tg
+    from tilegraph import ops, te
+    from tilegraph.tune.gensor.state import always_packed
+
+    a, b = te.placeholder((128, 768), name="a"), te.placeholder((768, 1024), name="b")
+    space = IterSpace.from_workload(tg.Workload([a, b], [ops.matmul(a, b)], constants=(1,)))
+    assert space.constants == ("b",) and always_packed(space) == ()

@@ -356,27 +356,29 @@ def packable_operands(space: IterSpace) -> tuple[str, ...]:
     return result
 
 
-# A constant's rows at least this far apart are read in panels whatever the walk chose (below).
+# A convolution weight's rows at least this far apart are read in panels whatever the walk chose.
 ALWAYS_PACKED_ROW_BYTES = 1024
 
 
 def always_packed(space: IterSpace) -> tuple[str, ...]:
-    """Constant operands (a model's weights) that every state packs where it can: packable, with rows
-    at least ALWAYS_PACKED_ROW_BYTES apart, in a space whose other operand is broadcast (a GEMM or a
-    convolution, not a depthwise one). Their copy runs once, when the model is compiled (the tuner
-    times them so too), and a packed panel streams where rows that far apart are read a few lines
-    each, a row per reduction step. Timed as a compiled model runs them (Xeon with AVX-512, 2
+    """A convolution's constant weights (a model's) that every state packs where it can: packable,
+    with rows at least ALWAYS_PACKED_ROW_BYTES apart, in a space whose input is broadcast (not a
+    depthwise convolution) and whose reduction runs over more than one axis (kernel rows, columns
+    and channels: a convolution, not a GEMM). Their copy runs once, when the model is compiled (the
+    tuner times them so too), and a packed panel streams where rows that far apart are read a few
+    lines each, a row per reduction step. Timed as a compiled model runs them (Xeon with AVX-512, 2
     threads): ResNet-50's 7x7x2048 -> 512 1x1 convolution, the same tiles, 1.57 ms reading its
-    weights in place and 0.38 prepacked; its 3x3 stride-2 one over 256 channels 2.6 -> 1.5-1.8. Weights
-    with shorter rows stay the walk's choice: MobileNet-V2's 16 -> 96 1x1 convolution (384-byte
-    rows, 6 KiB in all) ran 0.35 ms read in place and 0.59 packed, its depthwise ones 1.3-1.6x
-    slower packed. The model still charges the copy per L2 block: made free, it moved BERT's FFN
-    GEMMs to smaller blocks that ran 1.2x slower."""
+    weights in place and 0.38 prepacked; its 3x3 stride-2 one over 256 channels 2.6 -> 1.5-1.8.
+    Left to the walk: shorter rows (MobileNet-V2's 16 -> 96 1x1 convolution, 384-byte rows, ran
+    0.35 ms read in place and 0.59 packed; its depthwise ones 1.3-1.6x slower packed) and GEMMs
+    (BERT's walks pack their weights already; GPT-2's 768 x 50257 LM head, forced, took a packed
+    state with other tiles that ran 1.5x slower). The model still charges the copy per L2 block:
+    made free, it moved BERT's FFN GEMMs to smaller blocks that ran 1.2x slower."""
     cached = space._cache.get("always_packed")
     if cached is not None:
         return cached
-    broadcast = any(space.vec_axis not in o.axes_used() for o in space.operands)
-    out = tuple(o.name for o in space.operands if broadcast and o.name in space.constants
+    conv = len(space.reduce) > 1 and any(space.vec_axis not in o.axes_used() for o in space.operands)
+    out = tuple(o.name for o in space.operands if conv and o.name in space.constants
                 and o.name in packable_operands(space) and o.shape[-1] * o.dtype_bytes >= ALWAYS_PACKED_ROW_BYTES)
     space._cache["always_packed"] = out
     return out
