@@ -68,10 +68,16 @@ def tile_rows_layout(space: IterSpace, state: EtirState, op: Operand) -> dict | 
     for d in range(len(op.dims)):
         position[d] = at
         at += 2 if d in tiled else 1
-    spatial_dims = [d for d in range(len(op.dims)) if all(t[0] < space.num_spatial for t in op.dims[d])]
+    spatial_dims = spatial_dims_of(space, op)
     reduce_dims = [d for d in range(len(op.dims)) if d not in spatial_dims]
     order = [position[d] for d in spatial_dims] + [position[d] for d in reduce_dims] + [position[d] + 1 for d in sorted(tiled)]
     return {"split": [[d, f] for d, f in sorted(tiled.items())], "order": order}
+
+
+def spatial_dims_of(space: IterSpace, op: Operand) -> list[int]:
+    """The dimensions of `op` indexed by spatial axes only: `tile_rows_layout` keeps their outer
+    parts first, in place, so its copy's leading loops run over them."""
+    return [d for d, terms in enumerate(op.dims) if terms is not None and all(t[0] < space.num_spatial for t in terms)]
 
 
 def _rows_per_set(space: IterSpace, state: EtirState, op: Operand) -> dict[int, int]:

@@ -54,7 +54,7 @@ from tilegraph.te.arith import affine
 from tilegraph.te.expr import BufferLoad, Call
 from tilegraph.te.visit import uses_var, walk
 from tilegraph.te.workload import Workload
-from tilegraph.tune.gensor.broadcast_panels import aliasing_broadcast_operands, tile_rows_layout
+from tilegraph.tune.gensor.broadcast_panels import aliasing_broadcast_operands, spatial_dims_of, tile_rows_layout
 from tilegraph.tune.gensor.state import EtirState, IterSpace, Operand, can_pack, pack_order
 
 # loop-nest position of each level, outermost first
@@ -223,14 +223,8 @@ def _micro_kernel(sch: Schedule, workload: Workload, space: IterSpace, state: Et
     # one copy per call, before the tasks (a matrix unit loads its tile rows with a stride instead)
     for op in () if state.matrix else aliasing_broadcast_operands(space, state):
         copy = sch.cache_read(space.anchor, op.name, "global", layout=tile_rows_layout(space, state, op))
-        spatial = _leading_spatial_dims(space, op)
+        spatial = len(spatial_dims_of(space, op))
         _parallel_copy(sch, sch.loops(copy), spatial, len(op.dims) - spatial)
-
-
-def _leading_spatial_dims(space: IterSpace, op: Operand) -> int:
-    """How many of a `tile_rows_layout` copy's loops, outermost first, run over `op`'s spatial
-    dimensions (their outer parts): the layout puts them before the reduction's dimensions."""
-    return sum(all(t[0] < space.num_spatial for t in terms) for terms in op.dims if terms is not None)
 
 
 def _parallel_copy(sch: Schedule, loops: list[str], spatial: int, reduce: int) -> None:
