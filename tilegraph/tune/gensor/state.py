@@ -327,8 +327,11 @@ def canonical(space: IterSpace, s: EtirState) -> EtirState:
     # can_pack(space, out, n) for the state made here (it reads vec_axis and reg only); the
     # constants worth it are packed whatever the walk chose (`always_packed`)
     wide = s.vec_axis >= 0 and reg_t[s.vec_axis] > 1
-    wanted = set(s.pack) | set(always_packed(space)) if wide else ()
-    pack = tuple(sorted(n for n in wanted if n in packable_operands(space))) if wanted else ()
+    forced = always_packed(space) if wide else ()
+    if not wide or not (s.pack or forced):
+        pack: tuple[str, ...] = ()
+    else:
+        pack = tuple(sorted(n for n in {*s.pack, *forced} if n in packable_operands(space)))
     # the constructor, not dataclasses.replace: canonical runs for every move the walks weigh
     return EtirState(reg_t, tuple(l1), tuple(l2), rstep, s.vec_axis, s.vec_width, unroll, parallel, pack, s.dot_group,
                      s.matrix)
