@@ -257,6 +257,7 @@ def conv3x3(tmp_path_factory):
     return path
 
 
+@pytest.mark.extended
 def test_winograd_by_default_and_left_out_on_request(conv3x3, tmp_path, capsys):
     assert main(["compile", str(conv3x3), "-o", str(tmp_path / "w.tg"), "--json", "--orchestration", "greedy"]) == 0
     assert json.loads(capsys.readouterr().out)["kernels"] == 3  # input transform, GEMM, output transform

@@ -16,7 +16,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-pytestmark = pytest.mark.needs_opencl
+pytestmark = [pytest.mark.needs_opencl, pytest.mark.extended]
 F = TensorProto.FLOAT
 
 

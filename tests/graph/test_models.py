@@ -13,7 +13,7 @@ import pytest
 import tilegraph as tg
 from tilegraph.errors import GraphError, ModelFileError
 
-pytestmark = pytest.mark.needs_cc
+pytestmark = [pytest.mark.needs_cc, pytest.mark.extended]  # long: in CI's extended run, not the default one
 ort = pytest.importorskip("onnxruntime")
 MODELS = ("resnet50", "mobilenet_v2", "bert", "gpt2")
 TOLERANCE = 1e-3  # max |out - ref| <= 1e-3 * max |ref|

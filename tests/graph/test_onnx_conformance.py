@@ -1,7 +1,8 @@
 """ONNX's own backend node cases (onnx.backend.test.case), every one through tilegraph: none may
 crash or give a wrong answer, and every case in onnx_conformance_passing.txt must pass (a ratchet:
 refresh it with `python -m benchmarks.onnx_conformance --write-passing` when more pass). The count
-is printed at the end of the run (tests/conftest.py)."""
+is printed at the end of the run (tests/conftest.py). The cases are `extended`: CI runs them, the
+default run leaves them out (README)."""
 
 import pytest
 
@@ -21,6 +22,7 @@ def test_the_must_pass_list_names_real_cases():
     assert len(unknown) <= len(MUST_PASS) // 20, f"not cases of onnx {onnx.__version__}: {sorted(unknown)[:10]}"
 
 
+@pytest.mark.extended
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_backend_case(case):

@@ -199,6 +199,7 @@ CASES = {
 
 
 @pytest.mark.needs_cc
+@pytest.mark.extended  # one per op, 115 models: CI's extended run
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_op_matches_onnxruntime(case):
     check(CASES[case])

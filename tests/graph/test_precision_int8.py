@@ -77,7 +77,8 @@ def test_the_pass_quantizes_each_activation_once_and_leaves_the_rest_float(tmp_p
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("make", [lambda p: _mlp(p), lambda p: _conv(p, 5), lambda p: _conv(p, 3, stride=2)],
+@pytest.mark.parametrize("make", [lambda p: _mlp(p), pytest.param(lambda p: _conv(p, 5), marks=pytest.mark.extended),
+                                  lambda p: _conv(p, 3, stride=2)],
                          ids=["mlp", "conv5", "conv3-stride2"])
 def test_int8_models_match_their_quantized_reference_and_onnx_runtime_within_int8_error(make, tmp_path,
                                                                                        int8_everywhere):

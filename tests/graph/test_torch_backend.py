@@ -10,7 +10,7 @@ import pytest
 
 import tilegraph as tg
 
-pytestmark = pytest.mark.needs_cc
+pytestmark = [pytest.mark.needs_cc, pytest.mark.extended]  # long: in CI's extended run, not the default one
 torch = pytest.importorskip("torch")
 
 

@@ -14,7 +14,7 @@ import pytest
 import tilegraph as tg
 from tilegraph.errors import GraphError, UnsupportedOpError
 
-pytestmark = pytest.mark.needs_cc
+pytestmark = [pytest.mark.needs_cc, pytest.mark.extended]  # long: in CI's extended run, not the default one
 torch = pytest.importorskip("torch")
 
 BINARY = {

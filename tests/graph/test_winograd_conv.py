@@ -60,7 +60,8 @@ def test_other_convolutions_are_left_alone(kwargs):
 
 @pytest.mark.needs_cc
 @pytest.mark.parametrize("h,w,c,k,pads,n", [(25, 23, 17, 19, (1, 0, 2, 1), 1), (12, 12, 16, 24, (1, 1, 1, 1), 2),
-                                            (28, 28, 32, 16, (0, 0, 0, 0), 1)])
+                                            pytest.param(28, 28, 32, 16, (0, 0, 0, 0), 1,
+                                                         marks=pytest.mark.extended)])
 def test_compiled_by_default_with_the_direct_values(h, w, c, k, pads, n):
     g, feeds = _conv(h, w, c, k, pads=pads, n=n, residual=True)
     want = run_reference(g, feeds)[g.outputs[0]]

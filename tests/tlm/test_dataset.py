@@ -22,6 +22,7 @@ def test_random_ops_are_seeded_varied_and_hold_the_suite_out():
     assert gmm.key not in {e.key for e in dataset.random_ops(60, 0, {gmm.key})}
 
 
+@pytest.mark.extended
 @pytest.mark.needs_cc
 def test_build_keeps_every_measured_program_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path / "cache"))

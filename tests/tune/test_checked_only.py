@@ -19,6 +19,7 @@ on_x86 = pytest.mark.skipif(host_arch() != "x86_64", reason="emulates aarch64 fr
 
 
 @on_x86
+@pytest.mark.extended
 @pytest.mark.needs_qemu
 @pytest.mark.parametrize("spec", ["matmul:37,29,23", "conv2d_nhwc:1,9,7,3,5,3,2,1", "softmax:5,33"])
 def test_short_tunings_for_aarch64_match_numpy_under_qemu(spec, tmp_path, monkeypatch):

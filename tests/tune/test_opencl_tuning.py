@@ -22,6 +22,7 @@ from tilegraph.workloads import from_spec
 
 pytestmark = [
     pytest.mark.needs_opencl,
+    pytest.mark.extended,
     pytest.mark.skipif(not available(), reason="no OpenCL platform (pyopencl + PoCL)"),
     pytest.mark.filterwarnings("ignore::Warning"),  # PoCL's compiler chatter
 ]

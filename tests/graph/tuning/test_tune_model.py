@@ -16,7 +16,7 @@ import tilegraph as tg
 from tilegraph.graph import GraphBuilder, TensorType, run_reference
 from tilegraph.tune.database import open_database
 
-pytestmark = pytest.mark.needs_cc
+pytestmark = [pytest.mark.needs_cc, pytest.mark.extended]  # long: in CI's extended run, not the default one
 
 
 def two_conv_blocks():

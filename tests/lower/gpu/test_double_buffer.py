@@ -34,6 +34,7 @@ def _inputs(wl, seed=0):
     return arrays, reference_outputs(wl, arrays)[0]
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("spec,state", CASES)
 def test_one_barrier_per_step_two_tiles_and_the_same_result(spec, state):
     wl = workloads.from_spec(spec)
@@ -54,6 +55,7 @@ def test_one_barrier_per_step_two_tiles_and_the_same_result(spec, state):
     assert shared == {name: 2 * size for name, size in once.items()}, "two copies of each tile"
 
 
+@pytest.mark.extended
 def test_the_last_barrier_is_needed():
     wl, state = workloads.from_spec(CASES[0][0]), CASES[0][1]
     func = lower_gpu(gpu_schedule(wl, state).func, OPENCL).lowered

@@ -35,6 +35,7 @@ def _vector_copies(func):
     return [s for s in walk_stmts(func.body) if isinstance(s, BufferStore) and isinstance(s.indices[0], Ramp)]
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("pad,vectorised", [(0, True), (4, True), (1, False)])
 def test_gemm_tiles_copy_as_float4_when_rows_stay_aligned(pad, vectorised):
     wl, sch = _gemm(pad)

@@ -17,7 +17,7 @@ from tilegraph.tune.database import SQLiteDatabase
 from tilegraph.tune.database.record import Record
 
 ray = pytest.importorskip("ray", reason="Ray is an extra (tilegraph[ray])")
-pytestmark = [pytest.mark.needs_cc, pytest.mark.needs_ray]
+pytestmark = [pytest.mark.needs_cc, pytest.mark.needs_ray, pytest.mark.extended]
 
 FAST = MeasurePolicy(min_time_s=0.002, min_repeats=3)
 

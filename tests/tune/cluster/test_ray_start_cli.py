@@ -22,7 +22,7 @@ from tilegraph.tune import MeasurePolicy
 from tilegraph.tune.database import SQLiteDatabase
 
 pytest.importorskip("ray", reason="Ray is an extra (tilegraph[ray])")
-pytestmark = [pytest.mark.needs_cc, pytest.mark.needs_ray,
+pytestmark = [pytest.mark.needs_cc, pytest.mark.needs_ray, pytest.mark.extended,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the nodes' processes in /proc")]
 
 FAST = MeasurePolicy(min_time_s=0.002, min_repeats=3)

@@ -34,6 +34,7 @@ def test_auto_is_the_default_and_both_are_registered():
     assert isinstance(get_strategy("auto"), AutoStrategy)
 
 
+@pytest.mark.extended
 def test_evolutionary_spends_exactly_its_trials_and_returns_a_correct_kernel(tune_dirs):
     wl = _wl()
     db = str(tune_dirs / "evo.db")
@@ -44,6 +45,7 @@ def test_evolutionary_spends_exactly_its_trials_and_returns_a_correct_kernel(tun
     assert len(records) == 12 and {r.meta.get("origin") for r in records} <= {"evolved", "random"}
 
 
+@pytest.mark.extended
 def test_auto_with_a_tiny_budget_is_never_slower_than_its_gensor_phase(tune_dirs):
     wl = _wl()
     db = str(tune_dirs / "auto.db")
@@ -79,6 +81,7 @@ def test_evolution_seeds_its_population_with_the_given_traces():
     assert all(p.sketch is None for p in search._seed_programs)
 
 
+@pytest.mark.extended
 def test_auto_spends_its_time_budget_on_a_fake_clock(tune_dirs, monkeypatch):
     """The budget logic against a clock that moves only when a candidate is measured (each
     "takes" 0.37 s): the search measures until the budget is spent and stops within one candidate
@@ -135,6 +138,7 @@ def test_gpu_targets_get_gensor_then_gpu_sketches_from_auto_and_gpu_sketches_fro
     assert proposed and {c.meta["sketch"] for c in proposed} <= {"gpu_multi_level_tiling", "gpu_flat"}
 
 
+@pytest.mark.extended
 @pytest.mark.needs_opencl
 @pytest.mark.filterwarnings("ignore::Warning")  # PoCL's compiler chatter
 @pytest.mark.parametrize("spec", ["matmul:24,40,32", "softmax:5,33"])
@@ -169,6 +173,7 @@ def test_tg_tune_without_a_budget_runs_auto_as_gensor_alone(tune_dirs):
     assert {r.meta.get("strategy") for r in records} == {"gensor"}
 
 
+@pytest.mark.extended
 def test_the_search_ranks_with_any_cost_model_and_records_its_feature_version(tune_dirs):
     """A hand-written CostModel (cost_model/base.py) plugs into the evolutionary search: once it is
     trained, every candidate it ranked carries its score and its feature set's version."""

@@ -24,6 +24,7 @@ def _wl():
     return tg.workloads.from_spec("matmul:24,40,32")
 
 
+@pytest.mark.extended
 @pytest.mark.needs_cc
 def test_tlm_spends_its_trials_on_sketch_programs_and_returns_a_correct_kernel(tune_dirs, tiny_model_dir):
     wl = _wl()
@@ -38,6 +39,7 @@ def test_tlm_spends_its_trials_on_sketch_programs_and_returns_a_correct_kernel(t
     assert all(render_trace(wl, target, r.trace_json) is not None for r in records)
 
 
+@pytest.mark.extended
 @pytest.mark.needs_cc
 def test_the_shipped_model_tunes_through_the_public_api(tune_dirs):
     result = tg.tune("matmul:33,20,17", strategy="tlm", trials=4, db=str(tune_dirs / "s.db"), progress=False)
