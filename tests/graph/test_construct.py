@@ -154,6 +154,25 @@ def test_a_compile_without_budget_builds_constructed_kernels_that_are_correct(tm
     np.testing.assert_allclose(plain(x, u)[0], y, rtol=1e-4, atol=1e-4)
 
 
+def test_a_remeasured_hardware_model_constructs_again(tmp_path, monkeypatch):
+    """Picks follow the hardware model's numbers: a model measured again (`tilegraph info
+    --remeasure`, a new probe) must not be served the picks made under the numbers it replaced."""
+    from tilegraph.tune import hardware
+    from tilegraph.tune.strategy.gensor import GensorStrategy
+
+    monkeypatch.setenv("TILEGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+    propose = GensorStrategy.propose
+    monkeypatch.setattr(GensorStrategy, "propose", lambda self, ctx, n: calls.append(1) or propose(self, ctx, n))
+    tasks, target = _tasks(_model(tmp_path)), tg.Target("cpu")
+    nominal = hardware.hardware_model(target, measure=False)
+    for l2 in (50e9, 50e9, 140e9):  # the same numbers read the cache; new ones construct again
+        model = hardware.HardwareModel(**{**nominal.__dict__, "bandwidth_bytes": {**nominal.bandwidth_bytes, "l2": l2}})
+        monkeypatch.setattr(hardware, "hardware_model", lambda *a, m=model, **k: m)
+        assert len(construct_schedules(tasks, target, workers=1)) == 1
+    assert len(calls) == 2
+
+
 def test_a_construction_that_fails_leaves_the_default_schedule(tmp_path, monkeypatch):
     from tilegraph.tune.strategy.gensor import GensorStrategy
 

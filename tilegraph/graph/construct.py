@@ -83,15 +83,16 @@ def construct_schedules(tasks: Sequence[Any], target: Target, db: Any = None,
     (`worth_constructing`) that `db` has no record of on `target`. A task Gensor cannot construct
     keeps the default schedule (logged, never raised).
 
-    Picks are cached on disk (cache_dir()/constructed, by workload, target fingerprint and
-    versions), so compiling the model again constructs nothing; the searches of a model's tasks run
+    Picks are cached on disk (cache_dir()/constructed, by workload, target fingerprint, versions
+    and the hardware model's numbers), so compiling the model again constructs nothing; the searches of a model's tasks run
     in `workers` spawned processes (default: the target's cores) when there are several."""
     todo = [t for t in tasks if worth_constructing(t.workload)]
     todo = list({t.workload.key: t for t in todo if best_schedule(db, t.workload, target) is None}.values())
     out: dict[str, str] = {}
     missing = []
+    hardware = _hardware_tag(target) if todo else ""
     for task in todo:
-        cached = _cached(task.workload.key, target)
+        cached = _cached(task.workload.key, target, hardware)
         if cached is not None:
             out[task.workload.key] = cached
         else:
@@ -99,22 +100,20 @@ def construct_schedules(tasks: Sequence[Any], target: Target, db: Any = None,
     workers = max(1, workers or target.num_cores or 1)
     began = time.perf_counter()
     if len(missing) >= PARALLEL_FROM and workers > 1:
-        from tilegraph.tune.hardware import hardware_model
         from tilegraph.tune.measure import die_with_parent, spawn_without_main
 
-        hardware_model(target)  # measured (and cached) once here, not by every worker at once
         context = multiprocessing.get_context("spawn")
         with cf.ProcessPoolExecutor(min(workers, len(missing)), mp_context=context,
                                     initializer=die_with_parent) as pool:
             with spawn_without_main():  # the user's script is not re-run in the workers (no main guard needed)
                 futures = {pool.submit(construct_one, t.workload, target): t for t in missing}
             for n, future in enumerate(cf.as_completed(futures)):
-                _keep(futures[future], _result(future), target, out)
+                _keep(futures[future], _result(future), target, hardware, out)
                 if progress is not None:
                     progress(n + 1, len(missing))
     else:
         for n, task in enumerate(missing):
-            _keep(task, construct_one(task.workload, target), target, out)
+            _keep(task, construct_one(task.workload, target), target, hardware, out)
             if progress is not None:
                 progress(n + 1, len(missing))
     if missing:
@@ -170,11 +169,11 @@ def _result(future: cf.Future) -> str | None:
         return None
 
 
-def _keep(task: Any, trace: str | None, target: Target, out: dict[str, str]) -> None:
+def _keep(task: Any, trace: str | None, target: Target, hardware: str, out: dict[str, str]) -> None:
     if trace is None:
         return
     out[task.workload.key] = trace
-    path = _cache_path(task.workload.key, target)
+    path = _cache_path(task.workload.key, target, hardware)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -184,18 +183,31 @@ def _keep(task: Any, trace: str | None, target: Target, out: dict[str, str]) -> 
         log.debug("construct: cannot cache %s (%s)", path, err)
 
 
-def _cache_path(key: str, target: Target) -> Path:
+def _hardware_tag(target: Target) -> str:
+    """A digest of the hardware model the walks read: measured once and cached here (not by every
+    worker at once). A pick follows the model's numbers, so a remeasured model (`tilegraph info
+    --remeasure`, a new HARDWARE_MODEL_VERSION) constructs again rather than serve picks made
+    under the numbers it replaced."""
+    from tilegraph.tune.hardware import HARDWARE_MODEL_VERSION, hardware_model
+
+    try:
+        numbers = hardware_model(target).to_json()
+    except ValueError:  # a target without a CPU model (a GPU's walks read the device model)
+        numbers = f"version {HARDWARE_MODEL_VERSION}"
+    return hashlib.sha256(numbers.encode()).hexdigest()[:16]
+
+
+def _cache_path(key: str, target: Target, hardware: str) -> Path:
     from tilegraph.config import cache_dir
-    from tilegraph.tune.hardware import HARDWARE_MODEL_VERSION
     from tilegraph.version import __version__
 
-    tag = f"{key}|{target.fingerprint}|{__version__}|{HARDWARE_MODEL_VERSION}|{CONSTRUCT_VERSION}"
+    tag = f"{key}|{target.fingerprint}|{__version__}|{hardware}|{CONSTRUCT_VERSION}"
     return cache_dir() / "constructed" / f"{hashlib.sha256(tag.encode()).hexdigest()[:32]}.json"
 
 
-def _cached(key: str, target: Target) -> str | None:
+def _cached(key: str, target: Target, hardware: str) -> str | None:
     try:
-        data = json.loads(_cache_path(key, target).read_text())
+        data = json.loads(_cache_path(key, target, hardware).read_text())
     except (OSError, ValueError):  # none yet, or unreadable: construct it again
         return None
     trace = data.get("trace") if isinstance(data, dict) and data.get("workload") == key else None

@@ -33,12 +33,17 @@ from typing import Any
 from tilegraph.microarch import GENERIC, VECTOR_REGISTERS, microarch
 
 MEMORY_LEVELS = ("l1", "l2", "l3", "dram")
-HARDWARE_MODEL_VERSION = 6  # 3: longer FMA runs (short 2-thread runs read low on shared hosts)
+HARDWARE_MODEL_VERSION = 7  # 3: longer FMA runs (short 2-thread runs read low on shared hosts)
 # 4: the FMA probe is compiled for the target's ISA (not -march=native) with as many chains as its
 #    register file holds (16 chains spilled on AVX2's 16 registers: peaks read 3x low)
 # 5: FMA units and latency from the microarchitecture table (microarch.py), not from an assumed
 #    clock; the nominal peak is kept beside the measured one
 # 6: the all-core peak measured again until the cores scale (a disturbed one read half on 2 cores)
+# 7: the streaming reads start on a cache line. numpy's buffers start on 16 bytes, so every
+#    AVX-512 load of a buffer that happened not to start on 64 split two lines: the same machine
+#    cached L1 and L2 at 104 and 55 GB/s or at 156 and 138 by the luck of one allocation (on a
+#    cache line: about 316 and 140), and Gensor's picks followed (BERT-base untuned 171 ms
+#    against 96 on the Xeon, 2026-12-06)
 ALL_CORE_SCALING = 0.8  # all-core peak / (cores x one-core peak) below which it is measured again
 ALL_CORE_RETRIES = 5
 ALL_CORE_RETRY_PAUSE_S = 0.2
@@ -326,6 +331,8 @@ def _measure(nominal: HardwareModel, isa_flags: tuple[str, ...] = ("-march=nativ
     """Run the micro-benchmarks; None when they cannot be compiled."""
     import numpy as np
 
+    from tilegraph.runtime.host_memory import aligned_bytes
+
     with tempfile.TemporaryDirectory(prefix="tg_hw_") as workdir:
         dll = _compile_bench(nominal.simd_lanes_fp32 * 4, workdir, fma_chains(nominal.vector_registers), isa_flags)
         if dll is None:
@@ -353,7 +360,8 @@ def _measure(nominal: HardwareModel, isa_flags: tuple[str, ...] = ("-march=nativ
         for level, nbytes in sizes.items():
             threads = 1 if level in ("l1", "l2") else nominal.cores
             n = max(1024, nbytes // 4 // 1024 * 1024)
-            data = np.ones(n, dtype=np.float32)
+            data = aligned_bytes(n * 4).view(np.float32)  # on a cache line, as kernels' buffers are
+            data[:] = 1.0
             reps = max(1, int(80e6 // (n * 4)))
             dll.bench_read(data.ctypes.data, n, 1, threads, ctypes.byref(sink))
             bandwidth[level] = max(dll.bench_read(data.ctypes.data, n, reps, threads, ctypes.byref(sink))
