@@ -87,6 +87,7 @@ def _retime(wl, this_db: Path, that_db: Path, args: argparse.Namespace) -> dict:
 
     import numpy as np
 
+    from tilegraph.runtime.host_memory import aligned_copy
     from tilegraph.runtime.timer import measure
     from tilegraph.testing import random_inputs, reference_outputs
     from tilegraph.tune.builder import Builder
@@ -110,7 +111,7 @@ def _retime(wl, this_db: Path, that_db: Path, args: argparse.Namespace) -> dict:
         got = got if isinstance(got, (tuple, list)) else (got,)
         for x, r in zip(got, refs):
             np.testing.assert_allclose(x, r, rtol=1e-3, atol=1e-3, err_msg=f"{name} winner")
-        launches[name] = kernel.bind([np.ascontiguousarray(x) for x in inputs], kernel.output_arrays(None), args.threads)
+        launches[name] = kernel.bind([aligned_copy(x) for x in inputs], kernel.output_arrays(None), args.threads)
     samples: dict[str, list[float]] = {name: [] for name in launches}
     for _ in range(args.rounds):
         for name, launch in launches.items():

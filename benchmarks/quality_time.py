@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import tilegraph as tg
     from tilegraph import workloads
+    from tilegraph.runtime.host_memory import aligned_copy
     from tilegraph.runtime.timer import measure
     from tilegraph.testing import random_inputs, reference_outputs
     from tilegraph.tune.builder import Builder
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             for x, r in zip(got, refs):
                 np.testing.assert_allclose(x, r, rtol=1e-3, atol=1e-3, err_msg=f"{wid} {name}")
         # each kernel bound to its arrays once (what the tuner times): no output allocation per call
-        launches = {name: systems[name].bind([np.ascontiguousarray(x) for x in inputs],
+        launches = {name: systems[name].bind([aligned_copy(x) for x in inputs],
                                              systems[name].output_arrays(None), args.threads) for name in samples}
         for _ in range(args.rounds):
             for name in samples:

@@ -115,7 +115,9 @@ class TilegraphSystem:
         kernel = result.kernel
         if kernel is None:
             raise PeerSkip("tuning found no kernel that passed its check")
-        args = [np.ascontiguousarray(a) for a in inputs]
+        from tilegraph.runtime.host_memory import aligned_copy
+
+        args = [aligned_copy(a) for a in inputs]  # on a cache line, as torch's tensors and a compiled model's are
 
         def call() -> Any:
             return kernel(*args, num_threads=self.threads)

@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import tilegraph as tg
     from tilegraph import workloads
+    from tilegraph.runtime.host_memory import aligned_copy
     from tilegraph.runtime.timer import measure
     from tilegraph.testing import random_inputs, reference_outputs
     from tilegraph.tune.tlm.weights import read_meta
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             got = got if isinstance(got, (tuple, list)) else (got,)
             for x, ref in zip(got, refs):
                 np.testing.assert_allclose(x, ref, rtol=1e-3, atol=1e-3, err_msg=f"{wid} {name}")
-        launches = {name: r.kernel.bind([np.ascontiguousarray(x) for x in inputs], r.kernel.output_arrays(None),
+        launches = {name: r.kernel.bind([aligned_copy(x) for x in inputs], r.kernel.output_arrays(None),
                                         args.threads) for name, r in results.items()}
         samples: dict[str, list[float]] = {name: [] for name in results}
         for _ in range(args.rounds):

@@ -188,6 +188,26 @@ def test_time_returns_timing_result(add, ab, library):
         add.time(ab[0].astype(np.float64), ab[1])
 
 
+def test_outputs_and_timed_inputs_start_on_a_cache_line(add, ab, monkeypatch):
+    """numpy starts arrays 16 bytes past a line, where a vector load can split two lines: a kernel
+    allocates its outputs on a line, as a compiled model's arena does, and times inputs that are not
+    on one on aligned copies (the tuner's runner times candidates so), leaving the caller's as given."""
+    assert add(*ab).ctypes.data % 64 == 0
+    raw = np.zeros(N + 32, np.float32)
+    start = (-raw.ctypes.data % 64) // 4 + 4  # 16 bytes past a line
+    off = raw[start:start + N]
+    off[:] = ab[0]
+    seen = []
+    bind = type(add).bind
+    monkeypatch.setattr(type(add), "bind", lambda self, inputs, outputs, num_threads=None: (
+        seen.append([a.ctypes.data % 64 for a in (*inputs, *outputs)]) or bind(self, inputs, outputs, num_threads)))
+    add.time(off, ab[1], warmup=1, min_time=0.0, repeat=2)
+    assert seen and all(offset == 0 for offset in seen[-1])
+    assert off.ctypes.data % 64 == 16 and np.array_equal(off, ab[0])
+    with pytest.raises(ValueError, match="not aligned"):  # misaligned for its dtype: refused, not copied
+        add.time(np.zeros(N * 4 + 1, dtype=np.uint8)[1:].view(np.float32), ab[1])
+
+
 def test_construction_errors(library):
     with pytest.raises(ValueError, match="no function named 'tg_missing'"):
         Kernel(library, "tg_missing", [A, B], [C], source=SOURCE, target=Target())

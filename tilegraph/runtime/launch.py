@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from tilegraph.runtime.host_memory import CACHE_LINE, aligned_copy, aligned_empty
 from tilegraph.runtime.timer import CacheFlusher, TimingResult, measure
 from tilegraph.target import Target
 from tilegraph.te.buffer import Buffer
@@ -66,11 +67,12 @@ class KernelBase:
         raise NotImplementedError
 
     def output_arrays(self, out: Any) -> list[np.ndarray]:
-        """The arrays `out=` names (checked by `bind`), or fresh ones (np.empty: a call allocates its
-        outputs as a numpy function would; whoever checks a kernel poisons them first, as the tuner's
-        runner does, and GPU kernels poison theirs, which travel to the device anyway)."""
+        """The arrays `out=` names (checked by `bind`), or fresh ones starting on a cache line, where
+        a compiled model's arena and the tuner's runner put them (host_memory.py; whoever checks a
+        kernel poisons them first, as the runner does, and GPU kernels poison theirs, which travel
+        to the device anyway)."""
         if out is None:
-            return [np.empty(b.shape, b.dtype.array_numpy) for b in self.outputs]
+            return [aligned_empty(b.shape, b.dtype.array_numpy) for b in self.outputs]
         given = [out] if isinstance(out, np.ndarray) else list(out) if isinstance(out, (list, tuple)) else None
         if given is None:
             raise TypeError(f"out must be a numpy array or a tuple of them, got {type(out).__name__}")
@@ -87,11 +89,21 @@ class KernelBase:
     def time(self, *inputs: np.ndarray, warmup: int = 2, min_time: float = 0.2, repeat: int = 5,
              number: int | None = None, num_threads: int | None = None, flush_cache: bool = False,
              out: Any = None, max_samples: int | None = None) -> TimingResult:
-        """Seconds per run on these inputs (arguments checked and placed once, outside the timed region)."""
-        launch = self.bind(list(inputs), self.output_arrays(out), num_threads)
+        """Seconds per run on these inputs (arguments checked and placed once, outside the timed
+        region); an input that does not start on a cache line is timed on an aligned copy of it, as
+        the kernel runs in a compiled model and in the tuner (numpy starts arrays 16 bytes past a line)."""
+        placed = [aligned_copy(a) if _off_a_line(a) else a for a in inputs]
+        launch = self.bind(placed, self.output_arrays(out), num_threads)
         flush = cache_flusher(self.target) if flush_cache else None
         return measure(launch.run, warmup=warmup, min_time=min_time, repeat=repeat, number=number, flush=flush,
                        max_samples=max_samples)
+
+
+def _off_a_line(array: Any) -> bool:
+    """A C-contiguous numpy array, aligned to its dtype, that does not start on a cache line (any
+    other argument meets bind's checks as given)."""
+    return (isinstance(array, np.ndarray) and array.flags.c_contiguous and array.flags.aligned
+            and array.ctypes.data % CACHE_LINE != 0)
 
 
 def cache_flusher(target: Target | None = None) -> CacheFlusher:
