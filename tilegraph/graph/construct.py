@@ -84,8 +84,9 @@ def construct_schedules(tasks: Sequence[Any], target: Target, db: Any = None,
     keeps the default schedule (logged, never raised).
 
     Picks are cached on disk (cache_dir()/constructed, by workload, target fingerprint, versions
-    and the hardware model's numbers), so compiling the model again constructs nothing; the searches of a model's tasks run
-    in `workers` spawned processes (default: the target's cores) when there are several."""
+    and the hardware model's numbers), so compiling the model again constructs nothing; the
+    searches of a model's tasks run in `workers` spawned processes (default: the target's cores)
+    when there are several."""
     todo = [t for t in tasks if worth_constructing(t.workload)]
     todo = list({t.workload.key: t for t in todo if best_schedule(db, t.workload, target) is None}.values())
     out: dict[str, str] = {}

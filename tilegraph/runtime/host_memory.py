@@ -2,7 +2,7 @@
 
     base = aligned_bytes(nbytes)        # zeroed uint8 view starting on a 64-byte boundary
     x64 = aligned_copy(x)               # a C-contiguous copy of x, cache-line aligned
-    y = aligned_empty((m, n), np.float32)   # an output array on a line (zeroed)
+    y = aligned_zeros((m, n), np.float32)   # a zeroed array starting on a line (a kernel output)
 
 numpy starts its allocations 16 bytes past a line (arrays unpickled from a pipe anywhere); a
 tuned GEMM (GMM-1) read at offsets 16, 32 and 48 of a line ran 11-13% slower than at 0, and the
@@ -27,7 +27,7 @@ def aligned_bytes(nbytes: int, alignment: int = CACHE_LINE) -> np.ndarray:
     return owner[start:start + nbytes]
 
 
-def aligned_empty(shape: tuple[int, ...], dtype: np.dtype | type, alignment: int = CACHE_LINE) -> np.ndarray:
+def aligned_zeros(shape: tuple[int, ...], dtype: np.dtype | type, alignment: int = CACHE_LINE) -> np.ndarray:
     """A zeroed C-contiguous array of `shape` and `dtype` whose data starts on `alignment`."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
@@ -37,9 +37,9 @@ def aligned_empty(shape: tuple[int, ...], dtype: np.dtype | type, alignment: int
 def aligned_copy(array: np.ndarray, alignment: int = CACHE_LINE) -> np.ndarray:
     """A C-contiguous copy of `array` whose data starts on `alignment`."""
     array = np.asarray(array)
-    out = aligned_empty(array.shape, array.dtype, alignment)
+    out = aligned_zeros(array.shape, array.dtype, alignment)
     out[...] = array
     return out
 
 
-__all__ = ["CACHE_LINE", "aligned_bytes", "aligned_copy", "aligned_empty"]
+__all__ = ["CACHE_LINE", "aligned_bytes", "aligned_copy", "aligned_zeros"]

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from tilegraph.runtime.host_memory import CACHE_LINE, aligned_copy, aligned_empty
+from tilegraph.runtime.host_memory import CACHE_LINE, aligned_copy, aligned_zeros
 from tilegraph.runtime.timer import CacheFlusher, TimingResult, measure
 from tilegraph.target import Target
 from tilegraph.te.buffer import Buffer
@@ -72,7 +72,7 @@ class KernelBase:
         kernel poisons them first, as the runner does, and GPU kernels poison theirs, which travel
         to the device anyway)."""
         if out is None:
-            return [aligned_empty(b.shape, b.dtype.array_numpy) for b in self.outputs]
+            return [aligned_zeros(b.shape, b.dtype.array_numpy) for b in self.outputs]
         given = [out] if isinstance(out, np.ndarray) else list(out) if isinstance(out, (list, tuple)) else None
         if given is None:
             raise TypeError(f"out must be a numpy array or a tuple of them, got {type(out).__name__}")
