@@ -37,7 +37,20 @@ from tilegraph.codegen.vector_math import VECTOR_MATH, vector_math_helpers
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.dtype import DType
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Func, IfThenElse, Seq, Stmt, TileProduct
+from tilegraph.loop.ir import (
+    Allocate,
+    AllReduce,
+    Barrier,
+    Buffer,
+    BufferStore,
+    For,
+    Func,
+    IfThenElse,
+    Prefetch,
+    Seq,
+    Stmt,
+    TileProduct,
+)
 from tilegraph.loop.visit import stmt_children, walk_stmts
 from tilegraph.lower.passes.common import lanes_of
 from tilegraph.lower.passes.dot_groups import grouped_layout
@@ -458,10 +471,18 @@ class _Printer:
                 self.release(s.buffer)
         elif isinstance(s, TileProduct):
             self.tile_product(s)
+        elif isinstance(s, Prefetch):
+            self.prefetch(s)
         elif isinstance(s, (Barrier, AllReduce)):
             raise LoweringError(f"a {type(s).__name__} cannot be printed as C (lowering should have refused it)")
         else:
             raise LoweringError(f"the C printer cannot print {type(s).__name__} (lowering should have refused it)")
+
+    def prefetch(self, s: Prefetch) -> None:
+        """Each of the lines from &buffer[index] (a hint: GCC's builtin issues prefetcht0/t1/t2/nta)."""
+        start = f"(const char*)({self.buf(s.buffer)} + {self.expr(s.index)})"
+        for line in range(s.lines):
+            self.w.line(f"__builtin_prefetch({start}{f' + {64 * line}' if line else ''}, 0, {s.locality});")
 
     def tile_product(self, s: TileProduct) -> None:
         """A matrix unit's product (AMX tiles: codegen/amx.py), as one C block."""

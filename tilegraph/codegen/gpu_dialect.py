@@ -20,7 +20,7 @@ from tilegraph.codegen.bfloat16 import bfloat16_helpers
 from tilegraph.codegen.c import CFamilyPrinter, ctype, division_helpers, storage_ctype
 from tilegraph.codegen.writer import CodeWriter
 from tilegraph.errors import LoweringError
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Stmt
+from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Buffer, BufferStore, For, Prefetch, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.gpu.common import AXES, BLOCK_KINDS, THREAD_IDX_KINDS
 from tilegraph.lower.gpu.split_host_device import DeviceKernel, GpuProgram
@@ -218,6 +218,8 @@ class GpuPrinter(CFamilyPrinter):
             self.vector_copy(s)
         elif isinstance(s, Barrier):
             self.w.line(self.dialect.barrier)
+        elif isinstance(s, Prefetch):
+            return  # a CPU cache hint: a GPU kernel has no use for it
         elif isinstance(s, AllReduce):
             self.all_reduce(s)
         elif isinstance(s, Allocate) and s.buffer.scope == "shared":

@@ -32,6 +32,7 @@ from tilegraph.loop.ir import (
     For,
     Func,
     IfThenElse,
+    Prefetch,
     Seq,
     Stmt,
     TileProduct,
@@ -45,7 +46,7 @@ from tilegraph.te.visit import rewrite, substitute
 
 def stmt_with_children(s: Stmt, new: tuple[Stmt, ...]) -> Stmt:
     """`s` with its children (in stmt_children's order) replaced by `new`."""
-    if isinstance(s, (BufferStore, Barrier, AllReduce, TileProduct)):
+    if isinstance(s, (BufferStore, Barrier, AllReduce, TileProduct, Prefetch)):
         return s
     if isinstance(s, Seq):
         return Seq(tuple(new))
@@ -124,6 +125,8 @@ def _with_exprs(x: Stmt, fn: Callable[[Expr], Expr]) -> Stmt | None:
         return replace(x, bindings=tuple(fn(b) for b in x.bindings), predicate=fn(x.predicate))
     if isinstance(x, TileProduct):
         return replace(x, acc_at=fn(x.acc_at), a_at=fn(x.a_at), b_at=fn(x.b_at))
+    if isinstance(x, Prefetch):
+        return replace(x, index=fn(x.index))
     return None
 
 
@@ -192,6 +195,11 @@ def replace_buffer(s: Stmt, old_name: str, new: Buffer,
             return BufferStore(x.buffer, idx, value)
         if isinstance(x, Allocate) and x.buffer.name == old_name:
             return replace(x, buffer=new)
+        if isinstance(x, Prefetch):  # an address the loads' map moves too
+            index = rewrite(x.index, on_expr)
+            if loads and x.buffer.name == old_name:
+                return replace(x, buffer=new, index=remap((index,))[0])
+            return replace(x, index=index)
         return None
 
     return rewrite_stmt(s, on_stmt)

@@ -59,6 +59,7 @@ from tilegraph.loop.ir import (
     For,
     Func,
     IfThenElse,
+    Prefetch,
     Seq,
     Stmt,
     TileProduct,
@@ -322,7 +323,7 @@ class Machine:
                     self.exec(branch, env, m)
         elif isinstance(s, Allocate):
             self._allocate(s, env, mask)
-        elif isinstance(s, Barrier):
+        elif isinstance(s, (Barrier, Prefetch)):  # a prefetch is a hint: it reads and changes nothing
             return
         elif isinstance(s, AllReduce):
             self._all_reduce_lanes(s, mask)

@@ -134,6 +134,21 @@ class AllReduce(Stmt):
 
 @hash_once
 @dataclass(frozen=True)
+class Prefetch(Stmt):
+    """A hint that `lines` consecutive cache lines from the address of `buffer[index]` will be read
+    soon (CPU: __builtin_prefetch with `locality` 0-3, 3 = into every cache level). It reads no
+    value and changes none: the interpreter skips it, and a program means the same without it.
+    The index is a scalar element index within the flat buffer; the lines may reach past its end
+    (a prefetch never faults). Only lowering makes it (lower/passes/prefetch_packed_blocks.py)."""
+
+    buffer: Buffer
+    index: Expr
+    lines: int = 1
+    locality: int = 3
+
+
+@hash_once
+@dataclass(frozen=True)
 class TileProduct(Stmt):
     """A register tile's matrix product summed over a nest of reduction steps (a batch-reduce GEMM,
     oneDNN's brgemm): what a CPU's matrix unit computes from tiles (AMX: tdpbf16ps on bfloat16,

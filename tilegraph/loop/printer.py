@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt, TileProduct
+from tilegraph.loop.ir import (
+    Allocate,
+    AllReduce,
+    Barrier,
+    Block,
+    BufferStore,
+    For,
+    Func,
+    IfThenElse,
+    Prefetch,
+    Seq,
+    Stmt,
+    TileProduct,
+)
 from tilegraph.te.expr import Const
 from tilegraph.te.printer import expr_str
 
@@ -67,5 +80,7 @@ def _emit(s: Stmt, depth: int, out: list[str]) -> None:
                    f"{s.a.name}[{expr_str(s.a_at)}, ld {s.a_ld}, rows {tiles}] . "
                    f"{s.b.name}[{expr_str(s.b_at)}, ld {s.b_ld}, groups of {s.group}], "
                    f"{s.rows} x {s.cols} x {s.depth}, steps {steps})")
+    elif isinstance(s, Prefetch):
+        out.append(f"{pad}prefetch({s.buffer.name}[{expr_str(s.index)}], lines={s.lines}, locality={s.locality})")
     else:
         raise TypeError(f"cannot print {type(s).__name__}")

@@ -27,6 +27,7 @@ from tilegraph.loop.ir import (
     For,
     Func,
     IfThenElse,
+    Prefetch,
     Seq,
     Stmt,
     TileProduct,
@@ -119,6 +120,12 @@ def _check_stmt(func: Func, s: Stmt, scope: _Scope, loop_vars: set[str]) -> None
         _check_all_reduce(func, s, scope)
     elif isinstance(s, TileProduct):
         _check_tile_product(func, s, scope)
+    elif isinstance(s, Prefetch):
+        what = f"the prefetch of {s.buffer.name}"
+        _check_access(func, s.buffer, 1, scope, what)
+        _check_expr(func, s.index, scope, what)
+        if not (s.index.dtype.is_int and s.index.dtype.lanes == 1) or s.lines < 1 or s.locality not in (0, 1, 2, 3):
+            _fail(func, f"{what}: a scalar integer index, at least one line and locality 0-3")
     else:
         _fail(func, f"unknown statement node {type(s).__name__}")
 

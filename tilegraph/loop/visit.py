@@ -5,14 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tilegraph.loop.ir import Allocate, AllReduce, Barrier, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt, TileProduct
+from tilegraph.loop.ir import (
+    Allocate,
+    AllReduce,
+    Barrier,
+    Block,
+    BufferStore,
+    For,
+    Func,
+    IfThenElse,
+    Prefetch,
+    Seq,
+    Stmt,
+    TileProduct,
+)
 from tilegraph.te.expr import BufferLoad, Expr
 from tilegraph.te.visit import preorder, uses_var
 from tilegraph.te.visit import walk as walk_expr
 
 
 def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
-    if isinstance(s, (BufferStore, Barrier, AllReduce, TileProduct)):
+    if isinstance(s, (BufferStore, Barrier, AllReduce, TileProduct, Prefetch)):
         return ()
     if isinstance(s, Seq):
         return s.stmts
@@ -37,6 +50,8 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (*s.bindings, s.predicate)
     if isinstance(s, TileProduct):  # where its tiles start; their loads are not expressions
         return (s.acc_at, s.a_at, s.b_at)
+    if isinstance(s, Prefetch):  # an address: it loads nothing
+        return (s.index,)
     return ()
 
 

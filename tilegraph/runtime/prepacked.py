@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tilegraph.loop.ir import Buffer, Func
+from tilegraph.lower.passes import prefetch_packed_blocks
 from tilegraph.lower.prepack import PackSplit
 from tilegraph.runtime.backends import compile_lowered_cpu
 from tilegraph.runtime.kernel import Kernel
@@ -31,10 +32,12 @@ def compiled_cpu_kernel(lowered: Func, inputs: Sequence[Buffer], outputs: Sequen
 def prepacked_kernels(inputs: Sequence[Buffer], outputs: Sequence[Buffer], position: int, split: PackSplit,
                       target: Target) -> tuple[Kernel, Kernel]:
     """(packing kernel: input `position` -> the packed copy, compute kernel: `inputs` with the packed
-    copy in that position -> `outputs`). Raises what printing or compiling raises."""
+    copy in that position -> `outputs`, prefetching the packed copy's next block as it computes on
+    one: lower/passes/prefetch_packed_blocks.py). Raises what printing or compiling raises."""
     pack = compiled_cpu_kernel(split.pack, [inputs[position]], [split.packed], target)
     compute_inputs = [split.packed if j == position else b for j, b in enumerate(inputs)]
-    return pack, compiled_cpu_kernel(split.compute, compute_inputs, outputs, target)
+    compute = prefetch_packed_blocks.run(split.compute, target, split.packed.name)
+    return pack, compiled_cpu_kernel(compute, compute_inputs, outputs, target)
 
 
 __all__ = ["compiled_cpu_kernel", "prepacked_kernels"]
