@@ -96,6 +96,11 @@ class StepRunner:
         self._count = len(self.launches)
         self._threads = {id(la.kernel): (la.kernel, int(la.arguments[-1])) for la in self.launches}
 
+    def repoint(self, launch: int, argument: int, address: int) -> None:
+        """Argument `argument` of launch `launch` (its position in this runner) now points at
+        `address` (the launch's own list is the caller's to change: CompiledModel._aim)."""
+        self._arrays[launch][argument] = address
+
     def run(self) -> None:
         ran = self.function(self._steps, self._count)
         if ran != self._count:  # cannot happen for launches step_runner accepted
