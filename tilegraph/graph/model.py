@@ -56,16 +56,15 @@ class Step:
 
 @dataclass(frozen=True)
 class _FreshOutput:
-    """A graph output the kernels write into a new array each call, not into the arena: the arena
-    tensor holding it (`root`), its bytes, and every argument bound to it or to a view of it, as
-    (launch, its position, argument, byte offset into the root). GPT-2's 25.7 MB of logits were
-    written into the arena, then copied out: one pass over them less."""
+    """A graph output the kernels write into a new array each call, not into the arena: the bytes
+    of the arena tensor holding it, and every argument bound to that tensor or to a view of it, as
+    (launch, its step runner and position there or None, argument, byte offset into the tensor).
+    GPT-2's 25.7 MB of logits were written into the arena, then copied out: one pass over them less."""
 
-    root: str
     nbytes: int
     name: str
-    offset: int  # of the output in the root
-    arguments: tuple[tuple[Any, int, int, int], ...]
+    offset: int  # of the output in the tensor holding it
+    arguments: tuple[tuple[Any, tuple[Any, int] | None, int, int], ...]
 
 
 class CompiledModel:
@@ -95,7 +94,6 @@ class CompiledModel:
         self._runners: list[tuple[Any, int]] | None = None  # the launches as native calls (_step_runners)
         self._one_by_one: list[tuple[Any, int]] = []  # (launch, its position): the launches as ctypes calls
         self._fresh: list[_FreshOutput] = []  # the outputs written into new arrays (_fresh_outputs)
-        self._runner_starts: list[tuple[Any, int]] = []  # (step runner, the position of its first launch)
         self._bound_threads: int | None = None
         self._lock = threading.Lock()
         self._input_views = {name: self.tensor_view(name) for name in graph.inputs}
@@ -257,7 +255,6 @@ class CompiledModel:
         self._launches, self._bound_threads = launches, wanted
         self._runners = self._step_runners(launches)
         self._one_by_one = [(launch, position) for position, launch in enumerate(launches)]
-        self._runner_starts = [(runner, last + 1 - len(runner.launches)) for runner, last in self._runners or ()]
         self._fresh = self._fresh_outputs(launches)
 
     def _fresh_outputs(self, launches: list[Any]) -> list[_FreshOutput]:
@@ -277,23 +274,31 @@ class CompiledModel:
                 for argument, tensor in enumerate((*step.inputs, *step.outputs)):
                     if self._root(tensor) == root:
                         offset = self.plan.offsets[tensor] - self.plan.offsets[root]
-                        arguments.append((launch, position, argument, offset))
+                        arguments.append((launch, self._runner_of(position), argument, offset))
                         written = written or argument >= len(step.inputs)
             if written:
-                fresh.append(_FreshOutput(root, self.graph.type_of(root).nbytes, name,
+                fresh.append(_FreshOutput(self.graph.type_of(root).nbytes, name,
                                           self.plan.offsets[name] - self.plan.offsets[root], tuple(arguments)))
         return fresh
+
+    def _runner_of(self, position: int) -> tuple[Any, int] | None:
+        """(the step runner running launch `position`, its position there), or None (one by one)."""
+        first = 0
+        for runner, last in self._runners or ():
+            if first <= position <= last:
+                return runner, position - first
+            first = last + 1
+        return None
 
     def _aim(self, out: _FreshOutput) -> np.ndarray:
         """A new array for `out`, every argument bound to it pointed there (the launches' and the
         step runners' copies of them); returns the output's view of it."""
         memory = aligned_bytes(max(out.nbytes, 1), ALIGN)
         base = memory.ctypes.data
-        for launch, position, argument, offset in out.arguments:
+        for launch, in_runner, argument, offset in out.arguments:
             launch.arguments[argument] = base + offset
-            for runner, first in self._runner_starts:
-                if first <= position < first + len(runner.launches):
-                    runner.repoint(position - first, argument, base + offset)
+            if in_runner is not None:
+                in_runner[0].repoint(in_runner[1], argument, base + offset)
         t = self.graph.type_of(out.name)
         return np.ndarray(t.shape, dtype=t.dtype, buffer=memory, offset=out.offset)
 
