@@ -10,10 +10,17 @@ from tilegraph.tune.cost_model.base import CostModel, FeatureCache, FeatureSet
 
 def default_cost_model(target: Any = None) -> CostModel:
     """The model a strategy ranks with when it is given none: LightGBM over the per-store features
-    of the target's kind (GPU targets add the launch shape and the warp's memory behaviour)."""
-    from tilegraph.tune.cost_model.gbt import GBTCostModel
+    of the target's kind (GPU targets add the launch shape and the warp's memory behaviour),
+    starting from the prior shipped for those features where there is one (transfer.py), so it
+    ranks before its first measurement. TILEGRAPH_COST_MODEL_PRIOR=0 starts it blind."""
+    import os
 
-    return GBTCostModel(feature_set=feature_set_for(target))
+    from tilegraph.tune.cost_model.gbt import GBTCostModel
+    from tilegraph.tune.cost_model.transfer import load_prior
+
+    features = feature_set_for(target)
+    prior = None if os.environ.get("TILEGRAPH_COST_MODEL_PRIOR", "1") == "0" else load_prior(features)
+    return GBTCostModel(feature_set=features, prior=prior)
 
 
 def feature_set_for(target: Any = None) -> FeatureSet:

@@ -11,6 +11,11 @@ programs count more: loss = y * (sum_s f(s) - y)^2, a custom LightGBM objective
 (gradient (sum - y) * y for every store row of the program, hessian y). Retrained from scratch on
 every update (a tuning run has at most a few thousand programs). Until `warmup` programs have been
 measured, predict returns None and the search ranks by random scores (Ansor does the same).
+
+With a `prior` (a booster trained on other workloads' programs, transfer.py; default_cost_model
+loads the shipped one) the model ranks with the prior from the start, and once PRIOR_WARMUP
+programs are measured it fine-tunes: FINE_TUNE_ROUNDS more trees boosted from the prior's scores
+(LightGBM's init_model), so a workload's own measurements correct the prior without replacing it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +41,11 @@ PARAMS = {
     "feature_pre_filter": False, "seed": 0,
 }
 ROUNDS = 200
+# With a prior (transfer.py) the model ranks from the first program and fine-tunes once it has
+# measured PRIOR_WARMUP, with fewer rounds: a few programs of one workload correct the prior, they
+# do not replace it
+PRIOR_WARMUP = 8
+FINE_TUNE_ROUNDS = 40
 
 
 class GBTCostModel:
@@ -42,10 +53,14 @@ class GBTCostModel:
 
     name = "lightgbm"
 
-    def __init__(self, warmup: int = WARMUP, rounds: int = ROUNDS, feature_set: FeatureSet = PER_STORE_FEATURES):
+    def __init__(self, warmup: int | None = None, rounds: int | None = None,
+                 feature_set: FeatureSet = PER_STORE_FEATURES, prior: Any = None, params: dict[str, Any] | None = None):
         self.feature_set = feature_set
-        self.warmup = warmup
-        self.rounds = rounds
+        self.prior = prior  # a Booster trained on other workloads (transfer.py): ranks until this one trains
+        self.params = dict(PARAMS, **(params or {}))
+        # unless given: a prior's continuation trains sooner and shorter than a model from scratch
+        self.warmup = warmup if warmup is not None else WARMUP if prior is None else PRIOR_WARMUP
+        self.rounds = rounds if rounds is not None else ROUNDS if prior is None else FINE_TUNE_ROUNDS
         self._programs: list[np.ndarray] = []
         self._costs: list[float] = []
         self._groups: list[str] = []
@@ -53,10 +68,17 @@ class GBTCostModel:
 
     @property
     def trained(self) -> bool:
-        return self._booster is not None
+        return self._booster is not None or self.prior is not None
+
+    @property
+    def booster(self) -> Any:
+        """The trained LightGBM booster (None until trained; with a prior, its fine-tuned continuation)."""
+        return self._booster
 
     def fresh(self) -> GBTCostModel:
-        return GBTCostModel(self.warmup, self.rounds, self.feature_set)
+        model = GBTCostModel(self.warmup, self.rounds, self.feature_set, self.prior)
+        model.params = dict(self.params)
+        return model
 
     def __len__(self) -> int:
         return len(self._programs)
@@ -98,22 +120,23 @@ class GBTCostModel:
             hess = weight[owner]
             return grad, hess
 
-        params = dict(PARAMS, objective=packsum_objective)
+        params = dict(self.params, objective=packsum_objective)
         data = lgb.Dataset(rows, label=np.zeros(len(rows)), free_raw_data=False)
-        try:
-            self._booster = lgb.train(params, data, num_boost_round=self.rounds)
+        try:  # with a prior, boosting goes on from its scores (init_model): fine-tuning, not replacing
+            self._booster = lgb.train(params, data, num_boost_round=self.rounds, init_model=self.prior)
         except lgb.basic.LightGBMError as err:  # a model that cannot train never stops a tuning run
             log.warning("cost model: training on %d programs failed (%s); the search keeps its previous model",
                         len(self._programs), str(err)[:120])
 
     def predict(self, programs: Sequence[np.ndarray]) -> np.ndarray | None:
-        """Pack-sum scores (higher = faster), or None while untrained."""
-        if self._booster is None or not programs:
+        """Pack-sum scores (higher = faster), or None while untrained (and without a prior)."""
+        booster = self._booster if self._booster is not None else self.prior
+        if booster is None or not programs:
             return None
         sizes = [len(p) for p in programs]
         rows = np.concatenate([p if len(p) else np.zeros((0, self.feature_set.width), np.float32) for p in programs])
         if len(rows) == 0:
             return np.zeros(len(programs))
-        preds = self._booster.predict(rows)
+        preds = booster.predict(rows)
         owner = np.concatenate([np.full(n, i) for i, n in enumerate(sizes)])
         return np.bincount(owner, weights=preds, minlength=len(programs))
