@@ -137,3 +137,14 @@ def test_the_shipped_prior_ranks_a_family_of_real_programs_by_their_structure():
     family = [plain(), rows_innermost(), tiled(), tiled(fast=True)]
     scores = GBTCostModel(prior=prior).predict([PER_STORE_FEATURES.extract(s.func) for s in family])
     assert list(scores) == sorted(scores), scores
+
+
+def test_the_command_names_a_directory_that_is_not_a_corpus_and_exits_2(tmp_path, capsys):
+    from tilegraph.tune.cost_model.transfer import main
+
+    assert main(["evaluate", str(tmp_path)]) == 2
+    assert "not a corpus directory" in capsys.readouterr().err
+    (tmp_path / "corpus.json").write_text(json.dumps([{"key": "k", "source": "ops", "name": "matmul:8,8,8"}]))
+    assert main(["train", str(tmp_path), "--out", str(tmp_path / "w")]) == 2  # no records.db: refused, none made
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and not (tmp_path / "records.db").exists()

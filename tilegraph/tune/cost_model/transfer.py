@@ -91,7 +91,7 @@ def corpus_groups(directories: Sequence[str | Path], target: Any = "cpu",
             listed = json.loads((d / "corpus.json").read_text())
         except (OSError, json.JSONDecodeError) as err:
             raise TilegraphError(f"{d} is not a corpus directory (corpus.json: {err})") from None
-        with open_database(str(d / "records.db")) as db:
+        with open_database(str(d / "records.db"), readonly=True) as db:  # DatabaseError: absent or broken
             for entry in listed:
                 if entry.get("source") != "ops":
                     continue  # a model's task is named, not specified: its workload is not rebuilt here
