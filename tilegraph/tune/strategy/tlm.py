@@ -11,7 +11,8 @@ Each round (one propose call):
    samples of the sketches fill what is still missing;
 2. the new programs are ranked: by the cost model (the evolutionary search's LightGBM pack-sum
    model, trained on this run's measurements and the database's records of the workload) once it
-   is trained; before that as written (a draw from the model's distribution keeps its diversity;
+   is trained, from the first round where it starts from the shipped prior (cost_model/transfer.py);
+   before that as written (a draw from the model's distribution keeps its diversity;
    untrained_order="logprob" ranks by the model's log-probability instead, an ablation);
 3. the best n are measured.
 After each batch the model adapts online: FINETUNE_STEPS gradient steps on this run's best
