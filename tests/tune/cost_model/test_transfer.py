@@ -102,6 +102,18 @@ def test_the_default_model_starts_from_the_shipped_prior_unless_switched_off(mon
     assert default_cost_model().prior is None
 
 
+def test_a_prior_that_does_not_load_leaves_the_default_model_blind_with_a_warning(monkeypatch, caplog):
+    from tilegraph.tune.cost_model import transfer
+
+    def broken(features):
+        raise PriorError("weights/per-store.txt is not a LightGBM model (truncated)")
+
+    monkeypatch.setattr(transfer, "load_prior", broken)
+    model = default_cost_model()
+    assert model.prior is None and not model.trained
+    assert "not a LightGBM model" in caplog.text
+
+
 def test_the_shipped_prior_ranks_a_family_of_real_programs_by_their_structure():
     """One GEMM's programs: the plain loop nest (B read down its columns in the innermost loop), the
     rows innermost (unit stride), and register tiles vectorised, parallel and unrolled: the shipped

@@ -12,14 +12,21 @@ def default_cost_model(target: Any = None) -> CostModel:
     """The model a strategy ranks with when it is given none: LightGBM over the per-store features
     of the target's kind (GPU targets add the launch shape and the warp's memory behaviour),
     starting from the prior shipped for those features where there is one (transfer.py), so it
-    ranks before its first measurement. TILEGRAPH_COST_MODEL_PRIOR=0 starts it blind."""
+    ranks before its first measurement. TILEGRAPH_COST_MODEL_PRIOR=0 starts it blind, and so does a
+    prior file that does not load (a warning names it: the prior helps a search, none needs it)."""
+    import logging
     import os
 
     from tilegraph.tune.cost_model.gbt import GBTCostModel
-    from tilegraph.tune.cost_model.transfer import load_prior
+    from tilegraph.tune.cost_model.transfer import PriorError, load_prior
 
     features = feature_set_for(target)
-    prior = None if os.environ.get("TILEGRAPH_COST_MODEL_PRIOR", "1") == "0" else load_prior(features)
+    prior = None
+    if os.environ.get("TILEGRAPH_COST_MODEL_PRIOR", "1") != "0":
+        try:
+            prior = load_prior(features)
+        except PriorError as err:
+            logging.getLogger(__name__).warning("cost model: %s; the search starts without a prior", err)
     return GBTCostModel(feature_set=features, prior=prior)
 
 
