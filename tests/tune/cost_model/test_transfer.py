@@ -160,3 +160,7 @@ def test_the_command_names_a_directory_that_is_not_a_corpus_and_exits_2(tmp_path
     assert main(["train", str(tmp_path), "--out", str(tmp_path / "w")]) == 2  # no records.db: refused, none made
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and not (tmp_path / "records.db").exists()
+    for bad in (["--shots", "a,16"], ["--shots", "-1"], ["--folds", "1"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["evaluate", str(tmp_path), *bad])
+        assert exit_.value.code == 2 and bad[0] in capsys.readouterr().err

@@ -76,9 +76,7 @@ class GBTCostModel:
         return self._booster
 
     def fresh(self) -> GBTCostModel:
-        model = GBTCostModel(self.warmup, self.rounds, self.feature_set, self.prior)
-        model.params = dict(self.params)
-        return model
+        return GBTCostModel(self.warmup, self.rounds, self.feature_set, self.prior, self.params)
 
     def __len__(self) -> int:
         return len(self._programs)

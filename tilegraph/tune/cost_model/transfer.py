@@ -140,7 +140,8 @@ def train_prior(groups: Sequence[WorkloadPrograms], feature_set: FeatureSet | No
 
 
 def spearman(scores: Sequence[float], costs: Sequence[float]) -> float:
-    """Rank correlation of scores (higher = faster) with speed (1 / cost); nan for fewer than 3 programs."""
+    """Rank correlation of scores (higher = faster) with speed (1 / cost); nan for fewer than 3
+    programs, 0 where the scores are all equal (they rank nothing)."""
     if len(scores) < 3:
         return float("nan")
     from scipy.stats import spearmanr
@@ -265,6 +266,22 @@ def load_prior(feature_set: FeatureSet, directory: str | Path = WEIGHTS_DIR) -> 
     return booster
 
 
+def _folds(text: str) -> int:
+    if not text.isdigit() or int(text) < 2:
+        raise argparse.ArgumentTypeError(f"--folds takes a whole number of 2 or more; got {text!r}")
+    return int(text)
+
+
+def _shots(text: str) -> list[int]:
+    try:
+        shots = [int(s) for s in text.split(",")]
+    except ValueError:
+        shots = []
+    if not shots or any(n < 0 for n in shots):
+        raise argparse.ArgumentTypeError(f"--shots takes comma-separated counts of 0 or more, like 0,16,32; got {text!r}")
+    return shots
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tilegraph.tune.cost_model.transfer",
                                      description=__doc__.split("\n")[0])
@@ -272,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("corpora", nargs="+", help="corpus directories (python -m tilegraph.tlm.dataset --out DIR)")
     parser.add_argument("--target", default="cpu")
     parser.add_argument("--out", default=str(WEIGHTS_DIR), help="train: where the prior is written")
-    parser.add_argument("--folds", type=int, default=4)
-    parser.add_argument("--shots", default="0,32")
+    parser.add_argument("--folds", type=_folds, default=4, help="held-out folds of workloads (2 or more)")
+    parser.add_argument("--shots", default="0,32", type=_shots,
+                        help="comma-separated numbers of a held-out workload's programs shown to the models")
     parser.add_argument("--json", help="evaluate: the rows as JSON, to this file")
     args = parser.parse_args(argv)
     from tilegraph.tune.cost_model import feature_set_for
@@ -284,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         groups = corpus_groups(args.corpora, args.target, features)
         programs = sum(len(g.feats) for g in groups)
         print(f"{len(groups)} workloads, {programs} programs", file=sys.stderr)
-        shots = [int(s) for s in args.shots.split(",")]
+        shots = args.shots
         if args.command == "train":
             rows = evaluate(groups, args.folds, shots, feature_set=features)  # recorded with the prior
             booster = train_prior(groups, features)
