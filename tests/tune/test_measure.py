@@ -150,3 +150,36 @@ def test_policy_rejects_bad_slow_factors(factor):
         MeasurePolicy(time_once_over=factor)
     with pytest.raises(ValueError, match="stop_early_over"):
         MeasurePolicy(stop_early_over=factor)
+
+
+def test_with_evict_constants_only_the_constant_inputs_are_evicted(monkeypatch):
+    from tilegraph.runtime import evict
+    from tilegraph.tune import measure
+
+    seen = []
+    monkeypatch.setattr(evict, "array_evictor", lambda arrays: seen.append(list(arrays)) or (lambda: None))
+    x, w, b = np.ones(3), np.ones(4), np.ones(5)
+    on = MeasurePolicy(evict_constants=True)
+    assert measure.constant_evictor([x, w, b], [False, False, False], on) is None  # nothing constant
+    assert measure.constant_evictor([x, w, b], [False, True, True], MeasurePolicy()) is None  # off by default
+    assert not seen
+    assert measure.constant_evictor([x, w, b], [False, True, True], on) is not None
+    assert [a is w for a in seen[0]] == [True, False] and seen[0][1] is b
+
+
+def test_where_lines_cannot_be_evicted_every_cache_is_flushed_instead(monkeypatch):
+    from tilegraph.runtime import evict
+    from tilegraph.runtime.timer import CacheFlusher
+    from tilegraph.tune import measure
+
+    monkeypatch.setattr(evict, "array_evictor", lambda arrays: None)
+    fallback = measure.constant_evictor([np.ones(3)], [True], MeasurePolicy(evict_constants=True))
+    assert isinstance(fallback, CacheFlusher)
+
+
+def test_time_runs_evicts_before_every_sample():
+    calls = []
+    samples = time_runs(lambda: calls.append("run"), MeasurePolicy(warmup=1, min_time_s=0.0, min_repeats=4),
+                        evict=lambda: calls.append("evict"))
+    assert len(samples) == 4
+    assert calls[0] == "run" and calls[1:] == ["evict", "run"] * 4  # one warm-up, then one call per eviction

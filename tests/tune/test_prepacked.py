@@ -107,3 +107,18 @@ def test_a_shipped_build_carries_and_removes_its_packing_library(tune_dirs):
         assert runner.run(wl, local, seed=4).ok
     discarded(shipped, local)
     assert not list((tune_dirs / "node").glob("*.so"))
+
+
+def test_with_constants_evicted_a_packed_candidate_is_checked_and_timed(tune_dirs):
+    """MeasurePolicy(evict_constants=True): the packed weight (and nothing else) is flushed before
+    each timed call; the candidate is checked and timed as without it, the record keeps the policy."""
+    wl = _weights()
+    build = build_candidate(wl, _trace(wl), "cpu", 60.0)
+    assert [a.is_constant for a in build.args] == [False, True, False]
+    cold = replace(FAST, evict_constants=True)
+    with Runner(cold) as runner:
+        result = runner.run(wl, build, seed=3)
+    assert result.kind == "ok", result.message
+    assert len(result.samples) >= FAST.min_repeats
+    record = Record.from_run(wl.key, "fp", _trace(wl), result, policy=runner.policy)
+    assert record.policy["evict_constants"] is True

@@ -40,7 +40,8 @@ class _BuildTimeout(Exception):
 
 
 def workload_args(workload: Workload) -> tuple[ArgSpec, ...]:
-    specs = [ArgSpec(t.name, tuple(t.shape), t.dtype.array_numpy.name, False) for t in workload.inputs]
+    specs = [ArgSpec(t.name, tuple(t.shape), t.dtype.array_numpy.name, False, i in workload.constants)
+             for i, t in enumerate(workload.inputs)]
     specs += [ArgSpec(t.name, tuple(t.shape), t.dtype.array_numpy.name, True) for t in workload.outputs]
     return tuple(specs)
 

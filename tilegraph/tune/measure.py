@@ -37,6 +37,11 @@ class MeasurePolicy:
     min_repeats: int = 5
     max_repeats: int = 10_000
     flush_cache: bool = False
+    # The inputs a workload marks constant (a model's weights) flushed from every cache level before
+    # each timed call, the others left as the previous call left them: timed as a model runs the
+    # kernel, where every other layer streams through the caches between two of its calls
+    # (runtime/evict.py). Records taken with it are slower than hot ones by what the model pays too.
+    evict_constants: bool = False
     num_threads: int | None = None
     rtol: float = 1e-3
     atol_scale: float = 1e-4
@@ -202,14 +207,18 @@ def quantized_step(ref: np.ndarray, min_size: int = 64) -> float:
 
 
 # ---------------------------------------------------------------------------- timing
-def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy, best_s: float | None = None) -> list[float]:
+def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy, best_s: float | None = None,
+              evict: Callable[[], None] | None = None) -> list[float]:
     """Seconds per run, sampled as `Kernel.time()` samples (runtime/timer.py: measure): warm-up,
     fast runs batched per sample, until min_repeats samples and min_time_s seconds, at most
-    max_repeats samples; with flush_cache, one cold run per sample. With `best_s` (the best so far)
+    max_repeats samples; with flush_cache, one cold run per sample, and with `evict` (what
+    policy.evict_constants evicts: constant_evictor) one run per sample after it. With `best_s` (the best so far)
     and policy.stop_early_over, sampling stops at min_repeats samples once every sample is over
     stop_early_over x best_s: such a candidate is not the best, and its median is good enough to
     rank it."""
     flush = cache_flusher() if policy.flush_cache else None
+    if evict is not None:
+        flush = evict if flush is None else _both(flush, evict)
     enough = None
     if policy.stop_early_over is not None and best_s is not None and best_s > 0:
         limit = policy.stop_early_over * best_s
@@ -217,6 +226,25 @@ def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy, best_s: float 
     result = measure(run_once, warmup=policy.warmup, min_time=policy.min_time_s, repeat=policy.min_repeats,
                      flush=flush, max_samples=policy.max_repeats, warmup_time=policy.warmup_s, enough=enough)
     return list(result.samples)
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    def both() -> None:
+        first()
+        second()
+    return both
+
+
+def constant_evictor(arrays: Sequence[np.ndarray], constant: Sequence[bool],
+                     policy: MeasurePolicy) -> Callable[[], None] | None:
+    """What evicts the constant ones of a candidate's input `arrays` before each timed call, where
+    policy.evict_constants asks and some input is constant; None where nothing is to be evicted.
+    Where this machine cannot flush given lines (runtime/evict.py), every cache is flushed instead."""
+    if not policy.evict_constants or not any(constant):
+        return None
+    from tilegraph.runtime.evict import array_evictor
+
+    return array_evictor([a for a, c in zip(arrays, constant) if c]) or cache_flusher()
 
 
 # Below this a check run says little (first touch of the outputs, threads waking up) and full
@@ -228,7 +256,7 @@ SLOW_CHECK_IS_SAMPLE_S = 0.1
 
 
 def time_slow_candidate(run_once: Callable[[], Any], check_s: float, best_s: float | None,
-                        policy: MeasurePolicy) -> list[float] | None:
+                        policy: MeasurePolicy, evict: Callable[[], None] | None = None) -> list[float] | None:
     """One warm sample for a candidate far slower than the best so far, or None: time it in full.
 
     The check run showed `check_s`; where that is over policy.time_once_over x `best_s`, one more
@@ -244,7 +272,7 @@ def time_slow_candidate(run_once: Callable[[], Any], check_s: float, best_s: flo
         return None
     if check_s >= SLOW_CHECK_IS_SAMPLE_S:
         return [check_s]
-    sample = measure(run_once, warmup=0, min_time=0.0, repeat=1, number=1).samples[0]
+    sample = measure(run_once, warmup=0, min_time=0.0, repeat=1, number=1, flush=evict).samples[0]
     return [sample] if sample > limit else None
 
 

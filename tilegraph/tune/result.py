@@ -23,6 +23,8 @@ class ArgSpec:
     shape: tuple[int, ...]
     dtype: str
     is_output: bool
+    is_constant: bool = False  # an input the workload marks constant (a model's weight): evicted before
+    # each timed call where the policy says so (MeasurePolicy.evict_constants)
 
 
 @dataclass(frozen=True)
