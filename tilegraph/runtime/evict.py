@@ -7,8 +7,10 @@ A kernel timed alone, call after call, finds its weights in cache; inside a mode
 evicted, since every other layer's weights and activations streamed through the caches in
 between (docs/performance.md: GPT-2's GEMMs ran 1.1-1.5x slower in place than alone, and as slow
 alone with the caches evicted). Timing a candidate with its constant inputs evicted before each
-call, and its activations left where the previous call put them, times it as the model runs it
-(TVM's runner flushes every argument but the first for the same reason).
+call, and its activations left where the previous call put them, times it closer to how the
+model runs it (TVM's runner flushes every argument but the first for the same reason); where the
+last-level cache holds the model's weights it overstates them (memory, not L3), which is one
+reason `MeasurePolicy.evict_constants` is opt-in (docs/performance.md, 2026-12-07).
 
 The helper is a small C library (built once per machine through the build cache) that flushes
 each cache line of a range: `clflushopt` where the CPU has it (`clflush` where not), then a fence;
