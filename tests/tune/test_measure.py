@@ -183,3 +183,10 @@ def test_time_runs_evicts_before_every_sample():
                         evict=lambda: calls.append("evict"))
     assert len(samples) == 4
     assert calls[0] == "run" and calls[1:] == ["evict", "run"] * 4  # one warm-up, then one call per eviction
+
+
+def test_a_whole_cache_flush_stands_in_for_the_eviction():
+    evicted = []
+    samples = time_runs(lambda: None, MeasurePolicy(warmup=0, min_time_s=0.0, min_repeats=3, flush_cache=True),
+                        evict=lambda: evicted.append(1))
+    assert len(samples) == 3 and not evicted  # flush_cache already evicted everything, the constants too

@@ -38,9 +38,10 @@ class MeasurePolicy:
     max_repeats: int = 10_000
     flush_cache: bool = False
     # The inputs a workload marks constant (a model's weights) flushed from every cache level before
-    # each timed call, the others left as the previous call left them: timed as a model runs the
-    # kernel, where every other layer streams through the caches between two of its calls
-    # (runtime/evict.py). Records taken with it are slower than hot ones by what the model pays too.
+    # each timed call, the others left as the previous call left them: closer to how a model runs
+    # the kernel, where every other layer streams through the caches between two of its calls
+    # (runtime/evict.py). Opt-in: it showed no gain end to end (docs/performance.md, 2026-12-07),
+    # and its records are slower than hot ones, so a database mixing the two prefers the hot.
     evict_constants: bool = False
     num_threads: int | None = None
     rtol: float = 1e-3
@@ -211,14 +212,12 @@ def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy, best_s: float 
               evict: Callable[[], None] | None = None) -> list[float]:
     """Seconds per run, sampled as `Kernel.time()` samples (runtime/timer.py: measure): warm-up,
     fast runs batched per sample, until min_repeats samples and min_time_s seconds, at most
-    max_repeats samples; with flush_cache, one cold run per sample, and with `evict` (what
+    max_repeats samples; with flush_cache, one cold run per sample, else with `evict` (what
     policy.evict_constants evicts: constant_evictor) one run per sample after it. With `best_s` (the best so far)
     and policy.stop_early_over, sampling stops at min_repeats samples once every sample is over
     stop_early_over x best_s: such a candidate is not the best, and its median is good enough to
     rank it."""
-    flush = cache_flusher() if policy.flush_cache else None
-    if evict is not None:
-        flush = evict if flush is None else _both(flush, evict)
+    flush = cache_flusher() if policy.flush_cache else evict  # a whole-cache flush evicts the constants too
     enough = None
     if policy.stop_early_over is not None and best_s is not None and best_s > 0:
         limit = policy.stop_early_over * best_s
@@ -226,13 +225,6 @@ def time_runs(run_once: Callable[[], Any], policy: MeasurePolicy, best_s: float 
     result = measure(run_once, warmup=policy.warmup, min_time=policy.min_time_s, repeat=policy.min_repeats,
                      flush=flush, max_samples=policy.max_repeats, warmup_time=policy.warmup_s, enough=enough)
     return list(result.samples)
-
-
-def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
-    def both() -> None:
-        first()
-        second()
-    return both
 
 
 def constant_evictor(arrays: Sequence[np.ndarray], constant: Sequence[bool],

@@ -89,8 +89,7 @@ def _measure_in_worker(build: BuildResult, inputs: list[np.ndarray], references:
         if not ok:
             return RunResult("wrong_answer", message, max_error=max_error, stages=dict(seconds))
         with stage("time"):
-            inputs_args = [a for a in build.args if not a.is_output]
-            evict = constant_evictor(arrays, [a.is_constant for a in inputs_args], policy)
+            evict = constant_evictor(arrays, [a.is_constant for a in build.args if not a.is_output], policy)
             once = time_slow_candidate(launch.run, check_s, best_s, policy, evict)
             samples = once if once is not None else time_runs(launch.run, policy, best_s, evict)
     note = "" if once is None else f"timed once: over {policy.time_once_over:g}x the best so far ({best_s * 1e3:.4g} ms)"
