@@ -48,6 +48,7 @@ def operator(op_name: str) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def op(*args: Any, **kwargs: Any) -> Tensor:
+            _refuse_run_time_dims(op_name, (*args, *kwargs.values()))
             nested = _OWNER.get() is not None
             owner_token = None if nested else _OWNER.set(op_name)
             current_token = _CURRENT.set(op_name)
@@ -67,6 +68,18 @@ def operator(op_name: str) -> Callable[[F], F]:
         return op  # type: ignore[return-value]
 
     return wrap
+
+
+def _refuse_run_time_dims(op_name: str, arguments: tuple[Any, ...]) -> None:
+    """The ops compute over their arguments' storage shapes: given a tensor with run-time dims
+    (te/dims.py) they would sum, normalise or index over elements past the run-time extents, a
+    wrong answer, so they refuse it until each learns its dims (te.compute takes them directly)."""
+    for a in arguments:
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, Tensor) and t.bounds:
+                raise ValueError(f"op {op_name} does not take run-time dims yet: argument {t.name} has extents "
+                                 f"{[str(b) if b is not None else s for b, s in zip(t.bounds, t.shape)]}; "
+                                 "write it with te.compute, whose extents may be dims")
 
 
 def _record(out: Tensor, op_name: str, arguments: dict[str, Any]) -> Tensor:

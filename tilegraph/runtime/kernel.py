@@ -9,6 +9,9 @@ The C ABI of an entry point, pointers for inputs then outputs, then the thread c
     kernel(a, b, out=c, num_threads=2)    # writes into c
     kernel.time(a, b)                     # TimingResult (seconds per call), runtime/launch.py
 
+A kernel with run-time dims (te/dims.py) takes their values as its last input, an int32 array
+(`te.dims.dims_array`), checked against their ranges.
+
 Nothing reaches native code unless the argument count, types, dtypes (never cast), shapes,
 C-contiguity, alignment and writeability match and no output overlaps another argument.
 """
@@ -34,6 +37,7 @@ from tilegraph.runtime import threads
 from tilegraph.runtime.launch import KernelBase
 from tilegraph.runtime.thread_pool import install_pool
 from tilegraph.target import Target, host_supports
+from tilegraph.te.dims import Dim, check_values
 
 _by_content: dict[str, ctypes.CDLL] = {}  # sha256 of a library's bytes -> the loaded library
 _by_path: dict[str, str] = {}  # resolved path -> the sha256 of what was loaded from it
@@ -115,8 +119,10 @@ class Kernel(KernelBase):
     """A callable native kernel; see the module docstring."""
 
     def __init__(self, lib_path: Path | str, entry: str, inputs: Sequence[Buffer], outputs: Sequence[Buffer],
-                 source: str, target: Target, lowered: Any = None, sha256: str | None = None):
+                 source: str, target: Target, lowered: Any = None, sha256: str | None = None,
+                 dims: Sequence[Dim] = ()):
         self.lib_path = Path(lib_path)
+        self.dims = tuple(dims)  # run-time dims (te/dims.py): their values, the last input, are checked
         self.entry = entry
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -180,6 +186,8 @@ class Kernel(KernelBase):
             raise TypeError(f"kernel {self.entry!r} takes {len(self.inputs)} input arrays ({names}), got {len(inputs)}")
         for position, (array, buffer) in enumerate(zip(inputs, self.inputs)):
             self._check_array(array, buffer, position, "input")
+        if self.dims:  # the kernel clamps them into range; a caller out of range hears it here
+            check_values(self.dims, {d.name: int(v) for d, v in zip(self.dims, inputs[-1])})
         outputs = self._outputs(out)
         for position, (array, buffer) in enumerate(zip(outputs, self.outputs)):
             self._check_array(array, buffer, position, "output")

@@ -58,7 +58,7 @@ def with_unique_names(outputs: Sequence[Tensor], names: Mapping[int, str] | None
         if name == t.name and body is op.body:
             copies[id(t)] = t
         else:
-            copies[id(t)] = Tensor(t.shape, t.dtype, name, ComputeOp(op.axes, body, op.tag, op.attrs))
+            copies[id(t)] = Tensor(t.shape, t.dtype, name, ComputeOp(op.axes, body, op.tag, op.attrs), t.bounds)
     return tuple(copies[id(t)] for t in outputs)
 
 

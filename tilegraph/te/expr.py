@@ -280,11 +280,14 @@ class Broadcast(Expr):
 @hash_once
 @dataclass(frozen=True)
 class IterVar:
-    """An axis of a compute: `var` ranges over [0, extent). kind is 'spatial' or 'reduce'."""
+    """An axis of a compute: `var` ranges over [0, extent). kind is 'spatial' or 'reduce'.
+    With a `bound` (an expression of run-time dims, te/dims.py), it ranges over [0, bound) at run
+    time, and `extent` is the bound's upper limit (what storage and loops are sized by)."""
 
     var: Var
     extent: int
     kind: str = "spatial"
+    bound: Expr | None = None
 
 
 def _delegate_to_var(method: str):  # noqa: ANN202

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from tilegraph import dtype as dt
 from tilegraph.dtype import DType
 from tilegraph.errors import shorten
+from tilegraph.te.dims import split_shape
 from tilegraph.te.expr import (
     COMBINERS,
     Expr,
@@ -48,10 +49,14 @@ class ComputeOp:
 
 @dataclass(frozen=True, eq=False)
 class Tensor:
+    """`shape` is the storage shape; `bounds` (empty when every extent is static) gives, per
+    dimension, the run-time extent of a bounded one (te/dims.py) or None."""
+
     shape: tuple[int, ...]
     dtype: DType
     name: str
     op: PlaceholderOp | ComputeOp = field(default_factory=PlaceholderOp)
+    bounds: tuple[Expr | None, ...] = ()
 
     @property
     def ndim(self) -> int:
@@ -106,32 +111,37 @@ def _check_shape(shape: Sequence[int], what: str) -> tuple[int, ...]:
     return out
 
 
-def placeholder(shape: Sequence[int], dtype: str | DType = "float32", name: str = "placeholder") -> Tensor:
-    """An input tensor of the given shape and dtype."""
-    return Tensor(_check_shape(shape, f"placeholder {name}"), dt.as_dtype(dtype), name)
+def placeholder(shape: Sequence[int | Expr], dtype: str | DType = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor of the given shape and dtype; an extent may be a run-time dim (te/dims.py)."""
+    storage, bounds = split_shape(shape, f"placeholder {name}")
+    return Tensor(_check_shape(storage, f"placeholder {name}"), dt.as_dtype(dtype), name, bounds=bounds)
 
 
-def reduce_axis(extent: int, name: str = "k") -> IterVar:
-    """A reduction axis over [0, extent)."""
-    (extent,) = _check_shape((extent,), f"reduce_axis {name}")
-    return IterVar(Var(name), extent, "reduce")
+def reduce_axis(extent: int | Expr, name: str = "k") -> IterVar:
+    """A reduction axis over [0, extent); `extent` may be a run-time dim (te/dims.py)."""
+    storage, bounds = split_shape((extent,), f"reduce_axis {name}")
+    (static,) = _check_shape(storage, f"reduce_axis {name}")
+    return IterVar(Var(name), static, "reduce", bounds[0] if bounds else None)
 
 
 def compute(
-    shape: Sequence[int],
+    shape: Sequence[int | Expr],
     fcompute: Callable[..., ExprLike],
     name: str = "compute",
     tag: str = "",
     attrs: dict[str, object] | None = None,
 ) -> Tensor:
-    """out[i0, i1, ...] = fcompute(i0, i1, ...). Axis names come from fcompute's parameters."""
-    shape = _check_shape(shape, f"compute {name}")
+    """out[i0, i1, ...] = fcompute(i0, i1, ...). Axis names come from fcompute's parameters. An
+    extent may be a run-time dim (te/dims.py): the axis then runs over [0, dim) when called."""
+    storage, bounds = split_shape(shape, f"compute {name}")
+    shape = _check_shape(storage, f"compute {name}")
     params = list(inspect.signature(fcompute).parameters)
     if len(params) == len(shape) and all(not p.startswith("*") for p in params):
         names = params
     else:
         names = [f"i{d}" for d in range(len(shape))]
-    axes = tuple(IterVar(Var(n), s, "spatial") for n, s in zip(names, shape))
+    axis_bounds = bounds or (None,) * len(shape)
+    axes = tuple(IterVar(Var(n), s, "spatial", b) for n, s, b in zip(names, shape, axis_bounds))
     body = const(fcompute(*(a.var for a in axes)))
     if isinstance(body, Reduce):
         spatial = {a.var for a in axes}
@@ -139,7 +149,7 @@ def compute(
             raise ValueError(f"compute {name}: a reduction axis has the same name as a spatial axis")
     _check_no_nested_reduce(body, name)
     attr_items = tuple(sorted((attrs or {}).items()))
-    return Tensor(shape, body.dtype, name, ComputeOp(axes, body, tag, attr_items))
+    return Tensor(shape, body.dtype, name, ComputeOp(axes, body, tag, attr_items), bounds)
 
 
 def _check_no_nested_reduce(body: Expr, name: str) -> None:

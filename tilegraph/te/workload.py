@@ -20,7 +20,9 @@ import hashlib
 from collections.abc import Sequence
 from functools import cached_property
 
+from tilegraph import dtype as dt
 from tilegraph.errors import WorkloadError
+from tilegraph.te.dims import DIMS_INPUT, Dim, dims_of
 from tilegraph.te.expr import Reduce, Var
 from tilegraph.te.printer import expr_str
 from tilegraph.te.tensor import ComputeOp, Tensor
@@ -49,12 +51,49 @@ def topological(roots: Sequence[Tensor]) -> tuple[Tensor, ...]:
     return tuple(order)
 
 
+def _dims_of(outputs: Sequence[Tensor]) -> tuple[Dim, ...]:
+    """Every run-time dim the computation of `outputs` mentions, sorted by name; two dims of one
+    name with different ranges are refused."""
+    found: set[Dim] = set()
+    for t in topological(outputs):
+        exprs = [b for b in t.bounds if b is not None]
+        if isinstance(t.op, ComputeOp):
+            exprs.append(t.op.body)
+            axes = (*t.op.axes, *(t.op.body.axes if isinstance(t.op.body, Reduce) else ()))
+            exprs += [a.bound for a in axes if a.bound is not None]
+        for e in exprs:
+            found |= dims_of(e)
+    by_name: dict[str, Dim] = {}
+    for d in sorted(found, key=lambda d: (d.name, d.lower, d.upper)):
+        if d.name in by_name:
+            other = by_name[d.name]
+            raise WorkloadError(f"dim {d.name!r} is declared twice, with ranges [{other.lower}, {other.upper}] and "
+                                f"[{d.lower}, {d.upper}]")
+        by_name[d.name] = d
+    return tuple(by_name.values())
+
+
+def _with_dims_input(inputs: tuple[Tensor, ...], dims: tuple[Dim, ...]) -> tuple[Tensor, ...]:
+    """`inputs` ending with the dims' input (added where it is not there yet)."""
+    if not dims:
+        return inputs
+    if inputs and inputs[-1].name == DIMS_INPUT:
+        last = inputs[-1]
+        if last.shape != (len(dims),) or last.dtype != dt.int32:
+            raise WorkloadError(f"input {DIMS_INPUT} must be int32[{len(dims)}], got {last.dtype}{list(last.shape)}")
+        return inputs
+    if any(t.name == DIMS_INPUT for t in inputs):
+        raise WorkloadError(f"the name {DIMS_INPUT} is reserved for the run-time dims' input (the last one)")
+    return (*inputs, Tensor((len(dims),), dt.int32, DIMS_INPUT))
+
+
 class Workload:
     """The unit of compilation and tuning: inputs -> outputs through compute tensors."""
 
     def __init__(self, inputs: Sequence[Tensor], outputs: Sequence[Tensor], name: str | None = None,
                  constants: Sequence[int] = ()):
-        self.inputs: tuple[Tensor, ...] = tuple(inputs)
+        self.dims: tuple[Dim, ...] = _dims_of(outputs)
+        self.inputs: tuple[Tensor, ...] = _with_dims_input(tuple(inputs), self.dims)
         if any(not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(self.inputs) for i in constants):
             raise WorkloadError(f"constants must be positions of inputs (0..{len(self.inputs) - 1}), got {list(constants)}")
         self.constants: tuple[int, ...] = tuple(sorted(set(constants)))
@@ -78,6 +117,11 @@ class Workload:
             raise WorkloadError(f"two different tensors share the name(s) {dup}; give each a unique name")
         last = self.outputs[-1].op
         self.op_name: str = name or (last.tag if isinstance(last, ComputeOp) and last.tag else self.outputs[-1].name)
+
+    @property
+    def dims_input(self) -> Tensor | None:
+        """The input holding the run-time dims' values (te/dims.py), or None without dims."""
+        return self.inputs[-1] if self.dims else None
 
     def _topo_order(self) -> tuple[Tensor, ...]:
         return topological((*self.inputs, *self.outputs))
@@ -103,16 +147,23 @@ class Workload:
         position = {id(t): i for i, t in enumerate(self.tensors)}
         role = {id(t): f"in{i}" for i, t in enumerate(self.inputs)}
         role.update({id(t): f"out{i}" for i, t in enumerate(self.outputs)})
-        lines = []
+        dim_names: dict[Var, str] = {d: f"d{i}" for i, d in enumerate(self.dims)}
+        lines = [f"dims: {','.join(f'd{i}<={d.upper}' for i, d in enumerate(self.dims))}"] if self.dims else []
         for t in self.tensors:
             head = f"T{position[id(t)]}:{role.get(id(t), 'tmp')}:{t.dtype}{list(t.shape)}"
+            if t.bounds:
+                head += "{" + ",".join("_" if b is None else expr_str(b, var_name=dim_names.get) for b in t.bounds) + "}"
             if t.is_placeholder:
                 lines.append(head)
                 continue
             op = t.op
             var_names: dict[Var, str] = {a.var: f"s{i}" for i, a in enumerate(op.axes)}
+            var_names.update(dim_names)
             if isinstance(op.body, Reduce):
                 var_names.update({a.var: f"r{i}" for i, a in enumerate(op.body.axes)})
+                reduce_bounds = [expr_str(a.bound, var_name=dim_names.get) for a in op.body.axes if a.bound is not None]
+                if reduce_bounds:
+                    head += "{r:" + ",".join(reduce_bounds) + "}"
             body = expr_str(op.body, tensor_name=lambda x: f"T{position[id(x)]}",
                             var_name=lambda v, names=var_names: names.get(v, v.name))
             lines.append(f"{head} = {body}")

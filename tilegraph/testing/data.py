@@ -13,6 +13,7 @@ import numpy as np
 
 from tilegraph.errors import ResourceError, shorten
 from tilegraph.ops._common import attr, op_boundary
+from tilegraph.te.dims import dims_array
 from tilegraph.te.workload import Workload
 from tilegraph.testing.reference import POSITIVE_ARGS
 
@@ -76,6 +77,9 @@ def random_inputs(wl: Workload, seed: int = 0) -> list[np.ndarray]:
     positive = positive_inputs(wl)
     arrays = []
     for i, t in enumerate(wl.inputs):
+        if t is wl.dims_input:  # the run-time dims at their upper bounds: what a bucket is tuned at
+            arrays.append(dims_array(wl.dims))
+            continue
         dtype = t.dtype.array_numpy  # bfloat16: ml_dtypes' type, so the values convert (not their bits)
         if t.dtype.is_float:
             values = rng.uniform(0.5, 1.5, t.shape) if i in positive else rng.standard_normal(t.shape)

@@ -25,6 +25,7 @@ import numpy as np
 from tilegraph.runtime.launch import cache_flusher
 from tilegraph.runtime.timer import measure
 from tilegraph.schedule.trace import trace_hash
+from tilegraph.te.dims import dims_array
 from tilegraph.te.workload import Workload
 
 
@@ -113,6 +114,9 @@ def random_inputs(workload: Workload, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     arrays = []
     for t in workload.inputs:
+        if t is workload.dims_input:  # the run-time dims at their upper bounds (te/dims.py)
+            arrays.append(dims_array(workload.dims))
+            continue
         np_dtype = np.dtype(t.dtype.array_numpy)
         if t.dtype.is_float:
             arrays.append(rng.standard_normal(t.shape).astype(np_dtype))
