@@ -98,19 +98,39 @@ def test_the_interpreter_computes_the_valid_region_and_reads_nothing_past_it(nam
     np.testing.assert_allclose(region, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_guards_where_needed_and_only_there():
-    def guards(wl):
-        from tilegraph.loop.ir import Block
-        from tilegraph.loop.visit import walk_stmts
-        from tilegraph.te.printer import expr_str
+def _lowered_guards(wl):
+    """Block predicates after the two lowering passes of run-time dims, and the conditions
+    skip_past_dims put around loop bodies (the default schedule)."""
+    from tilegraph.loop.ir import Block, For, IfThenElse
+    from tilegraph.loop.visit import walk_stmts
+    from tilegraph.lower.passes import relax_dims_guards, skip_past_dims
+    from tilegraph.te.printer import expr_str
 
-        return {s.name: expr_str(s.predicate) for s in walk_stmts(workload_to_func(wl).body) if isinstance(s, Block)}
+    func = relax_dims_guards.run(skip_past_dims.run(workload_to_func(wl), None), None)
+    blocks = {s.name: expr_str(s.predicate) for s in walk_stmts(func.body) if isinstance(s, Block)}
+    lifted = [expr_str(s.body.cond) for s in walk_stmts(func.body)
+              if isinstance(s, For) and isinstance(s.body, IfThenElse)]
+    return blocks, lifted
 
-    mm = guards(matmul_m_k())
-    assert "r <" in mm["C"] and "i <" not in mm["C"]  # the sum's bound; rows past m are unspecified
-    att = guards(attention())
-    assert att["S"] == "True" and att["E"] == "True" and "j1 <" in att["M"]
-    assert "i <" in guards(gather_and_flip())["Y"]  # a data index and a dim index keep the row guard
+
+def test_every_instance_is_guarded_before_lowering():
+    from tilegraph.loop.ir import Block
+    from tilegraph.loop.visit import walk_stmts
+    from tilegraph.te.printer import expr_str
+
+    preds = {s.name: expr_str(s.predicate) for s in walk_stmts(workload_to_func(matmul_m_k()).body)
+             if isinstance(s, Block)}
+    assert "i <" in preds["C"] and "r <" in preds["C"]  # the interpreter runs exactly [0, m) x [0, k)
+
+
+def test_lowering_keeps_the_guards_a_kernel_needs_and_skips_whole_iterations():
+    blocks, lifted = _lowered_guards(matmul_m_k())
+    assert "r <" in blocks["C"] and "i <" not in blocks["C"]  # the sum's bound stays; rows past m are unspecified
+    assert any(c.startswith("(i <") for c in lifted) and any(c.startswith("(r <") for c in lifted)
+    blocks, _ = _lowered_guards(attention())
+    assert blocks["S"] == "True" and blocks["E"] == "True" and "j1 <" in blocks["M"] and "i <" not in blocks["M"]
+    blocks, _ = _lowered_guards(gather_and_flip())
+    assert "i <" in blocks["Y"]  # a data index and a dim index keep the row guard
 
 
 def test_dims_out_of_range_are_clamped_inside_the_kernel():

@@ -15,7 +15,8 @@ def _workload():
 
 def test_pass_order():
     names = [n for n, _ in PASSES]
-    assert names == ["compact_buffers", "stack_small_buffers", "hoist_reduction_init", "lower_blocks", "simplify",
+    assert names == ["compact_buffers", "stack_small_buffers", "hoist_reduction_init", "skip_past_dims",
+                     "relax_dims_guards", "lower_blocks", "simplify",
                      "flatten_buffers", "use_matrix_tiles",
                      "lower_vectorize", "expand_unroll", "hoist_invariant_guards", "final_simplify",
                      "promote_registers", "pair_bf16_products",

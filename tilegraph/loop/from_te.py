@@ -9,20 +9,19 @@ becomes
             init: C[v_i, v_j] = 0
             C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]
 
-Run-time dims (te/dims.py) become loads of the workload's dims input, and an axis with a run-time
-bound keeps its static extent (the bound's upper limit). A reduction axis's bound guards its block;
-a spatial axis's bound guards it only where an index depends on a dim or on data (elsewhere the
-instances past the bound compute unspecified elements within storage, and no guard slows the
-ones before it). With M = te.dim("m", 64) and K = te.dim("k", 32) in a matmul:
+Run-time dims (te/dims.py) become loads of the workload's dims input, each clamped into its
+range, and an axis with a run-time bound keeps its static extent (the bound's upper limit) and
+guards its block. With M = te.dims.dim("m", 64) in a matmul:
 
     for i in range(64):
       for j in range(N):
-        for k in range(32):
-          block C(v_i=i, v_j=j, v_k=k; where k < max(min(tg_dims[0], 32), 1)): ...
+        for k in range(K):
+          block C(v_i=i, v_j=j, v_k=k; where i < max(min(tg_dims[0], 64), 1)): ...
 
-Every schedule primitive keeps a block's predicate, so a scheduled kernel sums exactly over the
-instances below the bounds; its loops never run past the storage, and each dim's value is clamped
-into its range, whatever the dims input holds.
+Every schedule primitive keeps a block's predicate, so a scheduled kernel runs exactly the
+instances below the bounds (lowering may skip whole tiles past them, lower/passes/skip_past_dims.py,
+and run the instances past a spatial bound where that is cheaper, relax_dims_guards.py); its loops
+never run past the storage, whatever the dims input holds.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ from tilegraph.te.expr import (
     min_,
 )
 from tilegraph.te.tensor import Tensor
-from tilegraph.te.visit import rewrite, walk
+from tilegraph.te.visit import rewrite
 from tilegraph.te.workload import Workload
 
 
@@ -64,22 +63,19 @@ def workload_to_func(workload: Workload) -> Func:
         nests.append(_nest_for(t, buffers, loop_names, dim_values))
     params = tuple(buffers[id(t)] for t in (*workload.inputs, *workload.outputs))
     allocs = tuple(buffers[id(t)] for t in workload.intermediates)
-    return Func(_func_name(workload), params, seq(*nests), allocs)
+    # each tensor's run-time extents, for lowering's skipping (lower/passes/skip_past_dims.py)
+    extents = tuple((t.name, tuple(None if b is None else _dim_expr(b, dim_values) for b in t.bounds))
+                    for t in workload.tensors if t.bounds)
+    attrs = (("dim_extents", extents),) if extents else ()
+    return Func(_func_name(workload), params, seq(*nests), allocs, attrs)
+
+
+def _dim_expr(e: Expr, dim_values: dict[Dim, Expr]) -> Expr:
+    return rewrite(e, lambda x: dim_values.get(x) if isinstance(x, Dim) else None)
 
 
 def _func_name(workload: Workload) -> str:
     return "tg_" + "".join(c if c.isalnum() else "_" for c in workload.op_name)
-
-
-def _indexes_at_run_time(body: Expr) -> bool:
-    """Whether an index of `body` depends on a dim or on data (a gather). Only then does an
-    instance past a spatial axis's run-time bound need its guard: its other indices are those of
-    the same computation at the upper bounds, within storage. A reduction's bound always guards
-    (the sum over [0, n) must not take the elements past n)."""
-    for e in walk(body):
-        if isinstance(e, TensorRead) and any(isinstance(x, (Dim, TensorRead)) for i in e.indices for x in walk(i)):
-            return True
-    return False
 
 
 def _nest_for(t: Tensor, buffers: dict[int, Buffer], loop_names: list[str], dim_values: dict[Dim, Expr]) -> Stmt:
@@ -122,8 +118,7 @@ def _nest_for(t: Tensor, buffers: dict[int, Buffer], loop_names: list[str], dim_
         loop_names.append(name)
         loop_vars.append(Var(name))
     # a predicate is written in the enclosing loops' variables (the block binds its own inside)
-    guarded = [a for a in axes if a.bound is not None and (a.kind == "reduce" or _indexes_at_run_time(body_expr))]
-    guards = [v.lt(to_loop_ir(a.bound)) for a, v in zip(axes, loop_vars) if a in guarded]
+    guards = [v.lt(to_loop_ir(a.bound)) for a, v in zip(axes, loop_vars) if a.bound is not None]
     predicate = all_of(*guards) if guards else TRUE
     stmt: Stmt = Block(t.name, block_vars, tuple(loop_vars), body, init, predicate)
     for v, a in reversed(list(zip(loop_vars, axes))):

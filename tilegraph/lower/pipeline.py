@@ -32,7 +32,9 @@ from tilegraph.lower.passes import (
     pair_bf16_products,
     pin_operand_vectors,
     promote_registers,
+    relax_dims_guards,
     simplify,
+    skip_past_dims,
     stack_small_buffers,
     use_matrix_tiles,
 )
@@ -45,6 +47,8 @@ PASSES: list[tuple[str, Pass]] = [
     ("compact_buffers", compact_buffers.run),
     ("stack_small_buffers", stack_small_buffers.run),
     ("hoist_reduction_init", hoist_reduction_init.run),
+    ("skip_past_dims", skip_past_dims.run),
+    ("relax_dims_guards", relax_dims_guards.run),
     ("lower_blocks", lower_blocks.run),
     ("simplify", simplify.run),
     ("flatten_buffers", flatten_buffers.run),

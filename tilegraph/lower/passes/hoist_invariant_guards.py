@@ -12,7 +12,7 @@ guarded statement whose condition does not involve the loop's variable moves ins
 gcc unswitches such loops only while their body is small (`max-unswitch-insns`): an unrolled
 register tile of 16 accumulators stays guarded statement by statement, which ran grouped
 convolution (GRP-3, 14 rows tiled by 4) at a third of its speed. Conditions that read memory
-are never moved (a loop of zero iterations must not read), and parallel or vector loops keep
+are never moved (a loop of zero iterations must not read), but for the run-time dims, and parallel or vector loops keep
 their bodies: only serial and unrolled loops are rewritten. Meaning is unchanged: a condition free
 of the loop's variable has the same value in every iteration, and testing it once before a loop
 that does nothing else is the same as testing it in each.
@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import For, Func, IfThenElse, Seq, Stmt, seq
+from tilegraph.te.dims import DIMS_INPUT
 from tilegraph.te.expr import BufferLoad
 from tilegraph.te.visit import uses_var, walk
 
@@ -62,9 +63,10 @@ def _merge_adjacent(stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 
 
 def _plain_guard(s: Stmt | None) -> bool:
-    """An `if` without else whose condition reads no memory."""
+    """An `if` without else whose condition reads no memory but the run-time dims (te/dims.py:
+    a kernel's dims input is always there to read)."""
     return (isinstance(s, IfThenElse) and s.else_body is None
-            and not any(isinstance(e, BufferLoad) for e in walk(s.cond)))
+            and not any(isinstance(e, BufferLoad) and e.buffer.name != DIMS_INPUT for e in walk(s.cond)))
 
 
 __all__ = ["run"]
