@@ -1,0 +1,105 @@
+"""python -m benchmarks.dims_regret: what a kernel with run-time dims costs against one tuned for the size.
+
+    python -m benchmarks.dims_regret --buckets 64,128 --k 768 --n 768 --trials 16 --threads 2 --out DIR
+
+A GEMM C[m, N] = A[m, K] @ B[K, N] with m a run-time dim (a projection of a sequence of m tokens),
+one kernel per bucket (m in (previous upper, upper], powers of two by default), tuned at the
+bucket's upper bound (te/dims.py). Each probe size m (the bucket's lowest, a middle one, its upper
+bound) is also tuned as a static workload with the same strategy and trials. Both kernels are
+checked against the float64 reference and timed alternately (runtime.timer.measure of each bound
+to its arrays, one discarded round, then --rounds rounds, medians and spreads). The regret of a probe is t(bucket kernel) /
+t(static kernel): what serving the size from its bucket costs. Writes dims_regret.md / .csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+def gemm(m: object, k: int, n: int):  # noqa: ANN201
+    from tilegraph import te
+
+    a = te.placeholder((m, k), name="A")
+    b = te.placeholder((k, n), name="B")
+    r = te.reduce_axis(k, "r")
+    c = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    return te.Workload([a, b], [c])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--buckets", default="64,128", help="upper bounds of the buckets, ascending")
+    ap.add_argument("--k", type=int, default=768)
+    ap.add_argument("--n", type=int, default=768)
+    ap.add_argument("--strategy", default="gensor")
+    ap.add_argument("--trials", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--out", default="dims_regret")
+    args = ap.parse_args(argv)
+
+    import tilegraph as tg
+    from tilegraph.runtime.timer import measure
+    from tilegraph.te.dims import dim, dims_array
+
+    uppers = [int(x) for x in args.buckets.split(",")]
+    db = Path(tempfile.mkdtemp(prefix="dims-regret-")) / "db.sqlite"
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal((args.k, args.n)).astype(np.float32)
+    rows = []
+    lower = 1
+    for upper in uppers:
+        dynamic = gemm(dim("m", upper, lower), args.k, args.n)
+        bucket_kernel = tg.tune(dynamic, strategy=args.strategy, trials=args.trials, db=db, progress=False).kernel
+        a = rng.standard_normal((upper, args.k)).astype(np.float32)
+        for m in sorted({lower, (lower + upper) // 2, upper}):
+            static_kernel = tg.tune(gemm(m, args.k, args.n), strategy=args.strategy, trials=args.trials, db=db,
+                                    progress=False).kernel
+            dims = dims_array(dynamic.dims, {"m": m})
+            ref = a[:m].astype(np.float64) @ b.astype(np.float64)
+            out_b = np.empty((upper, args.n), np.float32)
+            out_s = np.empty((m, args.n), np.float32)
+            a_m = np.ascontiguousarray(a[:m])
+            run_b = bucket_kernel.bind([a, b, dims], [out_b], args.threads).run
+            run_s = static_kernel.bind([a_m, b], [out_s], args.threads).run
+            run_b()
+            run_s()
+            for got in (out_b[:m], out_s):
+                np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
+            times: dict[str, list[float]] = {"bucket": [], "static": []}
+            measure(run_b, min_time=0.1)  # a discarded round each: the first after tuning ran up to 2x slow
+            measure(run_s, min_time=0.1)
+            for _ in range(args.rounds):  # alternating rounds: never two things timed at once
+                times["bucket"].append(measure(run_b, min_time=0.1, warmup_time=0.05).median)
+                times["static"].append(measure(run_s, min_time=0.1, warmup_time=0.05).median)
+            med = {key: statistics.median(v) for key, v in times.items()}
+            spread = {key: (max(v) - min(v)) / med[key] for key, v in times.items()}
+            rows.append({"bucket": f"[{lower}, {upper}]", "m": m, "bucket_us": round(med["bucket"] * 1e6, 1),
+                         "static_us": round(med["static"] * 1e6, 1), "regret": round(med["bucket"] / med["static"], 2),
+                         "spread_bucket": round(spread["bucket"], 2), "spread_static": round(spread["static"], 2)})
+            print(rows[-1], flush=True)
+        lower = upper + 1
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "dims_regret.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = [f"GEMM m x {args.k} . {args.k} x {args.n}, {args.strategy} with {args.trials} trials per kernel, "
+             f"{args.threads} threads, {args.rounds} alternating rounds (medians; spread = (max - min) / median)", "",
+             "| bucket | m | bucket kernel us | static kernel us | regret | spreads |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['bucket']} | {r['m']} | {r['bucket_us']} | {r['static_us']} | {r['regret']}x | "
+              f"{r['spread_bucket']} / {r['spread_static']} |" for r in rows]
+    (out / "dims_regret.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
