@@ -70,10 +70,18 @@ def operator(op_name: str) -> Callable[[F], F]:
     return wrap
 
 
+# The ops that compute over their arguments' run-time extents (te/dims.py, Tensor.extents).
+DIMS_OPS = frozenset({"relu", "gelu", "sigmoid", "tanh", "exp", "add", "sub", "mul", "div", "maximum", "minimum",
+                      "matmul", "dense", "batch_matmul", "softmax", "layer_norm", "transpose", "reshape",
+                      "sum", "max", "min", "prod", "mean"})
+
+
 def _refuse_run_time_dims(op_name: str, arguments: tuple[Any, ...]) -> None:
-    """The ops compute over their arguments' storage shapes: given a tensor with run-time dims
-    (te/dims.py) they would sum, normalise or index over elements past the run-time extents, a
-    wrong answer, so they refuse it until each learns its dims (te.compute takes them directly)."""
+    """The other ops compute over their arguments' storage shapes: given a tensor with run-time
+    dims they would sum, normalise or index over elements past the run-time extents, a wrong
+    answer, so they refuse it until each learns its dims (te.compute takes them directly)."""
+    if op_name in DIMS_OPS:
+        return
     for a in arguments:
         for t in (a if isinstance(a, (list, tuple)) else (a,)):
             if isinstance(t, Tensor) and t.bounds:
@@ -144,7 +152,7 @@ def op_boundary(out: Tensor) -> list[Tensor]:
     return found
 
 
-def stage(shape: Sequence[int], fcompute: Callable[..., ExprLike], name: str, tag: str = "",
+def stage(shape: Sequence[int | Expr], fcompute: Callable[..., ExprLike], name: str, tag: str = "",
           axis_names: Sequence[str] | None = None) -> Tensor:
     """te.compute for a stage of the op being built (the decorator re-tags the final one).
 
@@ -176,6 +184,12 @@ def check_tensor(x: object, arg: str, ndim: int | None = None) -> Tensor:
     if ndim is not None and x.ndim != ndim:
         raise ValueError(f"argument {arg} must have {ndim} dimensions, got shape {x.shape}")
     return x
+
+
+def same_extent(a: int | Expr, b: int | Expr) -> bool:
+    """Whether two extents (Tensor.extents) are the same: equal integers, or the same run-time
+    expression (a run-time dim equals no integer, whatever its range)."""
+    return type(a) is type(b) and a == b
 
 
 def check_float(x: Tensor, arg: str) -> None:

@@ -27,7 +27,7 @@ def float_unary(x: Tensor, fn: Callable[[Expr], Expr], name: str) -> Tensor:
     """One stage out[i..] = fn(x[i..]) of a float tensor (every float unary op is one)."""
     check_tensor(x, "x")
     check_float(x, "x")
-    return stage(x.shape, lambda *i: fn(x[i]), name=name)
+    return stage(x.extents, lambda *i: fn(x[i]), name=name)
 
 
 @operator("relu")
@@ -64,6 +64,25 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
         raise ValueError(f"arguments a and b have shapes {a} and {b}, which do not broadcast") from None
 
 
+def broadcast_extents(a: tuple[int | Expr, ...], b: tuple[int | Expr, ...]) -> tuple[int | Expr, ...]:
+    """numpy's broadcasting of two tensors' extents (Tensor.extents), where a run-time dim equals
+    only itself (or stretches an extent 1)."""
+    if all(isinstance(s, int) for s in (*a, *b)):
+        return broadcast_shape(a, b)  # type: ignore[arg-type]
+    rank = max(len(a), len(b))
+    a1, b1 = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
+    out: list[int | Expr] = []
+    for x, y in zip(a1, b1):
+        if isinstance(x, int) and x == 1:
+            out.append(y)
+        elif (isinstance(y, int) and y == 1) or (type(x) is type(y) and x == y):
+            out.append(x)
+        else:
+            shown = [tuple(str(s) for s in t) for t in (a, b)]
+            raise ValueError(f"arguments a and b have extents {shown[0]} and {shown[1]}, which do not broadcast")
+    return tuple(out)
+
+
 def broadcast_read(t: Tensor, out_index: tuple[Expr, ...]) -> Expr:
     """t read at the point of a broadcast output (numpy rules: align right, extent 1 repeats)."""
     lead = len(out_index) - t.ndim
@@ -82,9 +101,9 @@ def _binary(a: Tensor | Scalar, b: Tensor | Scalar, fn: Callable[[Expr, Expr], E
     if len(dtypes) > 1:
         raise TypeError(f"arguments a and b have different dtypes ({a.dtype} and {b.dtype})")  # type: ignore[union-attr]
     dtype = dtypes.pop()
-    shape: tuple[int, ...] = ()
+    shape: tuple[int | Expr, ...] = ()
     for t in tensors.values():
-        shape = broadcast_shape(shape, t.shape) if shape else t.shape
+        shape = broadcast_extents(shape, t.extents) if shape else t.extents
     if not shape:
         raise ValueError("arguments a and b are 0-dimensional; tensors need at least one dimension")
 

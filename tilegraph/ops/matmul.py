@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tilegraph import te
 from tilegraph.dtype import as_dtype
-from tilegraph.ops._common import check_tensor, operator, same_dtype, stage, widening
+from tilegraph.ops._common import check_tensor, operator, same_dtype, same_extent, stage, widening
 from tilegraph.ops.elementwise import broadcast_shape
 from tilegraph.te.tensor import Tensor
 
@@ -26,15 +26,15 @@ def matmul(a: Tensor, b: Tensor, bias: Tensor | None = None, transpose_a: bool =
     exactly in int32 (bias, if any, has the accumulator's dtype then)."""
     check_tensor(a, "a", 2)
     check_tensor(b, "b", 2)
-    m, k = (a.shape[1], a.shape[0]) if transpose_a else a.shape
-    kb, n = (b.shape[1], b.shape[0]) if transpose_b else b.shape
-    if k != kb:
+    m, k = (a.extents[1], a.extents[0]) if transpose_a else a.extents
+    kb, n = (b.extents[1], b.extents[0]) if transpose_b else b.extents
+    if not same_extent(k, kb):
         raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on the reduction extent ({k} vs {kb}) "
                          f"with transpose_a={transpose_a}, transpose_b={transpose_b}")
     widen = widening(accumulate, {"a": a, "b": b})
     if bias is not None:
         check_tensor(bias, "bias", 1)
-        if bias.shape != (n,):
+        if bias.ndim != 1 or not same_extent(bias.extents[0], n):
             raise ValueError(f"argument bias must have shape ({n},), got {bias.shape}")
         result = a.dtype if accumulate is None else as_dtype(accumulate)
         if bias.dtype != result:
@@ -57,7 +57,7 @@ def dense(x: Tensor, w: Tensor, bias: Tensor | None = None, name: str = "dense")
     """x @ w.T (+ bias): x (M, K), w (N, K), bias (N,)."""
     check_tensor(x, "x", 2)
     check_tensor(w, "w", 2)
-    if x.shape[1] != w.shape[1]:
+    if not same_extent(x.extents[1], w.extents[1]):
         raise ValueError(f"arguments x {x.shape} and w {w.shape} must agree on the last extent (K)")
     return matmul(x, w, bias, transpose_b=True, name=name)
 
@@ -67,13 +67,13 @@ def batch_matmul(a: Tensor, b: Tensor, name: str = "batch_matmul") -> Tensor:
     """Per-batch a @ b: a (B, N, K), b (B, K, M) -> (B, N, M)."""
     check_tensor(a, "a", 3)
     check_tensor(b, "b", 3)
-    if a.shape[0] != b.shape[0]:
+    if not same_extent(a.extents[0], b.extents[0]):
         raise ValueError(f"arguments a {a.shape} and b {b.shape} have different batch extents")
-    if a.shape[2] != b.shape[1]:
+    if not same_extent(a.extents[2], b.extents[1]):
         raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on K (a[2]={a.shape[2]}, b[1]={b.shape[1]})")
     same_dtype({"a": a, "b": b})
-    batch, n, k = a.shape
-    m = b.shape[2]
+    batch, n, k = a.extents
+    m = b.extents[2]
     r = te.reduce_axis(k, "k")
     return stage((batch, n, m), lambda bb, i, j: te.sum(a[bb, i, r] * b[bb, r, j], axis=r), name=name)
 

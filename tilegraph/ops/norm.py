@@ -33,13 +33,18 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis: int | Sequence[int]
     axes = normalize_axes(axis, x.ndim)
     _check_epsilon(epsilon)
     norm_shape = tuple(x.shape[a] for a in axes)
+    if any(not isinstance(x.extents[a], int) for a in axes):
+        raise ValueError(f"layer_norm normalises over static extents only; axis={axis!r} of x has run-time extents "
+                         f"{[str(x.extents[a]) for a in axes]}")
     for arg, t in (("gamma", gamma), ("beta", beta)):
         check_tensor(t, arg)
+        if t.bounds:
+            raise ValueError(f"argument {arg} of layer_norm must have static extents")
         if t.shape != norm_shape:
             raise ValueError(f"argument {arg} must have the normalised shape {norm_shape} (axis={axis!r}), got {t.shape}")
     same_dtype({"x": x, "gamma": gamma, "beta": beta})
     outer = tuple(d for d in range(x.ndim) if d not in axes)
-    outer_shape = tuple(x.shape[d] for d in outer) or (1,)
+    outer_shape = tuple(x.extents[d] for d in outer) or (1,)
     count = 1
     for s in norm_shape:
         count *= s
@@ -84,7 +89,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis: int | Sequence[int]
         inner = tuple(idx[a] for a in axes)
         return centred(x[idx], o) * te.rsqrt(var[o] + epsilon) * gamma[inner] + beta[inner]
 
-    return stage(x.shape, normalised, name=name)
+    return stage(x.extents, normalised, name=name)
 
 
 @operator("batch_norm")

@@ -18,7 +18,7 @@ from tilegraph.te.tensor import Tensor
 Axes = int | Sequence[int] | None
 
 
-def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+def reduced_shape(shape: tuple[int | Expr, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int | Expr, ...]:
     if keepdims:
         return tuple(1 if d in axes else s for d, s in enumerate(shape))
     return tuple(s for d, s in enumerate(shape) if d not in axes) or (1,)
@@ -27,9 +27,9 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool)
 def _reduce(x: Tensor, axis: Axes, keepdims: bool, combiner: str, name: str) -> Tensor:
     check_tensor(x, "x")
     axes = normalize_axes(axis, x.ndim)
-    out_shape = reduced_shape(x.shape, axes, keepdims)
+    out_shape = reduced_shape(x.extents, axes, keepdims)
     kept = [d for d in range(x.ndim) if d not in axes]
-    reduce_vars = {a: te.reduce_axis(x.shape[a], f"r{a}") for a in axes}
+    reduce_vars = {a: te.reduce_axis(x.extents[a], f"r{a}") for a in axes}
     builder = {"sum": te.sum, "max": te.max, "min": te.min, "prod": te.prod}[combiner]
 
     def body(*idx: Expr) -> Expr:
@@ -69,8 +69,18 @@ def mean(x: Tensor, axis: Axes = None, keepdims: bool = False, name: str = "mean
     if not x.dtype.is_float:
         raise TypeError(f"argument x must have a floating-point dtype for mean, got {x.dtype}")
     axes = normalize_axes(axis, x.ndim)
-    count = 1
+    static = 1
+    run_time: list[Expr] = []  # the reduced run-time extents: the divisor is known only when called
     for a in axes:
-        count *= x.shape[a]
+        extent = x.extents[a]
+        if isinstance(extent, int):
+            static *= extent
+        else:
+            run_time.append(extent)
     total = _reduce(x, axis, keepdims, "sum", f"{name}_sum")
-    return stage(total.shape, lambda *i: total[i] * (1.0 / count), name=name)
+    if not run_time:
+        return stage(total.extents, lambda *i: total[i] * (1.0 / static), name=name)
+    count: Expr = te.const(static)
+    for extent in run_time:
+        count = count * extent
+    return stage(total.extents, lambda *i: total[i] / te.cast(x.dtype, count), name=name)

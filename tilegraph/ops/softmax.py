@@ -23,7 +23,7 @@ def softmax(x: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
     check_tensor(x, "x")
     check_float(x, "x")
     ax = normalize_axis(axis, x.ndim)
-    outer_shape = tuple(s for d, s in enumerate(x.shape) if d != ax) or (1,)
+    outer_shape = tuple(s for d, s in enumerate(x.extents) if d != ax) or (1,)
     outer_rank = x.ndim - 1
 
     def with_axis(o: tuple[Expr, ...], r: Expr) -> tuple[Expr, ...]:
@@ -33,13 +33,13 @@ def softmax(x: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
     def outer_of(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
         return tuple(i for d, i in enumerate(idx) if d != ax) or (0,)
 
-    r_max = te.reduce_axis(x.shape[ax], "r")
+    r_max = te.reduce_axis(x.extents[ax], "r")
     row_max = stage(outer_shape, lambda *o: te.max(x[with_axis(o, r_max)], axis=r_max), name=f"{name}_max")
-    exps = stage(x.shape, lambda *idx: te.exp(x[idx] - row_max[outer_of(idx)]), name=f"{name}_exp")
-    r_sum = te.reduce_axis(x.shape[ax], "r")
+    exps = stage(x.extents, lambda *idx: te.exp(x[idx] - row_max[outer_of(idx)]), name=f"{name}_exp")
+    r_sum = te.reduce_axis(x.extents[ax], "r")
     expsum = stage(outer_shape, lambda *o: te.sum(exps[with_axis(o, r_sum)], axis=r_sum), name=f"{name}_expsum")
 
     def normalised(*idx: Expr) -> Expr:
         return exps[idx] / expsum[outer_of(idx)]
 
-    return stage(x.shape, normalised, name=name)
+    return stage(x.extents, normalised, name=name)

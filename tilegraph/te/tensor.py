@@ -63,6 +63,14 @@ class Tensor:
         return len(self.shape)
 
     @property
+    def extents(self) -> tuple[int | Expr, ...]:
+        """Per dimension, the run-time extent where it has one (te/dims.py), else the static one:
+        what an op computing over this tensor passes on as its own extents."""
+        if not self.bounds:
+            return self.shape
+        return tuple(s if b is None else b for s, b in zip(self.shape, self.bounds))
+
+    @property
     def is_placeholder(self) -> bool:
         return isinstance(self.op, PlaceholderOp)
 

@@ -1,0 +1,110 @@
+"""The ops that take run-time dims (ops._common.DIMS_OPS), composed into an attention layer over a
+sequence of run-time length, against a float64 numpy reference at lengths 1, odd ones and the
+upper bound, with every input element past the length poisoned (NaN): interpreter and C."""
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph import ops, te
+from tilegraph.te.dims import dim, dims_array
+
+UPPER, HIDDEN, HEADS = 17, 16, 2
+HEAD = HIDDEN // HEADS
+
+
+def encoder_layer():
+    """x (seq, HIDDEN) -> attention, residual, layer norm, GELU; and the mean over the sequence."""
+    seq = dim("seq", UPPER)
+    x = te.placeholder((seq, HIDDEN), name="x")
+    weights = {n: te.placeholder((HIDDEN, HIDDEN), name=f"w{n}") for n in "qkvo"}
+    biases = {n: te.placeholder((HIDDEN,), name=f"b{n}") for n in "qkvo"}
+    gamma, beta = te.placeholder((HIDDEN,), name="gamma"), te.placeholder((HIDDEN,), name="beta")
+
+    def heads(n):
+        projected = ops.dense(x, weights[n], biases[n], name=f"proj_{n}")
+        return ops.transpose(ops.reshape(projected, (seq, HEADS, HEAD), name=f"split_{n}"), (1, 0, 2),
+                             name=f"heads_{n}")
+
+    q, k, v = heads("q"), heads("k"), heads("v")
+    scores = ops.mul(ops.batch_matmul(q, ops.transpose(k, (0, 2, 1), name="k_t"), name="qk"), HEAD ** -0.5,
+                     name="scaled")
+    probs = ops.softmax(scores, axis=-1, name="probs")
+    context = ops.batch_matmul(probs, v, name="context")
+    merged = ops.reshape(ops.transpose(context, (1, 0, 2), name="merge_t"), (seq, HIDDEN), name="merged")
+    attended = ops.add(ops.dense(merged, weights["o"], biases["o"], name="proj_o"), x, name="residual")
+    normed = ops.layer_norm(attended, gamma, beta, name="ln")
+    out = ops.gelu(normed, name="out")
+    pooled = ops.mean(out, axis=0, name="pooled")
+    inputs = [x, *weights.values(), *biases.values(), gamma, beta]
+    return te.Workload(inputs, [out, pooled])
+
+
+def reference(arrays, n):
+    x, wq, wk, wv, wo, bq, bk, bv, bo, gamma, beta = (a.astype(np.float64) for a in arrays)
+    x = x[:n]
+
+    def heads(w, b):
+        return (x @ w.T + b).reshape(n, HEADS, HEAD).transpose(1, 0, 2)
+
+    q, k, v = heads(wq, bq), heads(wk, bk), heads(wv, bv)
+    s = q @ k.transpose(0, 2, 1) * HEAD ** -0.5
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    merged = (p @ v).transpose(1, 0, 2).reshape(n, HIDDEN)
+    a = merged @ wo.T + bo + x
+    normed = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5) * gamma + beta
+    from scipy.special import erf
+
+    out = 0.5 * normed * (1 + erf(normed / np.sqrt(2)))
+    return out, out.mean(0)
+
+
+def arrays_for(n, seed):
+    rng = np.random.default_rng(seed)
+    x = np.full((UPPER, HIDDEN), np.nan, np.float32)
+    x[:n] = rng.standard_normal((n, HIDDEN))
+    weights = [(rng.standard_normal((HIDDEN, HIDDEN)) * 0.3).astype(np.float32) for _ in range(4)]
+    biases = [rng.standard_normal(HIDDEN).astype(np.float32) for _ in range(4)]
+    return [x, *weights, *biases, (1 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32),
+            (0.1 * rng.standard_normal(HIDDEN)).astype(np.float32)]
+
+
+@pytest.mark.parametrize("runner", ["interpreter", pytest.param("c", marks=pytest.mark.needs_cc)])
+def test_an_attention_layer_over_a_run_time_sequence(runner):
+    wl = encoder_layer()
+    assert [d.name for d in wl.dims] == ["seq"]
+    kernel = tg.build(wl) if runner == "c" else None
+    for n in (1, 4, 9, UPPER):
+        arrays = arrays_for(n, seed=n)
+        dims = dims_array(wl.dims, {"seq": n})
+        out, pooled = kernel(*arrays, dims) if kernel else tg.interpret(wl, *arrays, dims)
+        ref_out, ref_pooled = reference(arrays, n)
+        assert np.isfinite(out[:n]).all() and np.isfinite(pooled).all()
+        np.testing.assert_allclose(out[:n], ref_out, rtol=1e-4, atol=1e-4, err_msg=f"seq={n}")
+        np.testing.assert_allclose(pooled, ref_pooled, rtol=1e-4, atol=1e-4, err_msg=f"seq={n}")
+
+
+def test_extents_of_ops_follow_the_dims():
+    seq = dim("seq", 8)
+    x = te.placeholder((seq, 6), name="x")
+    assert [str(e) for e in ops.reshape(x, (seq, 2, 3)).extents] == ["seq", "2", "3"]
+    assert [str(e) for e in ops.transpose(ops.reshape(x, (seq, 2, 3)), (1, 2, 0)).extents] == ["2", "3", "seq"]
+    assert [str(e) for e in ops.add(x, te.placeholder((6,), name="b")).extents] == ["seq", "6"]
+    assert ops.sum(x, axis=0).extents == (6,)
+    assert [str(e) for e in ops.matmul(x, te.placeholder((6, 5), name="w")).extents] == ["seq", "5"]
+
+
+@pytest.mark.parametrize("build, match", [
+    (lambda x, seq: ops.add(x, te.placeholder((8, 6), name="y")), "do not broadcast"),
+    (lambda x, seq: ops.reshape(x, (2, seq, 3)), "whole and in order"),
+    (lambda x, seq: ops.reshape(x, (seq, 4, 2)), r"\(6,\) cannot become \(4, 2\)"),
+    (lambda x, seq: ops.matmul(x, te.placeholder((8, 5), name="w"), transpose_a=True), "disagree"),
+    (lambda x, seq: ops.layer_norm(x, te.placeholder((8,), name="g"), te.placeholder((8,), name="b"), axis=0),
+     "static extents only"),
+])
+def test_dims_that_do_not_fit_an_op_are_one_line_errors(build, match):
+    seq = dim("seq", 8)
+    x = te.placeholder((seq, 6), name="x")
+    with pytest.raises(ValueError, match=match):
+        build(x, seq)
