@@ -1,10 +1,11 @@
 """python -m benchmarks.dims_regret: what a kernel with run-time dims costs against one tuned for the size.
 
-    python -m benchmarks.dims_regret --buckets 64,128 --k 768 --n 768 --trials 16 --threads 2 --out DIR
+    python -m benchmarks.dims_regret --buckets 1,64,128,256 --k 768 --n 768 --trials 16 --threads 2 --out DIR
 
-A GEMM C[m, N] = A[m, K] @ B[K, N] with m a run-time dim (a projection of a sequence of m tokens),
-one kernel per bucket (m in (previous upper, upper], powers of two by default), tuned at the
-bucket's upper bound (te/dims.py). Each probe size m (the bucket's lowest, a middle one, its upper
+A GEMM C[m, N] = A[m, K] @ B[K, N] with m a run-time dim in [1, last upper] (a projection of a
+sequence of m tokens), stored at the range's upper bound, one kernel per bucket (m in (previous
+upper, upper]) from `tg.tune_buckets` (each tuned at its bucket's upper bound, --trials each, seeded
+with the bucket below's best). Each probe size m (the bucket's lowest, a middle one, its upper
 bound) is also tuned as a static workload with the same strategy and trials. Both kernels are
 checked against the float64 reference and timed alternately (runtime.timer.measure of each bound
 to its arrays, one discarded round, then --rounds rounds, medians and spreads). The regret of a probe is t(bucket kernel) /
@@ -34,7 +35,7 @@ def gemm(m: object, k: int, n: int):  # noqa: ANN201
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--buckets", default="64,128", help="upper bounds of the buckets, ascending")
+    ap.add_argument("--buckets", default="1,64,128,256", help="upper bounds of the buckets, ascending")
     ap.add_argument("--k", type=int, default=768)
     ap.add_argument("--n", type=int, default=768)
     ap.add_argument("--strategy", default="gensor")
@@ -52,21 +53,21 @@ def main(argv: list[str] | None = None) -> int:
     db = Path(tempfile.mkdtemp(prefix="dims-regret-")) / "db.sqlite"
     rng = np.random.default_rng(0)
     b = rng.standard_normal((args.k, args.n)).astype(np.float32)
+    a = rng.standard_normal((uppers[-1], args.k)).astype(np.float32)
+    dynamic = gemm(dim("m", uppers[-1]), args.k, args.n)
+    bucketed = tg.tune_buckets(dynamic, "m", uppers=uppers, strategy=args.strategy, trials=args.trials * len(uppers),
+                               db=db, progress=False)
     rows = []
-    lower = 1
-    for upper in uppers:
-        dynamic = gemm(dim("m", upper, lower), args.k, args.n)
-        bucket_kernel = tg.tune(dynamic, strategy=args.strategy, trials=args.trials, db=db, progress=False).kernel
-        a = rng.standard_normal((upper, args.k)).astype(np.float32)
+    for lower, upper in bucketed.ranges:
         for m in sorted({lower, (lower + upper) // 2, upper}):
             static_kernel = tg.tune(gemm(m, args.k, args.n), strategy=args.strategy, trials=args.trials, db=db,
                                     progress=False).kernel
             dims = dims_array(dynamic.dims, {"m": m})
             ref = a[:m].astype(np.float64) @ b.astype(np.float64)
-            out_b = np.empty((upper, args.n), np.float32)
+            out_b = np.empty((uppers[-1], args.n), np.float32)
             out_s = np.empty((m, args.n), np.float32)
             a_m = np.ascontiguousarray(a[:m])
-            run_b = bucket_kernel.bind([a, b, dims], [out_b], args.threads).run
+            run_b = bucketed.bind([a, b, dims], [out_b], args.threads).run
             run_s = static_kernel.bind([a_m, b], [out_s], args.threads).run
             run_b()
             run_s()
@@ -84,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
                          "static_us": round(med["static"] * 1e6, 1), "regret": round(med["bucket"] / med["static"], 2),
                          "spread_bucket": round(spread["bucket"], 2), "spread_static": round(spread["static"], 2)})
             print(rows[-1], flush=True)
-        lower = upper + 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "dims_regret.csv", "w", newline="") as f:

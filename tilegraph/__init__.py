@@ -6,6 +6,7 @@ Public API (the contract benchmarks and tools use):
     interpret                the IR's executable meaning (numpy in, numpy out)
     build, Target            compile a schedule (or a workload's default schedule) to a Kernel
     tune                     search for the best schedule and keep every measurement
+    tune_buckets             one tuned kernel per bucket of a run-time dim (te/dims.py), dispatched by its value
     graph, compile, load     whole models: a graph from ONNX or PyTorch, compiled into kernels over
                              one memory plan; saved and loaded without recompiling
 """
@@ -32,6 +33,7 @@ from tilegraph.runtime.threads import get_num_threads, set_num_threads
 from tilegraph.schedule import Schedule, Trace
 from tilegraph.target import Target
 from tilegraph.te.workload import Workload
+from tilegraph.tune.buckets import tune_buckets
 from tilegraph.tune.database import open_database as _open_database
 from tilegraph.tune.options import TuneOptions
 from tilegraph.tune.tune import tune  # bound last: `tg.tune` is the function, not the package
@@ -72,7 +74,7 @@ def load(path: str | _os.PathLike, target: str | Target = "cpu") -> _Any:
 __all__ = [
     "te", "ops", "workloads", "Workload", "Schedule", "Trace", "ScheduleError", "BuildError", "DatabaseError",
     "LoweringError", "TilegraphError", "WorkloadError", "__version__", "interpret",
-    "Target", "build", "tune", "TuneOptions", "set_num_threads", "get_num_threads",
+    "Target", "build", "tune", "tune_buckets", "TuneOptions", "set_num_threads", "get_num_threads",
     "graph", "compile", "load", "GraphError", "UnsupportedOpError", "ModelFileError",
 ]
 

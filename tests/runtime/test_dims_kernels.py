@@ -74,3 +74,38 @@ def test_sampled_schedules_of_every_sketch_are_right_at_every_extent(name):
             _check(tg.build(Schedule.replay(wl, program.trace_json)), wl, name)
             built += 1
     assert built >= 3
+
+
+def test_a_bucket_is_its_own_workload_with_the_same_arrays():
+    from tilegraph.errors import WorkloadError
+
+    wl = WORKLOADS["matmul"]()
+    small = wl.at({"m": 8})
+    assert small.key != wl.key and small.tuning_dims == {"k": 12, "m": 8} and wl.at({"m": 24}).key == wl.key
+    assert [t.shape for t in small.inputs] == [t.shape for t in wl.inputs]  # storage: the range's upper bound
+    assert small.flops() == 2 * 8 * 12 * 5
+    with pytest.raises(WorkloadError, match="outside its range"):
+        wl.at({"m": 25})
+    with pytest.raises(WorkloadError, match="not dims"):
+        wl.at({"seq": 3})
+    kernel = tg.build(small)  # loops for m <= 8 only: a larger m is refused, never half computed
+    inputs, ref, _ = cases("matmul", {"m": 8, "k": 5})
+    np.testing.assert_allclose(kernel(*inputs, dims_array(wl.dims, {"m": 8, "k": 5}))[:8], ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="upper bound of this kernel's bucket"):
+        kernel(*inputs, dims_array(wl.dims, {"m": 9, "k": 5}))
+
+
+def test_tune_buckets_dispatches_every_size_to_its_bucket(tmp_path):
+    wl = WORKLOADS["matmul"]()
+    kernel = tg.tune_buckets(wl, "m", uppers=[1, 8], strategy="gensor", trials=9, db=tmp_path / "db.sqlite",
+                             progress=False)
+    assert kernel.ranges == ((1, 1), (2, 8), (9, 24))
+    assert len({r.workload_key for r in kernel.results}) == 3 and all(r.measured for r in kernel.results)
+    for m, bucket in ((1, 0), (2, 1), (8, 1), (9, 2), (24, 2)):
+        values = {"m": m, "k": 7}
+        inputs, ref, _ = cases("matmul", values)
+        dims = dims_array(wl.dims, values)
+        assert kernel.kernel_for(dims) is kernel.kernels[bucket]
+        np.testing.assert_allclose(kernel(*inputs, dims)[:m], ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="outside its range"):
+        kernel.kernel_for(np.array([7, 25], np.int32))

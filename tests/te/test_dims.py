@@ -95,3 +95,15 @@ def test_ops_not_taught_dims_refuse_them_rather_than_reduce_past_them():
     with pytest.raises(ValueError, match="op conv2d_nchw"):
         ops.conv2d_nchw(te.placeholder((1, 3, dim("h", 8), 8), name="img"), te.placeholder((4, 3, 3, 3), name="w"))
     assert isinstance(dims_array((dim("n", 8),), {"n": 8}), np.ndarray)
+
+
+def test_a_range_is_cut_into_buckets():
+    from tilegraph.te.dims import buckets
+
+    assert buckets(dim("s", 512)) == ((1, 16), (17, 32), (33, 64), (65, 128), (129, 256), (257, 512))
+    assert buckets(dim("s", 512), [1, 64]) == ((1, 1), (2, 64), (65, 512))
+    assert buckets(dim("s", 10, lower=3)) == ((3, 10),)
+    assert buckets(dim("s", 100, lower=20)) == ((20, 32), (33, 64), (65, 100))
+    for bad in ([64, 1], [0], [600], [8, 8]):
+        with pytest.raises(ValueError, match="ascend strictly"):
+            buckets(dim("s", 512), bad)

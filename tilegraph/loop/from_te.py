@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from tilegraph.loop.ir import TRUE, Block, BlockVar, Buffer, BufferStore, For, Func, Stmt, seq
 from tilegraph.loop.names import fresh_name
-from tilegraph.te.dims import Dim
+from tilegraph.te.dims import Dim, value_of
 from tilegraph.te.expr import (
     BufferLoad,
     Const,
     Expr,
+    IterVar,
     Reduce,
     Select,
     TensorRead,
@@ -52,15 +53,17 @@ def workload_to_func(workload: Workload) -> Func:
     """The unscheduled loop nest of a workload (the starting point of every schedule)."""
     buffers = {id(t): Buffer(t.name, t.shape, t.dtype) for t in workload.tensors}
     dims_input = workload.dims_input
-    # each value clamped into its range: no dims array, however wrong, makes the kernel index
-    # outside its storage (callers check the values first: te.dims.check_values)
+    # each value clamped into its range, up to the bucket's upper bound (Workload.at): no dims
+    # array, however wrong, makes the kernel index outside its storage or its loops (callers check
+    # the values first: te.dims.check_values, runtime/kernel.py)
+    limits = workload.tuning_dims
     dim_values: dict[Dim, Expr] = {
-        d: max_(min_(BufferLoad(buffers[id(dims_input)], (Const(i),)), Const(d.upper)), Const(d.lower))
+        d: max_(min_(BufferLoad(buffers[id(dims_input)], (Const(i),)), Const(limits[d.name])), Const(d.lower))
         for i, d in enumerate(workload.dims)}
     loop_names: list[str] = []
     nests: list[Stmt] = []
     for t in workload.computes:
-        nests.append(_nest_for(t, buffers, loop_names, dim_values))
+        nests.append(_nest_for(t, buffers, loop_names, dim_values, limits))
     params = tuple(buffers[id(t)] for t in (*workload.inputs, *workload.outputs))
     allocs = tuple(buffers[id(t)] for t in workload.intermediates)
     # each tensor's run-time extents, for lowering's skipping (lower/passes/skip_past_dims.py)
@@ -78,12 +81,19 @@ def _func_name(workload: Workload) -> str:
     return "tg_" + "".join(c if c.isalnum() else "_" for c in workload.op_name)
 
 
-def _nest_for(t: Tensor, buffers: dict[int, Buffer], loop_names: list[str], dim_values: dict[Dim, Expr]) -> Stmt:
+def _loop_extent(axis: IterVar, limits: dict[str, int]) -> int:
+    """An axis's loop extent: its static extent, or its run-time bound's value at the bucket's
+    upper bound (the storage may be larger: a bucket's loops cover its own sizes only)."""
+    return axis.extent if axis.bound is None else min(axis.extent, value_of(axis.bound, limits))
+
+
+def _nest_for(t: Tensor, buffers: dict[int, Buffer], loop_names: list[str], dim_values: dict[Dim, Expr],
+              limits: dict[str, int]) -> Stmt:
     op = t.op
     body_expr = op.body
     reduce_axes = body_expr.axes if isinstance(body_expr, Reduce) else ()
     axes = (*op.axes, *reduce_axes)
-    block_vars = tuple(BlockVar(Var(f"v_{a.var.name}"), a.extent, a.kind) for a in axes)
+    block_vars = tuple(BlockVar(Var(f"v_{a.var.name}"), _loop_extent(a, limits), a.kind) for a in axes)
     to_block_var = {a.var: bv.var for a, bv in zip(axes, block_vars)}
 
     def to_loop_ir(e: Expr) -> Expr:
@@ -122,5 +132,5 @@ def _nest_for(t: Tensor, buffers: dict[int, Buffer], loop_names: list[str], dim_
     predicate = all_of(*guards) if guards else TRUE
     stmt: Stmt = Block(t.name, block_vars, tuple(loop_vars), body, init, predicate)
     for v, a in reversed(list(zip(loop_vars, axes))):
-        stmt = For(v, a.extent, "serial", stmt)
+        stmt = For(v, _loop_extent(a, limits), "serial", stmt)
     return stmt

@@ -119,7 +119,8 @@ def _build_cpu(sch: Schedule, target: Target) -> KernelProtocol:
     lib, entry, code, lowered = build(sch.func, target)
     n_inputs = len(sch.workload.inputs)
     return Kernel(lib, entry, inputs=sch.func.params[:n_inputs], outputs=sch.func.params[n_inputs:],
-                  source=code, target=target, lowered=lowered, dims=sch.workload.dims)
+                  source=code, target=target, lowered=lowered, dims=sch.workload.dims,
+                  dims_limit=dict(sch.workload.dims_at))
 
 
 def _build_emulated(sch: Schedule, target: Target) -> KernelProtocol:

@@ -120,9 +120,10 @@ class Kernel(KernelBase):
 
     def __init__(self, lib_path: Path | str, entry: str, inputs: Sequence[Buffer], outputs: Sequence[Buffer],
                  source: str, target: Target, lowered: Any = None, sha256: str | None = None,
-                 dims: Sequence[Dim] = ()):
+                 dims: Sequence[Dim] = (), dims_limit: dict[str, int] | None = None):
         self.lib_path = Path(lib_path)
         self.dims = tuple(dims)  # run-time dims (te/dims.py): their values, the last input, are checked
+        self.dims_limit = dict(dims_limit or {})  # a bucket's upper bounds (Workload.at), where below the dims' own
         self.entry = entry
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -187,7 +188,12 @@ class Kernel(KernelBase):
         for position, (array, buffer) in enumerate(zip(inputs, self.inputs)):
             self._check_array(array, buffer, position, "input")
         if self.dims:  # the kernel clamps them into range; a caller out of range hears it here
-            check_values(self.dims, {d.name: int(v) for d, v in zip(self.dims, inputs[-1])})
+            values = {d.name: int(v) for d, v in zip(self.dims, inputs[-1])}
+            check_values(self.dims, values)
+            for name, limit in self.dims_limit.items():
+                if values[name] > limit:
+                    raise ValueError(f"dim {name!r} = {values[name]} is above {limit}, the upper bound of this "
+                                     "kernel's bucket")
         outputs = self._outputs(out)
         for position, (array, buffer) in enumerate(zip(outputs, self.outputs)):
             self._check_array(array, buffer, position, "output")

@@ -140,5 +140,30 @@ def dims_array(dims: Sequence[Dim], values: Mapping[str, int] | None = None) -> 
     return np.array([int(values[d.name]) for d in dims], dtype=np.int32)
 
 
-__all__ = ["DIMS_INPUT", "Dim", "check_values", "dim", "dims_array", "dims_of", "split_shape", "upper_bound",
+def buckets(d: Dim, uppers: Sequence[int] | None = None, smallest: int = 16) -> tuple[tuple[int, int], ...]:
+    """The ranges [lo, hi] a dim's range is cut into, each tuned at its hi: at the given `uppers`
+    (ascending; the dim's upper is added last where missing), or at powers of two from `smallest`
+    (1..16, 17..32, 33..64, ...; a finer bucket for 1 is worth giving where m = 1 runs often:
+    decoding)."""
+    if uppers is None:
+        cuts, u = [], smallest
+        while u < d.upper:
+            if u >= d.lower:
+                cuts.append(u)
+            u *= 2
+    else:
+        cuts = [operator.index(u) for u in uppers]
+        if sorted(set(cuts)) != cuts or any(not d.lower <= u <= d.upper for u in cuts):
+            raise ValueError(f"bucket uppers of dim {d.name!r} must ascend strictly within [{d.lower}, {d.upper}], "
+                             f"got {list(uppers)}")
+    if not cuts or cuts[-1] != d.upper:
+        cuts.append(d.upper)
+    out, lo = [], d.lower
+    for hi in cuts:
+        out.append((lo, hi))
+        lo = hi + 1
+    return tuple(out)
+
+
+__all__ = ["DIMS_INPUT", "Dim", "buckets", "check_values", "dim", "dims_array", "dims_of", "split_shape", "upper_bound",
            "value_of"]

@@ -17,13 +17,13 @@ without them (whose records serve where the constant one has none).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 
 from tilegraph import dtype as dt
 from tilegraph.errors import WorkloadError
-from tilegraph.te.dims import DIMS_INPUT, Dim, dims_of
-from tilegraph.te.expr import Reduce, Var
+from tilegraph.te.dims import DIMS_INPUT, Dim, check_values, dims_of, value_of
+from tilegraph.te.expr import IterVar, Reduce, Var
 from tilegraph.te.printer import expr_str
 from tilegraph.te.tensor import ComputeOp, Tensor
 
@@ -73,6 +73,22 @@ def _dims_of(outputs: Sequence[Tensor]) -> tuple[Dim, ...]:
     return tuple(by_name.values())
 
 
+def _dims_at(dims: tuple[Dim, ...], values: Mapping[str, int] | None) -> tuple[tuple[str, int], ...]:
+    """`values` checked against the dims' ranges, without those at their upper bound (the default),
+    sorted by name."""
+    if not values:
+        return ()
+    by_name = {d.name: d for d in dims}
+    unknown = sorted(set(values) - set(by_name))
+    if unknown:
+        raise WorkloadError(f"dims_at names {unknown}, which are not dims of this workload ({sorted(by_name)})")
+    try:
+        check_values([by_name[n] for n in values], values)
+    except (TypeError, ValueError) as e:
+        raise WorkloadError(f"dims_at: {e}") from None
+    return tuple(sorted((n, int(v)) for n, v in values.items() if int(v) != by_name[n].upper))
+
+
 def _with_dims_input(inputs: tuple[Tensor, ...], dims: tuple[Dim, ...]) -> tuple[Tensor, ...]:
     """`inputs` ending with the dims' input (added where it is not there yet)."""
     if not dims:
@@ -91,9 +107,11 @@ class Workload:
     """The unit of compilation and tuning: inputs -> outputs through compute tensors."""
 
     def __init__(self, inputs: Sequence[Tensor], outputs: Sequence[Tensor], name: str | None = None,
-                 constants: Sequence[int] = ()):
+                 constants: Sequence[int] = (), dims_at: Mapping[str, int] | None = None):
         self.dims: tuple[Dim, ...] = _dims_of(outputs)
         self.inputs: tuple[Tensor, ...] = _with_dims_input(tuple(inputs), self.dims)
+        # the run-time dims' values a tuner measures at (a bucket's upper bound), by default their uppers
+        self.dims_at: tuple[tuple[str, int], ...] = _dims_at(self.dims, dims_at)
         if any(not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(self.inputs) for i in constants):
             raise WorkloadError(f"constants must be positions of inputs (0..{len(self.inputs) - 1}), got {list(constants)}")
         self.constants: tuple[int, ...] = tuple(sorted(set(constants)))
@@ -169,12 +187,29 @@ class Workload:
             lines.append(f"{head} = {body}")
         if self.constants:
             lines.append("constants: " + ",".join(f"in{i}" for i in self.constants))
+        if self.dims_at:
+            at = dict(self.dims_at)
+            lines.append("at: " + ",".join(f"d{i}={at[d.name]}" for i, d in enumerate(self.dims) if d.name in at))
         return "\n".join(lines)
 
     @cached_property
     def plain(self) -> Workload:
         """This workload with no input marked constant (itself when none is)."""
-        return Workload(self.inputs, self.outputs, self.op_name) if self.constants else self
+        if not self.constants:
+            return self
+        return Workload(self.inputs, self.outputs, self.op_name, dims_at=dict(self.dims_at) or None)
+
+    def at(self, values: Mapping[str, int]) -> Workload:
+        """This computation measured with its run-time dims at `values` (a bucket of the range, tuned
+        at its upper bound: te/dims.py); dims not named stay at their uppers. Another key: a
+        bucket's records are its own, while its kernels take the same arrays as every bucket's."""
+        merged = {**dict(self.dims_at), **dict(values)}
+        return Workload(self.inputs, self.outputs, self.op_name, self.constants, merged)
+
+    @property
+    def tuning_dims(self) -> dict[str, int]:
+        """The dims' values the tuner measures at: `dims_at`, else every dim at its upper bound."""
+        return {d.name: dict(self.dims_at).get(d.name, d.upper) for d in self.dims}
 
     @cached_property
     def key(self) -> str:
@@ -183,15 +218,20 @@ class Workload:
 
     def flops(self) -> int:
         """Floating-point operations of one run: 2 per multiply-add in reductions, 1 per element otherwise."""
+        values = self.tuning_dims  # run-time extents at the values the tuner measures with (te/dims.py)
+
+        def extent(a: IterVar) -> int:
+            return a.extent if a.bound is None else min(a.extent, value_of(a.bound, values))
+
         total = 0
         for t in self.computes:
             n = 1
-            for s in t.shape:
-                n *= s
+            for a in t.op.axes:
+                n *= extent(a)
             if isinstance(t.op.body, Reduce):
                 r = 1
                 for a in t.op.body.axes:
-                    r *= a.extent
+                    r *= extent(a)
                 total += 2 * n * r
             else:
                 total += n

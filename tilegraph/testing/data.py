@@ -77,8 +77,8 @@ def random_inputs(wl: Workload, seed: int = 0) -> list[np.ndarray]:
     positive = positive_inputs(wl)
     arrays = []
     for i, t in enumerate(wl.inputs):
-        if t is wl.dims_input:  # the run-time dims at their upper bounds: what a bucket is tuned at
-            arrays.append(dims_array(wl.dims))
+        if t is wl.dims_input:  # the run-time dims where the tuner measures (a bucket's upper bound)
+            arrays.append(dims_array(wl.dims, wl.tuning_dims))
             continue
         dtype = t.dtype.array_numpy  # bfloat16: ml_dtypes' type, so the values convert (not their bits)
         if t.dtype.is_float:

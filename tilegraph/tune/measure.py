@@ -25,7 +25,7 @@ import numpy as np
 from tilegraph.runtime.launch import cache_flusher
 from tilegraph.runtime.timer import measure
 from tilegraph.schedule.trace import trace_hash
-from tilegraph.te.dims import dims_array
+from tilegraph.te.dims import dims_array, value_of
 from tilegraph.te.workload import Workload
 
 
@@ -114,8 +114,8 @@ def random_inputs(workload: Workload, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     arrays = []
     for t in workload.inputs:
-        if t is workload.dims_input:  # the run-time dims at their upper bounds (te/dims.py)
-            arrays.append(dims_array(workload.dims))
+        if t is workload.dims_input:  # the run-time dims where the tuner measures (te/dims.py)
+            arrays.append(dims_array(workload.dims, workload.tuning_dims))
             continue
         np_dtype = np.dtype(t.dtype.array_numpy)
         if t.dtype.is_float:
@@ -150,6 +150,20 @@ CHECK_VERSION = 3
 HALF_PRECISION_ULP = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10}
 
 
+def valid_regions(workload: Workload, references: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Each reference cut to its output's run-time extents at the dims the tuner measures with
+    (te/dims.py: the elements past them are unspecified); as they are without dims."""
+    if not workload.dims:
+        return list(references)
+    values = workload.tuning_dims
+    out = []
+    for t, ref in zip(workload.outputs, references):
+        if t.bounds:
+            ref = ref[tuple(slice(0, s if b is None else value_of(b, values)) for s, b in zip(t.shape, t.bounds))]
+        out.append(ref)
+    return out
+
+
 def compare_outputs(outputs: Sequence[np.ndarray], references: Sequence[np.ndarray],
                     rtol: float = 1e-3, atol_scale: float = 1e-4) -> tuple[bool, float, str]:
     """allclose with atol scaled to the reference's magnitude (over its finite values). A non-finite
@@ -166,6 +180,8 @@ def compare_outputs(outputs: Sequence[np.ndarray], references: Sequence[np.ndarr
     for n, (out, ref) in enumerate(zip(outputs, references)):
         out64 = np.asarray(out, dtype=np.float64)
         ref64 = np.asarray(ref, dtype=np.float64)
+        if out64.ndim == ref64.ndim and all(r <= o for r, o in zip(ref64.shape, out64.shape)):
+            out64 = out64[tuple(slice(0, r) for r in ref64.shape)]  # a reference of run-time extents: valid_regions
         if out64.shape != ref64.shape:
             return False, float("inf"), f"output {n} has shape {out64.shape}, the reference {ref64.shape}"
         finite = np.isfinite(out64) & np.isfinite(ref64)

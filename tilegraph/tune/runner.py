@@ -43,6 +43,7 @@ from tilegraph.tune.measure import (
     spawn_without_main,
     time_runs,
     time_slow_candidate,
+    valid_regions,
 )
 from tilegraph.tune.result import BuildResult, RunResult
 
@@ -225,6 +226,10 @@ class Runner:
 
     # ------------------------------------------------------------------ references
     def references(self, workload: Workload, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The outputs a candidate must match; with run-time dims, only their run-time extents."""
+        return valid_regions(workload, self._references(workload, inputs))
+
+    def _references(self, workload: Workload, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         if self.reference is not None:
             return [np.asarray(r, dtype=np.float64) for r in self.reference(workload, inputs)]
         refs = library_reference(workload, inputs)

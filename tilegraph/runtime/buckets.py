@@ -1,0 +1,62 @@
+"""BucketedKernel: one kernel per bucket of a run-time dim, the call dispatched by the dim's value.
+
+    kernel = tg.tune_buckets(wl, "seq", trials=32)       # tune/buckets.py: each bucket tuned at its upper
+    y = kernel(x, w, dims_array(wl.dims, {"seq": 37}))   # runs the kernel of the bucket [33, 64]
+
+Every bucket's kernel takes the same arrays (storage at the dim's upper bound, te/dims.py), so a
+call is the bucket's kernel called as it is; a size never tuned runs its bucket's kernel, never a
+new compile. The choice is a search over the buckets' upper bounds before the call (a model's step
+runner is where the choice will be native, issue 32 part 3).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tilegraph.runtime.launch import KernelBase, Launch
+from tilegraph.te.dims import Dim, check_values
+
+
+class BucketedKernel(KernelBase):
+    """Kernels of one computation, one per bucket [lo, hi] of `dim` (ascending, contiguous)."""
+
+    def __init__(self, dims: Sequence[Dim], dim_name: str, ranges: Sequence[tuple[int, int]], kernels: Sequence[Any]):
+        if len(ranges) != len(kernels) or not kernels:
+            raise ValueError(f"a bucketed kernel needs one kernel per bucket, got {len(ranges)} buckets and "
+                             f"{len(kernels)} kernels")
+        if any(a[1] + 1 != b[0] for a, b in zip(ranges, ranges[1:])):
+            raise ValueError(f"buckets must be contiguous and ascending, got {list(ranges)}")
+        self.dims = tuple(dims)
+        self.dim_position = [d.name for d in self.dims].index(dim_name)
+        self.dim_name = dim_name
+        self.ranges = tuple(ranges)
+        self.kernels = tuple(kernels)
+        self._uppers = [hi for _, hi in self.ranges]
+        first = self.kernels[0]
+        self.inputs, self.outputs, self.target, self.source = first.inputs, first.outputs, first.target, first.source
+
+    def __repr__(self) -> str:
+        return f"BucketedKernel({self.dim_name}: {', '.join(f'[{lo}, {hi}]' for lo, hi in self.ranges)})"
+
+    def kernel_for(self, dims: np.ndarray) -> Any:
+        """The kernel of the bucket holding the dim's value in `dims` (the dims input array)."""
+        values = {d.name: int(v) for d, v in zip(self.dims, np.asarray(dims).reshape(-1))}
+        check_values(self.dims, values)
+        value = values[self.dim_name]
+        if not self.ranges[0][0] <= value <= self.ranges[-1][1]:
+            raise ValueError(f"dim {self.dim_name!r} = {value} is outside the buckets "
+                             f"[{self.ranges[0][0]}, {self.ranges[-1][1]}]")
+        return self.kernels[bisect.bisect_left(self._uppers, value)]
+
+    def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
+             num_threads: int | None = None) -> Launch:
+        if not inputs:
+            raise TypeError(f"{self!r} takes its inputs, the dims array last")
+        return self.kernel_for(inputs[-1]).bind(inputs, outputs, num_threads)
+
+
+__all__ = ["BucketedKernel"]
