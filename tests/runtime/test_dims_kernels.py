@@ -109,3 +109,15 @@ def test_tune_buckets_dispatches_every_size_to_its_bucket(tmp_path):
         np.testing.assert_allclose(kernel(*inputs, dims)[:m], ref, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="outside its range"):
         kernel.kernel_for(np.array([7, 25], np.int32))
+
+
+@pytest.mark.needs_opencl
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_opencl_kernels_take_run_time_dims_too(name):
+    pytest.importorskip("pyopencl")
+    from tilegraph.runtime.opencl import available
+
+    if not available():
+        pytest.skip("no OpenCL device")
+    wl = WORKLOADS[name]()
+    _check(tg.build(wl, target="opencl"), wl, name)

@@ -27,7 +27,8 @@ import numpy as np
 
 from tilegraph import dtype as dt
 from tilegraph.hashing import hash_once
-from tilegraph.te.expr import BinOp, Const, Expr, IterVar, Var
+from tilegraph.te.expr import BinOp, BufferLoad, Cmp, Const, Expr, IterVar, Var
+from tilegraph.te.visit import walk
 
 DIMS_INPUT = "tg_dims"  # the name of the workload input holding the run-time values of its Dims
 
@@ -59,8 +60,6 @@ def dim(name: str, upper: int, lower: int = 1) -> Dim:
 
 def dims_of(e: Expr) -> set[Dim]:
     """The Dims `e` mentions."""
-    from tilegraph.te.visit import walk
-
     return {x for x in walk(e) if isinstance(x, Dim)}
 
 
@@ -87,6 +86,26 @@ def value_of(extent: Expr, values: Mapping[str, int]) -> int:
     assert isinstance(extent, BinOp) and extent.op in ("add", "mul"), extent
     a, b = value_of(extent.a, values), value_of(extent.b, values)
     return a + b if extent.op == "add" else a * b
+
+
+def reads_dims(e: Expr) -> bool:
+    """Whether a loop-IR expression reads the run-time dims (a load of DIMS_INPUT)."""
+    return any(isinstance(x, BufferLoad) and x.buffer.name == DIMS_INPUT for x in walk(e))
+
+
+def dims_guards(predicate: Expr) -> list[Cmp]:
+    """The conjuncts `e < N` of a block predicate whose bound N reads the run-time dims and whose
+    index e reads no memory: the guards loop/from_te.py writes, as schedules carry them."""
+    out: list[Cmp] = []
+    stack = [predicate]
+    while stack:
+        c = stack.pop()
+        if isinstance(c, BinOp) and c.op == "and":
+            stack += [c.a, c.b]
+        elif (isinstance(c, Cmp) and c.op == "lt" and reads_dims(c.b)
+              and not any(isinstance(x, BufferLoad) for x in walk(c.a))):
+            out.append(c)
+    return out
 
 
 def split_shape(shape: Sequence[object], what: str) -> tuple[tuple[object, ...], tuple[Expr | None, ...]]:
@@ -165,5 +184,5 @@ def buckets(d: Dim, uppers: Sequence[int] | None = None, smallest: int = 16) -> 
     return tuple(out)
 
 
-__all__ = ["DIMS_INPUT", "Dim", "buckets", "check_values", "dim", "dims_array", "dims_of", "split_shape", "upper_bound",
-           "value_of"]
+__all__ = ["DIMS_INPUT", "Dim", "buckets", "check_values", "dim", "dims_array", "dims_guards", "dims_of", "reads_dims",
+           "split_shape", "upper_bound", "value_of"]

@@ -22,8 +22,7 @@ from dataclasses import replace
 from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import TRUE, Block, BufferStore, Func, Stmt
 from tilegraph.loop.visit import walk_stmts
-from tilegraph.lower.passes.skip_past_dims import dims_guards
-from tilegraph.te.dims import DIMS_INPUT
+from tilegraph.te.dims import DIMS_INPUT, dims_guards
 from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, binary
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import walk

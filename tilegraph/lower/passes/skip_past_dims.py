@@ -28,10 +28,10 @@ from dataclasses import replace
 from tilegraph.loop.ir import Allocate, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.region import expr_bounds
 from tilegraph.loop.visit import walk_stmts
-from tilegraph.te.dims import DIMS_INPUT
-from tilegraph.te.expr import BinOp, BufferLoad, Cmp, Expr, Var, binary
+from tilegraph.te.dims import DIMS_INPUT, dims_guards
+from tilegraph.te.expr import Cmp, Expr, Var, binary
 from tilegraph.te.simplify import simplify
-from tilegraph.te.visit import substitute, uses_var, walk
+from tilegraph.te.visit import substitute, uses_var
 
 LIFT_KINDS = ("serial", "parallel")
 EXTENTS_ATTR = "dim_extents"  # Func attr: (buffer name, run-time extent or None per dimension), loop/from_te.py
@@ -42,26 +42,6 @@ def run(func: Func, target: object) -> Func:
         return func
     extents = dict(dict(func.attrs).get(EXTENTS_ATTR, ()))
     return replace(func, body=_visit(func.body, frozenset(), False, extents))
-
-
-def reads_dims(e: Expr) -> bool:
-    """Whether `e` reads the workload's run-time dims (te/dims.py)."""
-    return any(isinstance(x, BufferLoad) and x.buffer.name == DIMS_INPUT for x in walk(e))
-
-
-def dims_guards(predicate: Expr) -> list[Cmp]:
-    """The conjuncts `e < N` of a predicate whose bound N reads the dims and whose index e reads
-    no memory."""
-    out: list[Cmp] = []
-    stack = [predicate]
-    while stack:
-        c = stack.pop()
-        if isinstance(c, BinOp) and c.op == "and":
-            stack += [c.a, c.b]
-        elif (isinstance(c, Cmp) and c.op == "lt" and reads_dims(c.b)
-              and not any(isinstance(x, BufferLoad) for x in walk(c.a))):
-            out.append(c)
-    return out
 
 
 def _visit(s: Stmt, lifted: frozenset[tuple[str, Expr]], inside_reduction: bool,
@@ -172,4 +152,4 @@ def _free(block: Block) -> tuple[Var, ...]:
     return tuple(iv.var for iv in block.iter_vars)
 
 
-__all__ = ["dims_guards", "reads_dims", "run"]
+__all__ = ["run"]

@@ -42,6 +42,7 @@ from tilegraph.schedule.primitives.nest import (
     stored_buffers,
     writers,
 )
+from tilegraph.te.dims import dims_guards
 from tilegraph.te.expr import Const, Expr
 from tilegraph.te.simplify import simplify
 
@@ -98,6 +99,19 @@ def require_stores_at_iteration_point(b: Block, buf: Buffer, where: str) -> None
             f"{where}: the spatial iteration domain of block {b.name} differs from the shape of {buf.name}")
 
 
+def _dims_guards_moved(b: Block, new_bindings: list[Expr]) -> list[Expr]:
+    """The block's run-time dims guards (te/dims.py: `binding of v < N`) rewritten for its new
+    bindings: unlike the guards of its old loops' tails, which the fresh loops' own guards replace,
+    they say which instances exist at all. A guard that is no binding of the block is refused."""
+    old = {simplify(binding): new for binding, new in zip(b.bindings, new_bindings)}
+    moved = []
+    for guard in dims_guards(b.predicate):
+        index = simplify(guard.a)
+        require(index in old, f"block {b.name}: its run-time dims guard {guard} is not on one of its variables")
+        moved.append(old[index].lt(guard.b))
+    return moved
+
+
 def regenerate_nest(func: Func, b: Block, region: list[Interval], enclosing: list[For]) -> Stmt:
     """Fresh loops running `b` over `region` of its spatial domain (reduce vars over their full
     extent), guarded to stay inside the domain. `enclosing` are the loops the nest will sit in."""
@@ -127,6 +141,7 @@ def regenerate_nest(func: Func, b: Block, region: list[Interval], enclosing: lis
             conds.append(binding.lt(iv.extent))
         bindings.append(binding)
         extents.append(extent)
+    conds += _dims_guards_moved(b, bindings)
     stmt: Stmt = replace(b, bindings=tuple(bindings), predicate=conjunction(conds))
     for nv, extent in reversed(list(zip(new_vars, extents))):
         stmt = For(nv, extent, "serial", stmt)
