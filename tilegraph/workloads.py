@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from tilegraph import ops
 from tilegraph.errors import WorkloadError
 from tilegraph.te import placeholder
+from tilegraph.te.dims import dim
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.workload import Workload
 
@@ -340,8 +341,11 @@ def from_spec(spec: str) -> Workload:
     if op not in _SPEC_OPS:
         raise WorkloadError(f"unknown op {op!r} in workload spec {spec!r}; known ops: {', '.join(sorted(_SPEC_OPS))}")
     entry = _SPEC_OPS[op]
+    texts = [v.strip() for v in shape_text.split(",")]
+    if any(".." in v for v in texts):
+        return _build_with_dims(op, entry, texts, spec)
     try:
-        values = tuple(int(v) for v in shape_text.split(","))
+        values = tuple(int(v) for v in texts)
     except ValueError:
         raise WorkloadError(f"workload spec {spec!r} must list integers after ':', e.g. {entry.example!r}") from None
     if any(v < 0 for v in values):
@@ -353,6 +357,27 @@ def from_spec(spec: str) -> Workload:
             raise WorkloadError(f"workload spec {spec!r} needs {required} to {len(entry.fields)} integers "
                                 f"({fields}); e.g. {entry.example!r}")
     return _build(op, values)
+
+
+def _build_with_dims(op: str, entry: _SpecOp, texts: list[str], spec: str) -> Workload:
+    """A spec whose extents may be run-time dims, "LO..HI" (te/dims.py): "matmul:1..512,768,768"
+    has M in [1, 512], a dim named after its field (M), or d<position> for ops of any rank."""
+    names = [f"d{i}" for i in range(len(texts))] if entry.variadic else [f.rstrip("?") for f in entry.fields]
+    if len(texts) > len(names):
+        raise WorkloadError(f"workload spec {spec!r} has {len(texts)} extents; {op} takes at most {len(names)}")
+    values: list[object] = []
+    for name, text in zip(names, texts):
+        lo, sep, hi = text.partition("..")
+        try:
+            values.append(dim(name, int(hi), int(lo) if lo else 1) if sep else int(text))
+        except ValueError as err:
+            raise WorkloadError(f"workload spec {spec!r}: {text!r} is neither an integer nor a range LO..HI "
+                                f"({err})") from None
+    try:
+        inputs, output = entry.build(*values)
+    except (ValueError, TypeError) as err:
+        raise WorkloadError(f"{spec} is not a valid {op} with run-time dims: {err}") from None
+    return Workload(inputs, [output])
 
 
 def workload_reference(wl: Workload) -> Callable[..., builtins.list]:

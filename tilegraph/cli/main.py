@@ -99,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--json", action="store_true", help="one JSON object per workload on stdout")
     tune.add_argument("--profile", action="store_true",
                       help="where the tuning time went, per candidate and stage (sampling, build, reference, run, ...)")
+    tune.add_argument("--buckets", default=None, metavar="UPPERS",
+                      help="a workload with a run-time dim (an extent LO..HI, e.g. matmul:1..512,768,768): tune one "
+                           "kernel per bucket, cut at these comma-separated upper bounds (e.g. 1,16,64), or 'auto' "
+                           "(powers of two from 16); without it, one kernel tuned at the dim's upper bound")
 
     bench = sub.add_parser("bench", parents=[db_opt, target_opt], help="time the best known kernel against numpy/torch")
     bench.add_argument("workloads", nargs="+", metavar="WORKLOAD")
@@ -184,6 +188,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 def _tune_one(args: argparse.Namespace, spec: str, wl: Any, db: Any, tune: Any) -> dict[str, Any]:
     """Tune one workload of `tilegraph tune`; its summary row (printed at once with --json)."""
+    if args.buckets is not None:
+        return _tune_buckets(args, spec, wl, db)
     result = tune(wl, target=args.target, strategy=args.strategy, time_budget=args.time, trials=args.trials,
                   db=db, seed=args.seed, progress=not args.json, num_threads=args.threads, cluster=args.cluster)
     row = {"workload": spec, **{k: v for k, v in result.summary().items()}}
@@ -197,6 +203,40 @@ def _tune_one(args: argparse.Namespace, spec: str, wl: Any, db: Any, tune: Any) 
     if args.json:
         print(json.dumps(row), flush=True)
     return row
+
+
+def _tune_buckets(args: argparse.Namespace, spec: str, wl: Any, db: Any) -> dict[str, Any]:
+    """`tilegraph tune SPEC --buckets ...`: one kernel per bucket (tune/buckets.py); the row of the
+    whole, with one row per bucket under "buckets" (each printed at once with --json)."""
+    from tilegraph.tune.buckets import tune_buckets
+
+    if len(wl.dims) != 1:
+        raise ValueError(f"--buckets needs a workload with one run-time dim (an extent LO..HI); {spec} has "
+                         f"{len(wl.dims)}")
+    uppers = None if args.buckets.strip() == "auto" else _int_list(args.buckets, "--buckets")
+    kernel = tune_buckets(wl, wl.dims[0].name, uppers, target=args.target, db=db, strategy=args.strategy,
+                          time_budget=args.time, trials=args.trials, seed=args.seed, progress=not args.json,
+                          num_threads=args.threads, cluster=args.cluster)
+    buckets = [{"bucket": f"[{lo}, {hi}]", **r.summary()} for (lo, hi), r in zip(kernel.ranges, kernel.results)]
+    first = kernel.results[0].summary()
+    row = {"workload": spec, "strategy": first["strategy"], "timed": all(b["timed"] for b in buckets),
+           "latency_s": buckets[-1]["latency_s"], "gflops": buckets[-1]["gflops"],
+           "measured": sum(b["measured"] for b in buckets), "failed": sum(b["failed"] for b in buckets),
+           "tuning_time_s": sum(b["tuning_time_s"] for b in buckets), "buckets": buckets}
+    if args.json:
+        print(json.dumps(row), flush=True)
+    else:
+        _table(f"{spec}: one kernel per bucket of {wl.dims[0].name}", ["bucket", "best latency at its upper bound",
+               "GFLOP/s", "measured/failed"], [[b["bucket"], _us(b["latency_s"]), f"{b['gflops']:.2f}",
+                                                f"{b['measured']}/{b['failed']}"] for b in buckets])
+    return row
+
+
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{option} takes comma-separated integers or 'auto', got {text!r}") from None
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:

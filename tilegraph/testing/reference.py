@@ -16,6 +16,7 @@ import numpy as np
 
 from tilegraph.ops import winograd as _winograd
 from tilegraph.ops._common import attr, op_boundary
+from tilegraph.te.expr import Expr
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.workload import Workload
 
@@ -487,6 +488,8 @@ def reference_outputs(wl: Workload, inputs: Sequence[np.ndarray]) -> list[np.nda
     """
     if len(inputs) != len(wl.inputs):
         raise ValueError(f"argument inputs has {len(inputs)} arrays; workload {wl.op_name} takes {len(wl.inputs)}")
+    if wl.dims_at:  # the ops' references compute over the storage shapes: right only at the dims' uppers
+        raise LookupError(f"workload {wl.op_name} runs its dims below their upper bounds; the op references cannot")
     values: dict[int, np.ndarray] = {id(t): np.asarray(a) for t, a in zip(wl.inputs, inputs)}
     for t in wl.inputs:
         if values[id(t)].shape != t.shape:
@@ -506,6 +509,9 @@ def _evaluate(t: Tensor, value: Callable[[Tensor], np.ndarray]) -> np.ndarray:
         raise LookupError(f"tensor {t.name} was not built by tilegraph.ops, so it has no numpy reference")
     boundary = op_boundary(t)
     kwargs: dict[str, object] = dict(attr(t, "ref_params", ()))  # type: ignore[arg-type]
+    if any(isinstance(v, Expr) or isinstance(v, (tuple, list)) and any(isinstance(x, Expr) for x in v)
+           for v in kwargs.values()):
+        raise LookupError(f"tensor {t.name} has a run-time dim among its op's parameters: no numpy reference")
     for arg_name, position in attr(t, "ref_args", ()):  # type: ignore[attr-defined]
         kwargs[arg_name] = (value(boundary[position]) if isinstance(position, int)
                             else [value(boundary[p]) for p in position])

@@ -17,10 +17,12 @@ whose `.results` are the buckets' TuneResults, in order.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from tilegraph.errors import WorkloadError
 from tilegraph.runtime.buckets import BucketedKernel
+from tilegraph.schedule import Trace
 from tilegraph.te.dims import buckets
 from tilegraph.te.workload import Workload
 from tilegraph.tune.options import TuneOptions
@@ -48,7 +50,7 @@ def tune_buckets(workload: Workload, dim_name: str | None = None, uppers: Sequen
     shares = _shares(weights, len(ranges))
     opts = TuneOptions().updated(**option_fields)
     results = []
-    best_below: str | None = None
+    best_below: Trace | None = None
     for (_, hi), share in zip(ranges, shares):
         fields = dict(option_fields)
         if opts.time_budget is not None:
@@ -56,11 +58,13 @@ def tune_buckets(workload: Workload, dim_name: str | None = None, uppers: Sequen
         if opts.trials is not None:
             fields["trials"] = max(1, round(opts.trials * share))
         inner = opts.strategy if isinstance(opts.strategy, SearchStrategy) else get_strategy(opts.strategy)
-        if best_below is not None:  # the bucket below's best schedule measured first
-            fields["strategy"] = SeededStrategy([Candidate(best_below, None, {"strategy": "neighbour bucket"})], inner)
-        result = tune(workload.at({dim_name: hi}), target, db, **fields)
+        bucket = workload.at({dim_name: hi})
+        if best_below is not None:  # the bucket below's best schedule measured first (where it fits these loops)
+            seed = replace(best_below, workload_key=bucket.key).to_json()
+            fields["strategy"] = SeededStrategy([Candidate(seed, None, {"strategy": "neighbour bucket"})], inner)
+        result = tune(bucket, target, db, **fields)
         results.append(result)
-        best_below = result.trace.to_json()
+        best_below = result.trace
     kernel = BucketedKernel(workload.dims, dim_name, ranges, [r.kernel for r in results])
     kernel.results = tuple(results)
     return kernel
