@@ -121,3 +121,25 @@ def test_opencl_kernels_take_run_time_dims_too(name):
         pytest.skip("no OpenCL device")
     wl = WORKLOADS[name]()
     _check(tg.build(wl, target="opencl"), wl, name)
+
+
+def test_the_native_dispatcher_reads_the_value_at_every_run():
+    """Bound once, the launch serves each value later written into its dims array: a wrong bucket
+    (the [1, 1] kernel for m = 24) would leave rows unwritten (poisoned)."""
+    from tilegraph.dtype import poisoned
+    from tilegraph.runtime.buckets import BucketedKernel
+
+    wl = WORKLOADS["matmul"]()
+    ranges = ((1, 1), (2, 8), (9, 24))
+    kernel = BucketedKernel(wl.dims, "m", ranges, [tg.build(wl.at({"m": hi})) for _, hi in ranges])
+    inputs, _, _ = cases("matmul", {"m": 24, "k": 12})
+    dims = dims_array(wl.dims, {"m": 1, "k": 12})
+    out = poisoned((24, 5), np.float32)
+    launch = kernel.bind([*inputs, dims], [out], 2)
+    assert launch.function is kernel._native  # one native entry point, not a Python choice
+    for m in (1, 24, 5, 9, 2):
+        dims[:] = dims_array(wl.dims, {"m": m, "k": 12})
+        out[:] = np.nan
+        launch.run()
+        ref = inputs[0][:m].astype(np.float64) @ inputs[1].astype(np.float64)
+        np.testing.assert_allclose(out[:m], ref, rtol=1e-4, atol=1e-4, err_msg=f"m={m}")

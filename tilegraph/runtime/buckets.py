@@ -5,8 +5,9 @@
 
 Every bucket's kernel takes the same arrays (storage at the dim's upper bound, te/dims.py), so a
 call is the bucket's kernel called as it is; a size never tuned runs its bucket's kernel, never a
-new compile. The choice is a search over the buckets' upper bounds before the call (a model's step
-runner is where the choice will be native, issue 32 part 3).
+new compile. CPU kernels are called through a native dispatcher with a kernel's own ABI
+(runtime/dispatch.py), which reads the value at each run: a launch bound once serves every value
+written into its dims array later, and whatever calls kernels natively can call this one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tilegraph.runtime.dispatch import native_dispatcher
+from tilegraph.runtime.kernel import Kernel, _CpuLaunch
 from tilegraph.runtime.launch import KernelBase, Launch
 from tilegraph.te.dims import Dim, check_values
 
@@ -38,6 +41,7 @@ class BucketedKernel(KernelBase):
         self._uppers = [hi for _, hi in self.ranges]
         first = self.kernels[0]
         self.inputs, self.outputs, self.target, self.source = first.inputs, first.outputs, first.target, first.source
+        self._native: Any = None  # the native dispatcher, built at the first bind (False: none)
 
     def __repr__(self) -> str:
         return f"BucketedKernel({self.dim_name}: {', '.join(f'[{lo}, {hi}]' for lo, hi in self.ranges)})"
@@ -54,9 +58,24 @@ class BucketedKernel(KernelBase):
 
     def bind(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
              num_threads: int | None = None) -> Launch:
+        """CPU kernels: one native call that picks the bucket at every run (runtime/dispatch.py),
+        the arguments checked once here against the whole range; other kernels: the bucket of the
+        value given here."""
         if not inputs:
             raise TypeError(f"{self!r} takes its inputs, the dims array last")
-        return self.kernel_for(inputs[-1]).bind(inputs, outputs, num_threads)
+        self.kernel_for(inputs[-1])  # the values checked against the dims and the buckets
+        if self._native is None:
+            self._native = self._native_dispatcher()
+        if self._native is False:
+            return self.kernel_for(inputs[-1]).bind(inputs, outputs, num_threads)
+        widest = self.kernels[-1]  # its bucket's loops reach the range's upper bound: it checks any value
+        arguments, outs, _ = widest._prepare(tuple(inputs), tuple(outputs), num_threads)
+        return _CpuLaunch(widest, self._native, arguments, tuple(inputs), outs)
+
+    def _native_dispatcher(self) -> Any:
+        if not all(isinstance(k, Kernel) for k in self.kernels):
+            return False
+        return native_dispatcher(self.kernels, len(self.inputs) - 1, self.dim_position, self._uppers)
 
 
 __all__ = ["BucketedKernel"]
