@@ -108,3 +108,49 @@ def test_dims_that_do_not_fit_an_op_are_one_line_errors(build, match):
     x = te.placeholder((seq, 6), name="x")
     with pytest.raises(ValueError, match=match):
         build(x, seq)
+
+
+def decode_step(max_past=9, max_seq=4, width=8):
+    """One attention step of a decoder with a KV cache: `seq` new rows attend to `past` cached ones
+    and to themselves (causally); the grown caches are outputs too. Both lengths run-time."""
+    past, seq = dim("past", max_past), dim("seq", max_seq)
+    q = te.placeholder((seq, width), name="q")
+    k_cache, v_cache = te.placeholder((past, width), name="k_cache"), te.placeholder((past, width), name="v_cache")
+    k_new, v_new = te.placeholder((seq, width), name="k_new"), te.placeholder((seq, width), name="v_new")
+    keys = ops.concat([k_cache, k_new], axis=0, name="keys")
+    values = ops.concat([v_cache, v_new], axis=0, name="values")
+    scores = ops.matmul(q, keys, transpose_b=True, name="scores")
+    masked = te.compute((seq, past + seq), lambda i, j: te.select(j.le(i + past), scores[i, j] * width ** -0.5,
+                                                                  te.const(float("-inf"))), name="masked")
+    out = ops.matmul(ops.softmax(masked, name="probs"), values, name="out")
+    return te.Workload([q, k_cache, v_cache, k_new, v_new], [out, keys, values])
+
+
+@pytest.mark.parametrize("runner", ["interpreter", pytest.param("c", marks=pytest.mark.needs_cc)])
+def test_a_decoder_step_with_a_kv_cache_of_run_time_length(runner):
+    wl = decode_step()
+    from tilegraph.te.printer import expr_str
+
+    keys_out = wl.outputs[1]  # the grown cache: stored for 9 + 4 rows, past + seq of them hold data
+    assert keys_out.shape == (13, 8) and expr_str(keys_out.bounds[0]) == "(past + seq)" and keys_out.bounds[1] is None
+    kernel = tg.build(wl) if runner == "c" else None
+    rng = np.random.default_rng(3)
+    for past, seq in ((1, 1), (5, 1), (7, 3), (9, 4)):
+        def poisoned(rows, upper):
+            a = np.full((upper, 8), np.nan, np.float32)
+            a[:rows] = rng.standard_normal((rows, 8))
+            return a
+
+        q, k_new, v_new = poisoned(seq, 4), poisoned(seq, 4), poisoned(seq, 4)
+        k_cache, v_cache = poisoned(past, 9), poisoned(past, 9)
+        arrays = (q, k_cache, v_cache, k_new, v_new, dims_array(wl.dims, {"past": past, "seq": seq}))
+        out, keys, values = kernel(*arrays) if kernel else tg.interpret(wl, *arrays)
+        k = np.concatenate([k_cache[:past], k_new[:seq]]).astype(np.float64)
+        v = np.concatenate([v_cache[:past], v_new[:seq]]).astype(np.float64)
+        s = q[:seq].astype(np.float64) @ k.T * 8 ** -0.5
+        s[np.arange(past + seq)[None, :] > np.arange(seq)[:, None] + past] = -np.inf
+        p = np.exp(s - s.max(1, keepdims=True))
+        ref = (p / p.sum(1, keepdims=True)) @ v
+        np.testing.assert_allclose(keys[:past + seq], k, err_msg=f"past={past} seq={seq}")
+        np.testing.assert_allclose(values[:past + seq], v, err_msg=f"past={past} seq={seq}")
+        np.testing.assert_allclose(out[:seq], ref, rtol=1e-5, atol=1e-5, err_msg=f"past={past} seq={seq}")

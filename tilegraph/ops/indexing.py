@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tilegraph import te
-from tilegraph.ops._common import check_tensor, normalize_axis, operator, stage
+from tilegraph.ops._common import check_tensor, normalize_axis, operator, same_extent, stage
 from tilegraph.ops.elementwise import broadcast_read
 from tilegraph.te.expr import Expr
 from tilegraph.te.tensor import Tensor
@@ -32,20 +32,25 @@ def concat(xs: Sequence[Tensor], axis: int = 0, name: str = "concat") -> Tensor:
         if x.dtype != xs[0].dtype:
             raise TypeError(f"argument xs mixes dtypes ({xs[0].dtype} and {x.dtype})")
     axis = normalize_axis(axis, xs[0].ndim)
+    first = xs[0].extents
     for n, x in enumerate(xs):
-        if x.shape[:axis] + x.shape[axis + 1:] != xs[0].shape[:axis] + xs[0].shape[axis + 1:]:
+        off_axis = [(a, b) for d, (a, b) in enumerate(zip(x.extents, first)) if d != axis]
+        if not all(same_extent(a, b) for a, b in off_axis):
             raise ValueError(f"argument xs[{n}] has shape {x.shape}, which differs from {xs[0].shape} off axis {axis}")
-    starts = [0]
+    # where each part starts along the axis: integers, or expressions of run-time dims (a KV cache of
+    # `past` rows, then `seq` new ones: the new rows start at past)
+    starts: list[int | Expr] = [0]
     for x in xs:
-        starts.append(starts[-1] + x.shape[axis])
-    shape = (*xs[0].shape[:axis], starts[-1], *xs[0].shape[axis + 1:])
+        starts.append(x.extents[axis] if isinstance(starts[-1], int) and starts[-1] == 0
+                      else starts[-1] + x.extents[axis])
+    shape = (*first[:axis], starts[-1], *first[axis + 1:])
 
     def body(*idx: Expr) -> Expr:
         position = idx[axis]
         value: Expr = xs[-1][(*idx[:axis], position - starts[-2], *idx[axis + 1:])]
         for x, start in reversed(list(zip(xs[:-1], starts[:-2]))):
             local = (*idx[:axis], position - start, *idx[axis + 1:])
-            value = te.select(position.lt(start + x.shape[axis]), x[local], value)
+            value = te.select(position.lt(start + x.extents[axis]), x[local], value)
         return value
 
     return stage(shape, body, name=name)
@@ -86,8 +91,11 @@ def take(x: Tensor, indices: Tensor, axis: int = 0, name: str = "take") -> Tenso
     if indices.dtype.name not in ("int32", "int64"):
         raise TypeError(f"argument indices must be int32 or int64, got {indices.dtype}")
     axis = normalize_axis(axis, x.ndim)
+    if x.bounds and x.bounds[axis] is not None:
+        raise ValueError(f"take indexes along a static axis only; axis {axis} of x has the run-time extent "
+                         f"{x.bounds[axis]}")
     k = indices.ndim
-    shape = (*x.shape[:axis], *indices.shape, *x.shape[axis + 1:])
+    shape = (*x.extents[:axis], *indices.extents, *x.extents[axis + 1:])
 
     def body(*idx: Expr) -> Expr:
         position = _index_value(indices[idx[axis:axis + k]], x.shape[axis])

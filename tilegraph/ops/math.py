@@ -41,7 +41,7 @@ def log(x: Tensor, name: str = "log") -> Tensor:
 @operator("neg")
 def neg(x: Tensor, name: str = "neg") -> Tensor:
     check_tensor(x, "x")
-    return stage(x.shape, lambda *i: te.const(0, x.dtype) - x[i], name=name)
+    return stage(x.extents, lambda *i: te.const(0, x.dtype) - x[i], name=name)
 
 
 @operator("abs")
@@ -51,7 +51,7 @@ def abs(x: Tensor, name: str = "abs") -> Tensor:  # noqa: A001 (the op's name)
     if x.dtype.is_float:
         return float_unary(x, te.abs_, name)
     zero = te.const(0, x.dtype)
-    return stage(x.shape, lambda *i: te.select(x[i].lt(zero), zero - x[i], x[i]), name=name)
+    return stage(x.extents, lambda *i: te.select(x[i].lt(zero), zero - x[i], x[i]), name=name)
 
 
 @operator("reciprocal")
