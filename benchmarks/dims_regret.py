@@ -33,9 +33,19 @@ def gemm(m: object, k: int, n: int):  # noqa: ANN201
     return te.Workload([a, b], [c])
 
 
+def softmax_rows(n: object, rows: int = 64):  # noqa: ANN201
+    """Softmax over a row of run-time length (the attention scores of one head over n keys)."""
+    from tilegraph import ops, te
+
+    x = te.placeholder((rows, n), name="x")
+    return te.Workload([x], [ops.softmax(x)])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--buckets", default="1,64,128,256", help="upper bounds of the buckets, ascending")
+    ap.add_argument("--op", choices=("gemm", "softmax"), default="gemm",
+                    help="gemm: m x K . K x N, m run-time; softmax: 64 rows of run-time length m")
     ap.add_argument("--k", type=int, default=768)
     ap.add_argument("--n", type=int, default=768)
     ap.add_argument("--strategy", default="gensor")
@@ -52,27 +62,28 @@ def main(argv: list[str] | None = None) -> int:
     uppers = [int(x) for x in args.buckets.split(",")]
     db = Path(tempfile.mkdtemp(prefix="dims-regret-")) / "db.sqlite"
     rng = np.random.default_rng(0)
-    b = rng.standard_normal((args.k, args.n)).astype(np.float32)
-    a = rng.standard_normal((uppers[-1], args.k)).astype(np.float32)
-    dynamic = gemm(dim("m", uppers[-1]), args.k, args.n)
+    build = (lambda m: gemm(m, args.k, args.n)) if args.op == "gemm" else softmax_rows
+    dynamic = build(dim("m", uppers[-1]))
+    constants = [rng.standard_normal(t.shape).astype(np.float32) for t in dynamic.inputs[1:-1]]
+    first = rng.standard_normal(dynamic.inputs[0].shape).astype(np.float32)
     bucketed = tg.tune_buckets(dynamic, "m", uppers=uppers, strategy=args.strategy, trials=args.trials * len(uppers),
                                db=db, progress=False)
     rows = []
     for lower, upper in bucketed.ranges:
         for m in sorted({lower, (lower + upper) // 2, upper}):
-            static_kernel = tg.tune(gemm(m, args.k, args.n), strategy=args.strategy, trials=args.trials, db=db,
-                                    progress=False).kernel
+            static = build(m)
+            static_kernel = tg.tune(static, strategy=args.strategy, trials=args.trials, db=db, progress=False).kernel
             dims = dims_array(dynamic.dims, {"m": m})
-            ref = a[:m].astype(np.float64) @ b.astype(np.float64)
-            out_b = np.empty((uppers[-1], args.n), np.float32)
-            out_s = np.empty((m, args.n), np.float32)
-            a_m = np.ascontiguousarray(a[:m])
-            run_b = bucketed.bind([a, b, dims], [out_b], args.threads).run
-            run_s = static_kernel.bind([a_m, b], [out_s], args.threads).run
+            # the static kernel's first input: the run-time rows (gemm) or columns (softmax) of the bucket's
+            first_m = np.ascontiguousarray(first[:m] if args.op == "gemm" else first[:, :m])
+            out_b = np.empty(dynamic.outputs[0].shape, np.float32)
+            out_s = np.empty(static.outputs[0].shape, np.float32)
+            run_b = bucketed.bind([first, *constants, dims], [out_b], args.threads).run
+            run_s = static_kernel.bind([first_m, *constants], [out_s], args.threads).run
             run_b()
             run_s()
-            for got in (out_b[:m], out_s):
-                np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3)
+            valid = out_b[:m] if args.op == "gemm" else out_b[:, :m]
+            np.testing.assert_allclose(valid, out_s, rtol=1e-3, atol=1e-3)
             times: dict[str, list[float]] = {"bucket": [], "static": []}
             measure(run_b, min_time=0.1)  # a discarded round each: the first after tuning ran up to 2x slow
             measure(run_s, min_time=0.1)
@@ -87,16 +98,17 @@ def main(argv: list[str] | None = None) -> int:
             print(rows[-1], flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "dims_regret.csv", "w", newline="") as f:
+    with open(out / f"dims_regret_{args.op}.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    lines = [f"GEMM m x {args.k} . {args.k} x {args.n}, {args.strategy} with {args.trials} trials per kernel, "
+    what = f"GEMM m x {args.k} . {args.k} x {args.n}" if args.op == "gemm" else "softmax over 64 rows of length m"
+    lines = [f"{what}, {args.strategy} with {args.trials} trials per kernel, "
              f"{args.threads} threads, {args.rounds} alternating rounds (medians; spread = (max - min) / median)", "",
              "| bucket | m | bucket kernel us | static kernel us | regret | spreads |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['bucket']} | {r['m']} | {r['bucket_us']} | {r['static_us']} | {r['regret']}x | "
               f"{r['spread_bucket']} / {r['spread_static']} |" for r in rows]
-    (out / "dims_regret.md").write_text("\n".join(lines) + "\n")
+    (out / f"dims_regret_{args.op}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -5,7 +5,11 @@ te/simplify.py, whose names are re-exported here for the passes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from tilegraph.loop.edit import rewrite_stmt, substitute_stmt
 from tilegraph.loop.ir import Allocate, Buffer, For, Func, Seq, Stmt
+from tilegraph.loop.names import fresh_name
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.te.arith import Bounds, canonical_index, linear_in, value_bounds
 from tilegraph.te.expr import Broadcast, BufferLoad, Const, Expr, Ramp, Var
@@ -53,5 +57,23 @@ def all_loop_names(s: Stmt) -> set[str]:
     return {x.var.name for x in walk_stmts(s) if isinstance(x, For)}
 
 
+def renamed_loops(body: Stmt, taken: set[str], tag: str) -> Stmt:
+    """A copy of `body` whose loops have fresh variable names (`<name>_<tag>`, not in `taken`, which
+    grows by them): loop variables stay unique in a Func where a pass duplicates code."""
+    mapping: dict[Var, Expr] = {}
+
+    def on_stmt(s: Stmt) -> Stmt | None:
+        if isinstance(s, For):
+            name = fresh_name(f"{s.var.name}_{tag}", taken)
+            taken.add(name)
+            new_var = Var(name, s.var.dtype)
+            mapping[s.var] = new_var
+            return replace(s, var=new_var)
+        return None
+
+    renamed = rewrite_stmt(body, on_stmt)
+    return substitute_stmt(renamed, mapping) if mapping else body
+
+
 __all__ = ["NOP", "Bounds", "all_buffers", "all_loop_names", "bounds", "canonical_index", "is_false", "is_nop",
-           "is_true", "lanes_of", "linear_in", "prove", "uses"]
+           "is_true", "lanes_of", "linear_in", "prove", "renamed_loops", "uses"]

@@ -13,9 +13,8 @@ from dataclasses import replace
 
 from tilegraph.loop.edit import rewrite_stmt, substitute_stmt
 from tilegraph.loop.ir import For, Func, Stmt, seq
-from tilegraph.loop.names import fresh_name
-from tilegraph.lower.passes.common import all_loop_names
-from tilegraph.te.expr import Const, Expr, Var
+from tilegraph.lower.passes.common import all_loop_names, renamed_loops
+from tilegraph.te.expr import Const
 
 MAX_UNROLL = 512
 
@@ -25,26 +24,9 @@ def run(func: Func, target: object) -> Func:
 
     def on_stmt(s: Stmt) -> Stmt | None:
         if isinstance(s, For) and s.kind == "unrolled" and s.extent <= MAX_UNROLL:
-            copies = [_renamed_loops(substitute_stmt(s.body, {s.var: Const(c, s.var.dtype)}), taken, c)
+            copies = [renamed_loops(substitute_stmt(s.body, {s.var: Const(c, s.var.dtype)}), taken, f"u{c}")
                       for c in range(s.extent)]
             return seq(*copies)
         return None
 
     return replace(func, body=rewrite_stmt(func.body, on_stmt))
-
-
-def _renamed_loops(body: Stmt, taken: set[str], copy: int) -> Stmt:
-    """Give the loops of one copy fresh variable names, keeping loop variables unique."""
-    mapping: dict[Var, Expr] = {}
-
-    def on_stmt(s: Stmt) -> Stmt | None:
-        if isinstance(s, For):
-            name = fresh_name(f"{s.var.name}_u{copy}", taken)
-            taken.add(name)
-            new_var = Var(name, s.var.dtype)
-            mapping[s.var] = new_var
-            return replace(s, var=new_var)
-        return None
-
-    renamed = rewrite_stmt(body, on_stmt)
-    return substitute_stmt(renamed, mapping) if mapping else body

@@ -23,13 +23,15 @@ themselves stay on the blocks (relax_dims_guards drops those a kernel need not t
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from tilegraph.loop.ir import Allocate, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.edit import rewrite_stmt
+from tilegraph.loop.ir import TRUE, Allocate, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
 from tilegraph.loop.region import expr_bounds
 from tilegraph.loop.visit import walk_stmts
+from tilegraph.lower.passes.common import all_loop_names, renamed_loops
 from tilegraph.te.dims import DIMS_INPUT, dims_guards
-from tilegraph.te.expr import Cmp, Expr, Var, binary
+from tilegraph.te.expr import BinOp, Cmp, Expr, Var, binary
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, uses_var
 
@@ -41,31 +43,38 @@ def run(func: Func, target: object) -> Func:
     if not any(p.name == DIMS_INPUT for p in func.params):
         return func
     extents = dict(dict(func.attrs).get(EXTENTS_ATTR, ()))
-    return replace(func, body=_visit(func.body, frozenset(), False, extents))
+    taken = all_loop_names(func.body)  # the full tiles' copies get fresh loop names
+    return replace(func, body=_visit(func.body, frozenset(), False, extents, taken))
 
 
 def _visit(s: Stmt, lifted: frozenset[tuple[str, Expr]], inside_reduction: bool,
-           extents: dict[str, tuple[Expr | None, ...]]) -> Stmt:
+           extents: dict[str, tuple[Expr | None, ...]], taken: set[str]) -> Stmt:
     if isinstance(s, For):
         if s.kind == "unrolled" or s.kind == "vectorized":
             return s  # a micro-kernel: its rows are not tested one by one (relax_dims_guards)
         reduction = _moves_a_reduction(s)
-        cond, keys = None, frozenset()
+        lift = None
         if s.kind in LIFT_KINDS and (reduction or not inside_reduction):
-            cond, keys = _skip_condition(s, lifted, extents)
-        body = _visit(s.body, lifted | keys, inside_reduction or reduction, extents)
-        if cond is not None:
-            body = IfThenElse(cond, body)
+            lift = _skip_condition(s, lifted, extents)
+        body = _visit(s.body, lifted | (lift.keys if lift else frozenset()), inside_reduction or reduction, extents,
+                      taken)
+        if lift is not None:
+            guarded = IfThenElse(lift.may_run, body)
+            # a whole tile below the bounds runs without its reduction guards: straight vector code
+            if lift.full is not None:
+                body = IfThenElse(lift.full, renamed_loops(_without(body, lift.proven), taken, "full"), guarded)
+            else:
+                body = guarded
         return s if body is s.body else replace(s, body=body)
     if isinstance(s, Seq):
-        stmts = tuple(_visit(x, lifted, inside_reduction, extents) for x in s.stmts)
+        stmts = tuple(_visit(x, lifted, inside_reduction, extents, taken) for x in s.stmts)
         return s if all(a is b for a, b in zip(stmts, s.stmts)) else Seq(stmts)
     if isinstance(s, IfThenElse):
-        then = _visit(s.then_body, lifted, inside_reduction, extents)
-        other = None if s.else_body is None else _visit(s.else_body, lifted, inside_reduction, extents)
+        then = _visit(s.then_body, lifted, inside_reduction, extents, taken)
+        other = None if s.else_body is None else _visit(s.else_body, lifted, inside_reduction, extents, taken)
         return s if then is s.then_body and other is s.else_body else IfThenElse(s.cond, then, other)
     if isinstance(s, Allocate):
-        body = _visit(s.body, lifted, inside_reduction, extents)
+        body = _visit(s.body, lifted, inside_reduction, extents, taken)
         return s if body is s.body else replace(s, body=body)
     return s  # a block (or a leaf): nothing is lifted into it
 
@@ -77,6 +86,15 @@ def _moves_a_reduction(loop: For) -> bool:
     _blocks_under(loop.body, (), found)
     return any(iv.kind == "reduce" and uses_var(b, loop.var)
                for block, _ in found for iv, b in zip(block.iter_vars, block.bindings))
+
+
+def _body_guards(block: Block) -> list[Cmp]:
+    """Dims guards around the whole body of a block (rfactor moves a reduction's guards there, so
+    that lanes past the bound keep the combiner's identity), in loop variables."""
+    if not isinstance(block.body, IfThenElse) or block.body.else_body is not None:
+        return []
+    binding = {iv.var: b for iv, b in zip(block.iter_vars, block.bindings)}
+    return [Cmp("lt", simplify(substitute(g.a, binding)), g.b) for g in dims_guards(block.body.cond)]
 
 
 def _store_guards(block: Block, extents: dict[str, tuple[Expr | None, ...]]) -> list[Cmp]:
@@ -110,41 +128,81 @@ def _blocks_under(s: Stmt, inner: tuple[For, ...], out: list[tuple[Block, tuple[
         _blocks_under(s.body, inner, out)
 
 
+@dataclass(frozen=True)
+class _Lift:
+    may_run: Expr  # some instance below this iteration may pass its guards
+    keys: frozenset[tuple[str, Expr]]  # (block, index) of the guards lifted here
+    full: Expr | None  # every instance below passes its reduction guards lifted here
+    proven: frozenset[tuple[str, Expr]]  # (block, guard) that `full` proves
+
+
 def _skip_condition(loop: For, lifted: frozenset[tuple[str, Expr]],
-                    extents: dict[str, tuple[Expr | None, ...]]) -> tuple[Expr | None, frozenset]:
-    """The condition under which an iteration of `loop` may run some instance, where every block
-    below it has a guard moved by `loop` not lifted above; and the guards it lifts."""
+                    extents: dict[str, tuple[Expr | None, ...]]) -> _Lift | None:
+    """What lifting the guards moved by `loop` to its iterations tests: None where some block
+    below has none (it may run in any iteration)."""
     found: list[tuple[Block, tuple[For, ...]]] = []
     _blocks_under(loop.body, (), found)
     if not found:
-        return None, frozenset()
+        return None
     may_run: list[Expr] = []
+    full: list[Expr] = []
     keys: set[tuple[str, Expr]] = set()
+    proven: set[tuple[str, Expr]] = set()
     for block, inner in found:
         ranges = {f.var: (0, f.extent - 1) for f in inner}
+        reduce_indices = {simplify(b) for iv, b in zip(block.iter_vars, block.bindings) if iv.kind == "reduce"}
+        own = dims_guards(block.predicate)
         tests = []
-        for guard in [*dims_guards(block.predicate), *_store_guards(block, extents)]:
+        for guard in [*own, *_body_guards(block), *_store_guards(block, extents)]:
             key = (block.name, guard.a)
             if key in lifted or not uses_var(guard.a, loop.var) or any(uses_var(guard.a, v) for v in _free(block)):
                 continue
             try:
-                lo, _ = expr_bounds(guard.a, ranges)
+                lo, hi = expr_bounds(guard.a, ranges)
             except Exception:  # an index the interval arithmetic cannot bound: no lift for it
                 continue
             tests.append(lo.lt(guard.b))
             keys.add(key)
+            if guard in own and simplify(guard.a) in reduce_indices:
+                full.append(hi.lt(guard.b))
+                proven.add((block.name, guard))
         if not tests:
-            return None, frozenset()  # this block may run in any iteration: nothing to skip
-        tests = list(dict.fromkeys(tests))  # a guard and its store's extent often say the same
-        test = tests[0]
-        for t in tests[1:]:
-            test = binary("and", test, t)
-        may_run.append(simplify(test))
-    unique = list(dict.fromkeys(may_run))
-    cond = unique[0]
-    for t in unique[1:]:
-        cond = binary("or", cond, t)
-    return cond, frozenset(keys)
+            return None  # this block may run in any iteration: nothing to skip
+        may_run.append(simplify(_all(list(dict.fromkeys(tests)))))  # a guard and its store's extent often agree
+    return _Lift(_any(list(dict.fromkeys(may_run))), frozenset(keys),
+                 simplify(_all(list(dict.fromkeys(full)))) if full else None, frozenset(proven))
+
+
+def _all(tests: list[Expr]) -> Expr:
+    out = tests[0]
+    for t in tests[1:]:
+        out = binary("and", out, t)
+    return out
+
+
+def _any(tests: list[Expr]) -> Expr:
+    out = tests[0]
+    for t in tests[1:]:
+        out = binary("or", out, t)
+    return out
+
+
+def _without(s: Stmt, proven: frozenset[tuple[str, Expr]]) -> Stmt:
+    """`s` with the proven guards taken off their blocks' predicates."""
+
+    def strip(x: Stmt) -> Stmt | None:
+        if not isinstance(x, Block):
+            return None
+        kept = [c for c in _conjuncts(x.predicate) if (x.name, c) not in proven]
+        return replace(x, predicate=_all(kept) if kept else TRUE)
+
+    return rewrite_stmt(s, strip)
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, BinOp) and e.op == "and":
+        return [*_conjuncts(e.a), *_conjuncts(e.b)]
+    return [e]
 
 
 def _free(block: Block) -> tuple[Var, ...]:
