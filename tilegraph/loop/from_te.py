@@ -51,12 +51,17 @@ from tilegraph.te.workload import Workload
 
 def workload_to_func(workload: Workload) -> Func:
     """The unscheduled loop nest of a workload (the starting point of every schedule)."""
-    buffers = {id(t): Buffer(t.name, t.shape, t.dtype) for t in workload.tensors}
+    limits = workload.tuning_dims
+    # a bucket's intermediates are sized by its loops (Workload.at: the arrays a caller passes keep
+    # the range's storage, what stays inside the kernel need not), so a stage computed at another's
+    # loop still covers its buffer's whole domain
+    inner = {id(t) for t in workload.intermediates}
+    buffers = {id(t): Buffer(t.name, _bucket_shape(t, limits) if id(t) in inner else t.shape, t.dtype)
+               for t in workload.tensors}
     dims_input = workload.dims_input
     # each value clamped into its range, up to the bucket's upper bound (Workload.at): no dims
     # array, however wrong, makes the kernel index outside its storage or its loops (callers check
     # the values first: te.dims.check_values, runtime/kernel.py)
-    limits = workload.tuning_dims
     dim_values: dict[Dim, Expr] = {
         d: max_(min_(BufferLoad(buffers[id(dims_input)], (Const(i),)), Const(limits[d.name])), Const(d.lower))
         for i, d in enumerate(workload.dims)}
@@ -79,6 +84,12 @@ def _dim_expr(e: Expr, dim_values: dict[Dim, Expr]) -> Expr:
 
 def _func_name(workload: Workload) -> str:
     return "tg_" + "".join(c if c.isalnum() else "_" for c in workload.op_name)
+
+
+def _bucket_shape(t: Tensor, limits: dict[str, int]) -> tuple[int, ...]:
+    """A tensor's extents with its run-time ones at the bucket's upper bound."""
+    bounds = t.bounds or (None,) * t.ndim
+    return tuple(s if b is None else min(s, value_of(b, limits)) for s, b in zip(t.shape, bounds))
 
 
 def _loop_extent(axis: IterVar, limits: dict[str, int]) -> int:
