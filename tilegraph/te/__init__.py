@@ -1,5 +1,6 @@
 """Tensor expressions: what a computation is, before any decision about how to run it."""
 
+from tilegraph.te.dims import dim, dims_array
 from tilegraph.te.expr import (
     BinOp,
     BufferLoad,
@@ -56,5 +57,5 @@ __all__ = [
     "TensorRead", "Var", "abs_", "all_of", "call", "cast", "ceil", "const", "erf", "exp", "floor", "log",
     "logical_and", "logical_not", "logical_or", "max_", "min_", "power", "round_", "rsqrt", "select", "sigmoid",
     "sqrt", "tanh", "ComputeOp", "PlaceholderOp", "Tensor", "compute", "max", "min", "placeholder", "prod",
-    "reduce_axis", "sum", "Workload",
+    "reduce_axis", "sum", "Workload", "dim", "dims_array",
 ]
