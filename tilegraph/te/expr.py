@@ -419,6 +419,13 @@ def all_of(*conds: Expr) -> Expr:
     return out
 
 
+def conjuncts(e: Expr) -> list[Expr]:
+    """The terms of a conjunction, in order (`all_of`'s inverse; a literal true has none)."""
+    if isinstance(e, BinOp) and e.op == "and":
+        return [*conjuncts(e.a), *conjuncts(e.b)]
+    return [] if e == Const(True, dt.bool_) else [e]
+
+
 def call(name: str, *args: ExprLike) -> Expr:
     if name not in INTRINSICS:
         raise ValueError(f"unknown intrinsic {name!r}; known: {', '.join(INTRINSICS)}")

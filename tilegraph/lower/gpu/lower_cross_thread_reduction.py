@@ -45,7 +45,7 @@ from tilegraph.loop.verify import THREAD_KINDS as THREAD_LOOP_KINDS
 from tilegraph.loop.visit import blocks, loads_under, reduce_loop_of, stmt_children, stmt_exprs, walk_stmts
 from tilegraph.schedule.primitives.nest import fresh_buffer_name
 from tilegraph.schedule.primitives.rfactor import Reduction, match_reduction
-from tilegraph.te.expr import BinOp, BufferLoad, Cmp, Const, Expr, Var, combine, identity_of
+from tilegraph.te.expr import BinOp, BufferLoad, Cmp, Const, Expr, Var, combine, conjuncts, identity_of
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, uses_var, walk
 
@@ -215,22 +215,15 @@ def _final_store(block: Block, red: Reduction, acc: Expr, driving: list[Var], na
     value = acc if init_value is None or init_value == identity else combine(red.combiner, init_value, acc)
     keep = [(iv, b) for iv, b in zip(block.iter_vars, block.bindings) if iv.kind == "spatial"]
     reduce_vars = {iv.var for iv in block.iter_vars if iv.kind == "reduce"}
-    conjuncts = [c for c in _conjuncts(block.predicate)
-                 if not any(uses_var(c, v) for v in (*driving, *reduce_vars))]
+    kept = [c for c in conjuncts(block.predicate) if not any(uses_var(c, v) for v in (*driving, *reduce_vars))]
     predicate: Expr = TRUE
-    for c in conjuncts:
+    for c in kept:
         predicate = c if predicate is TRUE else BinOp("and", predicate, c)
     store: Stmt = BufferStore(red.out, red.indices, value)
     if red.guard is not None and all(not uses_var(red.guard, v) for v in (*driving, *reduce_vars)):
         store = IfThenElse(red.guard, store)
     return Block(name, tuple(BlockVar(iv.var, iv.extent, "spatial") for iv, _ in keep), tuple(b for _, b in keep),
                  store, None, predicate)
-
-
-def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, BinOp) and e.op == "and":
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [] if e == TRUE else [e]
 
 
 __all__ = ["run"]

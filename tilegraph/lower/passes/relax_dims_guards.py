@@ -23,7 +23,7 @@ from tilegraph.loop.edit import rewrite_stmt
 from tilegraph.loop.ir import TRUE, Block, BufferStore, Func, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.te.dims import DIMS_INPUT, dims_guards
-from tilegraph.te.expr import BinOp, BufferLoad, Const, Expr, binary
+from tilegraph.te.expr import BufferLoad, Const, Expr, binary, conjuncts
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import walk
 
@@ -41,7 +41,7 @@ def _relax(s: Stmt) -> Stmt | None:
     droppable = [g for g in dims_guards(s.predicate) if simplify(g.a) in spatial]
     if not droppable:
         return None
-    kept = [c for c in _conjuncts(s.predicate) if c not in droppable]
+    kept = [c for c in conjuncts(s.predicate) if c not in droppable]
     predicate: Expr = TRUE
     for c in kept:
         predicate = c if isinstance(predicate, Const) else binary("and", predicate, c)
@@ -61,12 +61,6 @@ def _indexes_within_storage(block: Block) -> bool:
                 if isinstance(x, BufferLoad) and any(isinstance(y, BufferLoad) for i in x.indices for y in walk(i)):
                     return False
     return True
-
-
-def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, BinOp) and e.op == "and":
-        return [*_conjuncts(e.a), *_conjuncts(e.b)]
-    return [e]
 
 
 __all__ = ["run"]

@@ -31,7 +31,7 @@ from tilegraph.loop.region import expr_bounds
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.passes.common import all_loop_names, renamed_loops
 from tilegraph.te.dims import DIMS_INPUT, dims_guards
-from tilegraph.te.expr import BinOp, Cmp, Expr, Var, binary
+from tilegraph.te.expr import Cmp, Expr, Var, binary, conjuncts
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, uses_var
 
@@ -193,16 +193,10 @@ def _without(s: Stmt, proven: frozenset[tuple[str, Expr]]) -> Stmt:
     def strip(x: Stmt) -> Stmt | None:
         if not isinstance(x, Block):
             return None
-        kept = [c for c in _conjuncts(x.predicate) if (x.name, c) not in proven]
+        kept = [c for c in conjuncts(x.predicate) if (x.name, c) not in proven]
         return replace(x, predicate=_all(kept) if kept else TRUE)
 
     return rewrite_stmt(s, strip)
-
-
-def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, BinOp) and e.op == "and":
-        return [*_conjuncts(e.a), *_conjuncts(e.b)]
-    return [e]
 
 
 def _free(block: Block) -> tuple[Var, ...]:

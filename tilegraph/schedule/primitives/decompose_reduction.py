@@ -49,7 +49,7 @@ from tilegraph.schedule.primitives.nest import (
     path_to,
 )
 from tilegraph.te.arith import linear_in
-from tilegraph.te.expr import BinOp, Const, Expr, Var
+from tilegraph.te.expr import Const, Expr, Var, conjuncts
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import free_vars, substitute, uses_var
 
@@ -112,7 +112,7 @@ def decompose_reduction(func: Func, block: str, loop: str) -> tuple[Func, tuple[
     allowed = spatial_vars | {x.var for x in above} | set(new_vars)
     require(init_vars <= allowed, f"{where}: the init of {block} uses a variable of a loop that drives its reduction")
     visible = {x.var for x in above} | set(mapping)
-    kept = [c for c in _conjuncts(target.predicate) if free_vars(c) <= visible]
+    kept = [c for c in conjuncts(target.predicate) if free_vars(c) <= visible]
     init_block = Block(
         fresh_block_name(func, f"{block}_init"),
         tuple(BlockVar(iv.var, iv.extent, "spatial") for iv, _ in spatial),
@@ -127,12 +127,6 @@ def decompose_reduction(func: Func, block: str, loop: str) -> tuple[Func, tuple[
     result = replace_node(func, target, replace(target, init=None))
     result = insert_beside(result, get_loop(result, loop), nest, after=False)
     return result, (init_block.name,)
-
-
-def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, BinOp) and e.op == "and":
-        return [*_conjuncts(e.a), *_conjuncts(e.b)]
-    return [] if e == TRUE else [e]
 
 
 def _stmt_vars(s: Stmt) -> set[Var]:

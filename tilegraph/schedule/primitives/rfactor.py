@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilegraph.loop.edit import replace_node
-from tilegraph.loop.ir import SCOPES, TRUE, Block, BlockVar, Buffer, BufferStore, For, Func, IfThenElse, Stmt
+from tilegraph.loop.ir import SCOPES, Block, BlockVar, Buffer, BufferStore, For, Func, IfThenElse, Stmt
 from tilegraph.loop.names import fresh_name
 from tilegraph.schedule.primitives.common import get_block, get_loop, require
 from tilegraph.schedule.primitives.nest import (
@@ -53,7 +53,7 @@ from tilegraph.schedule.primitives.nest import (
     insert_beside,
     loops_enclosing,
 )
-from tilegraph.te.expr import BinOp, BufferLoad, Expr, Select, Var, combine, identity_of
+from tilegraph.te.expr import BinOp, BufferLoad, Expr, Select, Var, combine, conjuncts, identity_of
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import free_vars, substitute, uses_var, walk
 
@@ -148,8 +148,8 @@ def _rf_block(target: Block, red: Reduction, rf_buf: Buffer, lp: For, feeds_redu
     body: Stmt = BufferStore(rf_buf, lane_index, value)
 
     reduce_loops = set(as_block_var)
-    moved = [c for c in _conjuncts(target.predicate) if free_vars(c) & reduce_loops]
-    kept = [c for c in _conjuncts(target.predicate) if not free_vars(c) & reduce_loops]
+    moved = [c for c in conjuncts(target.predicate) if free_vars(c) & reduce_loops]
+    kept = [c for c in conjuncts(target.predicate) if not free_vars(c) & reduce_loops]
     guards = [substitute(c, as_block_var) for c in moved]
     if red.guard is not None:
         guards.append(substitute(red.guard, old_reduce))
@@ -178,19 +178,13 @@ def _reduce_rf_nest(func: Func, target: Block, red: Reduction, rf_buf: Buffer, l
     body = BufferStore(red.out, red.indices, combine(red.combiner, acc, BufferLoad(rf_buf, (*red.indices, lane_var))))
 
     visible = {x.var for x in outer} | set(mapping)
-    kept = [substitute(c, mapping) for c in _conjuncts(target.predicate)
+    kept = [substitute(c, mapping) for c in conjuncts(target.predicate)
             if c not in moved and free_vars(c) <= visible]
     block = Block(target.name, iter_vars, bindings, body, target.init, conjunction(kept))
     nest: Stmt = For(lane_loop, lp.extent, "serial", block)
     for x, v in reversed(list(zip(copied, new_vars))):
         nest = For(v, x.extent, "serial", nest)
     return nest
-
-
-def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, BinOp) and e.op == "and":
-        return [*_conjuncts(e.a), *_conjuncts(e.b)]
-    return [] if e == TRUE else [e]
 
 
 __all__ = ["Reduction", "match_reduction", "rfactor"]
