@@ -15,10 +15,20 @@ guard, and skips the iteration where none can:
 
 Meaning is unchanged: an iteration is skipped only where every block below it has a guard
 `e < N` (N reads the dims input) whose least value over the loops inside, `lo(e)`, is already at
-least N, so no instance of it would run. Each guard is lifted once per path (at its outermost
-loop; deeper loops moving the same index add nothing but tests in hotter code), and only to
-serial, parallel and unrolled loops (a vector loop's body must stay straight). The guards
-themselves stay on the blocks (relax_dims_guards drops those a kernel need not test).
+least N, so no instance of it would run. A guard is the block's predicate's, the one rfactor
+moves around its body, or a store into a tensor past its run-time extent (its element is
+unspecified: Func attr "dim_extents"). Each guard is lifted once per path (at its outermost loop;
+deeper loops moving the same index add nothing but tests in hotter code), only to serial and
+parallel loops (never into unrolled or vector ones: micro-kernels stay straight), and a spatial
+guard never into a reduction loop. Where the lifted guards include a reduction's, an iteration
+whose whole tile is below the bound (`hi(e) < N`) runs a copy of its body without them (fresh
+loop names), the partial tile the guarded body:
+
+    for r_0 in range(64):                    for r_0 in range(64):
+      for r_1 in range(16) vectorized:  ==>    if r_0*16 + 15 < n:  (r_1 loop, unguarded)
+        block M(...) if r_0*16 + r_1 < n         elif r_0*16 < n:   (r_1 loop, guarded)
+
+The guards themselves stay on the blocks (relax_dims_guards drops those a kernel need not test).
 """
 
 from __future__ import annotations
