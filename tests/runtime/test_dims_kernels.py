@@ -143,3 +143,20 @@ def test_the_native_dispatcher_reads_the_value_at_every_run():
         launch.run()
         ref = inputs[0][:m].astype(np.float64) @ inputs[1].astype(np.float64)
         np.testing.assert_allclose(out[:m], ref, rtol=1e-4, atol=1e-4, err_msg=f"m={m}")
+
+
+@pytest.mark.needs_opencl
+def test_opencl_tuning_of_a_bucket_checks_its_run_time_extents_only(tmp_path):
+    """A GPU kernel's outputs come back flat: the re-check reshapes them to their storage before
+    cutting them to the run-time extents the references cover."""
+    pytest.importorskip("pyopencl")
+    from tilegraph.runtime.opencl import available
+
+    if not available():
+        pytest.skip("no OpenCL device")
+    wl = WORKLOADS["matmul"]().at({"m": 8})
+    result = tg.tune(wl, target="opencl", strategy="random", trials=3, db=tmp_path / "db.sqlite", progress=False)
+    assert result.measured > 0
+    inputs, ref, _ = cases("matmul", {"m": 8, "k": 12})
+    np.testing.assert_allclose(result.kernel(*inputs, dims_array(wl.dims, {"m": 8, "k": 12}))[:8], ref,
+                               rtol=1e-4, atol=1e-4)

@@ -190,3 +190,15 @@ def test_a_whole_cache_flush_stands_in_for_the_eviction():
     samples = time_runs(lambda: None, MeasurePolicy(warmup=0, min_time_s=0.0, min_repeats=3, flush_cache=True),
                         evict=lambda: evicted.append(1))
     assert len(samples) == 3 and not evicted  # flush_cache already evicted everything, the constants too
+
+
+def test_outputs_are_cut_to_run_time_extents_only_for_kernels_with_dims():
+    from tilegraph.tune.measure import outputs_within_extents
+
+    full = np.arange(12, dtype=np.float32).reshape(4, 3)
+    ref = full[:2].astype(np.float64)  # valid_regions: two of four rows hold data
+    ok, _, message = compare_outputs(outputs_within_extents([full], [ref], None), [ref])
+    assert not ok and "shape" in message  # no dims: an output of another shape stays an error
+    assert compare_outputs(outputs_within_extents([full], [ref], [(4, 3)]), [ref])[0]
+    flat = full.reshape(-1)  # a GPU kernel's output comes back flat
+    assert compare_outputs(outputs_within_extents([flat], [ref], [(4, 3)]), [ref])[0]

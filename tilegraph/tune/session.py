@@ -149,7 +149,8 @@ class TuneSession:
     def check(self, workload: Workload, kernel: Any, seed: int) -> RunResult:
         """One check of a kernel built in this process, on fresh random inputs; nothing timed or stored."""
         inputs = random_inputs(workload, seed)
-        return self.runner.check_here(kernel, inputs, self.runner.references(workload, inputs))
+        storage = [t.shape for t in workload.outputs] if workload.dims else None
+        return self.runner.check_here(kernel, inputs, self.runner.references(workload, inputs), storage)
 
     # ------------------------------------------------------------------ kernels built elsewhere
     def measure_kernel(self, workload: Workload, kernel: Any,

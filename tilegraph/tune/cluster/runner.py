@@ -98,8 +98,9 @@ class RayRunner:
     def prepare(self, workload: Any, seed: int) -> tuple[list[Any], list[Any]]:
         return self._local.prepare(workload, seed)
 
-    def check_here(self, kernel: Any, inputs: Sequence[Any], references: Sequence[Any]) -> RunResult:
-        return self._local.check_here(kernel, inputs, references)
+    def check_here(self, kernel: Any, inputs: Sequence[Any], references: Sequence[Any],
+                   storage: Sequence[tuple[int, ...]] | None = None) -> RunResult:
+        return self._local.check_here(kernel, inputs, references, storage)
 
     def run(self, workload: Any, build: BuildResult, seed: int, timeout_s: float | None = None,
             best_s: float | None = None) -> RunResult:
