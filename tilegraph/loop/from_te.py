@@ -48,6 +48,10 @@ from tilegraph.te.tensor import Tensor
 from tilegraph.te.visit import rewrite
 from tilegraph.te.workload import Workload
 
+# Func attr: (tensor name, its run-time extent or None per dimension) for each tensor with run-time
+# dims; lower/passes/skip_past_dims.py skips the instances that store past them
+DIM_EXTENTS_ATTR = "dim_extents"
+
 
 def workload_to_func(workload: Workload) -> Func:
     """The unscheduled loop nest of a workload (the starting point of every schedule)."""
@@ -74,7 +78,7 @@ def workload_to_func(workload: Workload) -> Func:
     # each tensor's run-time extents, for lowering's skipping (lower/passes/skip_past_dims.py)
     extents = tuple((t.name, tuple(None if b is None else _dim_expr(b, dim_values) for b in t.bounds))
                     for t in workload.tensors if t.bounds)
-    attrs = (("dim_extents", extents),) if extents else ()
+    attrs = ((DIM_EXTENTS_ATTR, extents),) if extents else ()
     return Func(_func_name(workload), params, seq(*nests), allocs, attrs)
 
 

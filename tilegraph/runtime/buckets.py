@@ -63,11 +63,11 @@ class BucketedKernel(KernelBase):
         value given here."""
         if not inputs:
             raise TypeError(f"{self!r} takes its inputs, the dims array last")
-        self.kernel_for(inputs[-1])  # the values checked against the dims and the buckets
+        chosen = self.kernel_for(inputs[-1])  # the values checked against the dims and the buckets
         if self._native is None:
             self._native = self._native_dispatcher()
         if self._native is False:
-            return self.kernel_for(inputs[-1]).bind(inputs, outputs, num_threads)
+            return chosen.bind(inputs, outputs, num_threads)
         widest = self.kernels[-1]  # its bucket's loops reach the range's upper bound: it checks any value
         arguments, outs, _ = widest._prepare(tuple(inputs), tuple(outputs), num_threads)
         return _CpuLaunch(widest, self._native, arguments, tuple(inputs), outs)

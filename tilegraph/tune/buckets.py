@@ -1,6 +1,6 @@
 """tune_buckets: one kernel per bucket of a run-time dim, each tuned at its bucket's upper bound.
 
-    seq = te.dims.dim("seq", 512)
+    seq = te.dim("seq", 512)
     ...                                                   # a workload over seq
     kernel = tg.tune_buckets(wl, "seq", time_budget=120)  # buckets 1..16, 17..32, ..., 257..512
     kernel = tg.tune_buckets(wl, "seq", uppers=[1, 64, 512], weights=[4, 1, 1], trials=96)
@@ -8,9 +8,10 @@
 
 Each bucket is the workload measured with the dim at the bucket's upper bound (`Workload.at`: its
 own key, so its records are its own), tuned in ascending order, each search seeded with the best
-schedule of the bucket below (every bucket's kernels take the same arrays, so a neighbour's
-schedule replays as it is). A time or trial budget is split over the buckets in proportion to
-`weights` (how often each is expected; equal by default). The result is a runtime.BucketedKernel
+schedule of the bucket below (every bucket's kernels take the same arrays; a neighbour's schedule
+replays where its tiles fit this bucket's loops, and is recorded as a failed build where not). A
+time or trial budget is split over the buckets in proportion to `weights` (how often each is
+expected; equal by default). The result is a runtime.BucketedKernel
 whose `.results` are the buckets' TuneResults, in order.
 """
 

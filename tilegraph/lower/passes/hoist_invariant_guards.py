@@ -12,8 +12,9 @@ guarded statement whose condition does not involve the loop's variable moves ins
 gcc unswitches such loops only while their body is small (`max-unswitch-insns`): an unrolled
 register tile of 16 accumulators stays guarded statement by statement, which ran grouped
 convolution (GRP-3, 14 rows tiled by 4) at a third of its speed. Conditions that read memory
-are never moved (a loop of zero iterations must not read), but for the run-time dims, and parallel or vector loops keep
-their bodies: only serial and unrolled loops are rewritten. Meaning is unchanged: a condition free
+are never moved (a loop of zero iterations must not read), but for the run-time dims' input
+(te/dims.py: always there to read); parallel or vector loops keep their bodies: only serial and
+unrolled loops are rewritten. Meaning is unchanged: a condition free
 of the loop's variable has the same value in every iteration, and testing it once before a loop
 that does nothing else is the same as testing it in each.
 """

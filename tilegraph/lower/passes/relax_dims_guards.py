@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilegraph.loop.edit import rewrite_stmt
-from tilegraph.loop.ir import TRUE, Block, BufferStore, Func, Stmt
+from tilegraph.loop.ir import Block, BufferStore, Func, Stmt
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.te.dims import DIMS_INPUT, dims_guards
-from tilegraph.te.expr import BufferLoad, Const, Expr, binary, conjuncts
+from tilegraph.te.expr import BufferLoad, all_of, conjuncts
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import walk
 
@@ -41,25 +41,18 @@ def _relax(s: Stmt) -> Stmt | None:
     droppable = [g for g in dims_guards(s.predicate) if simplify(g.a) in spatial]
     if not droppable:
         return None
-    kept = [c for c in conjuncts(s.predicate) if c not in droppable]
-    predicate: Expr = TRUE
-    for c in kept:
-        predicate = c if isinstance(predicate, Const) else binary("and", predicate, c)
-    return replace(s, predicate=predicate)
+    return replace(s, predicate=all_of(*(c for c in conjuncts(s.predicate) if c not in droppable)))
 
 
 def _indexes_within_storage(block: Block) -> bool:
-    """Whether no index in the block's statements reads memory (a gather, a dim)."""
+    """Whether no index of a store or load in the block reads memory (a gather, a dim)."""
     for stmt in walk_stmts(block):
-        exprs: list[Expr] = []
-        if isinstance(stmt, BufferStore):
-            exprs = [*stmt.indices, stmt.value]
-            if any(isinstance(x, BufferLoad) for i in stmt.indices for x in walk(i)):
-                return False
-        for e in exprs:
-            for x in walk(e):
-                if isinstance(x, BufferLoad) and any(isinstance(y, BufferLoad) for i in x.indices for y in walk(i)):
-                    return False
+        if not isinstance(stmt, BufferStore):
+            continue
+        loads = [x for e in (*stmt.indices, stmt.value) for x in walk(e) if isinstance(x, BufferLoad)]
+        indices = [*stmt.indices, *(i for load in loads for i in load.indices)]
+        if any(isinstance(x, BufferLoad) for i in indices for x in walk(i)):
+            return False
     return True
 
 

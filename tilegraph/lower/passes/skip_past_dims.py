@@ -36,23 +36,23 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tilegraph.loop.edit import rewrite_stmt
-from tilegraph.loop.ir import TRUE, Allocate, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
-from tilegraph.loop.region import expr_bounds
+from tilegraph.loop.from_te import DIM_EXTENTS_ATTR
+from tilegraph.loop.ir import Allocate, Block, BufferStore, For, Func, IfThenElse, Seq, Stmt
+from tilegraph.loop.region import RegionError, expr_bounds
 from tilegraph.loop.visit import walk_stmts
 from tilegraph.lower.passes.common import all_loop_names, renamed_loops
 from tilegraph.te.dims import DIMS_INPUT, dims_guards
-from tilegraph.te.expr import Cmp, Expr, Var, binary, conjuncts
+from tilegraph.te.expr import Cmp, Expr, Var, all_of, binary, conjuncts
 from tilegraph.te.simplify import simplify
 from tilegraph.te.visit import substitute, uses_var
 
 LIFT_KINDS = ("serial", "parallel")
-EXTENTS_ATTR = "dim_extents"  # Func attr: (buffer name, run-time extent or None per dimension), loop/from_te.py
 
 
 def run(func: Func, target: object) -> Func:
     if not any(p.name == DIMS_INPUT for p in func.params):
         return func
-    extents = dict(dict(func.attrs).get(EXTENTS_ATTR, ()))
+    extents = dict(dict(func.attrs).get(DIM_EXTENTS_ATTR, ()))
     taken = all_loop_names(func.body)  # the full tiles' copies get fresh loop names
     return replace(func, body=_visit(func.body, frozenset(), False, extents, taken))
 
@@ -169,7 +169,7 @@ def _skip_condition(loop: For, lifted: frozenset[tuple[str, Expr]],
                 continue
             try:
                 lo, hi = expr_bounds(guard.a, ranges)
-            except Exception:  # an index the interval arithmetic cannot bound: no lift for it
+            except RegionError:  # an index the interval arithmetic cannot bound: no lift for it
                 continue
             tests.append(lo.lt(guard.b))
             keys.add(key)
@@ -178,16 +178,9 @@ def _skip_condition(loop: For, lifted: frozenset[tuple[str, Expr]],
                 proven.add((block.name, guard))
         if not tests:
             return None  # this block may run in any iteration: nothing to skip
-        may_run.append(simplify(_all(list(dict.fromkeys(tests)))))  # a guard and its store's extent often agree
+        may_run.append(simplify(all_of(*dict.fromkeys(tests))))  # a guard and its store's extent often agree
     return _Lift(_any(list(dict.fromkeys(may_run))), frozenset(keys),
-                 simplify(_all(list(dict.fromkeys(full)))) if full else None, frozenset(proven))
-
-
-def _all(tests: list[Expr]) -> Expr:
-    out = tests[0]
-    for t in tests[1:]:
-        out = binary("and", out, t)
-    return out
+                 simplify(all_of(*dict.fromkeys(full))) if full else None, frozenset(proven))
 
 
 def _any(tests: list[Expr]) -> Expr:
@@ -204,7 +197,7 @@ def _without(s: Stmt, proven: frozenset[tuple[str, Expr]]) -> Stmt:
         if not isinstance(x, Block):
             return None
         kept = [c for c in conjuncts(x.predicate) if (x.name, c) not in proven]
-        return replace(x, predicate=_all(kept) if kept else TRUE)
+        return replace(x, predicate=all_of(*kept))
 
     return rewrite_stmt(s, strip)
 
