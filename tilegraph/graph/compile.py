@@ -9,6 +9,7 @@
     model = compile_model(g, skip_rewrites=("winograd_conv",)) # without a default one (passes.FLOAT32_CPU)
     model = compile_model(g, time_budget=180, db="tune.db")    # tune the model's tasks first
     model = compile_model("bert.onnx", input_shapes={"input_ids": (1, 128)})   # fix symbolic extents
+    model = compile_model("bert.onnx", dims={"seq": (1, 512)})   # one model for every length 1..512
     model = compile_model("m.onnx", values={"axes": [1]})      # inputs that decide shapes, as constants
     model = compile_model("bert.onnx", precision="bf16")       # products read bfloat16, sum in float32
     model = compile_model("bert.onnx", precision="int8")       # weights int8, activations quantized per call
@@ -48,6 +49,7 @@ from tilegraph.errors import GraphError, ResourceError, RunTimeValueError
 from tilegraph.graph.compile_progress import stage
 from tilegraph.graph.construct import WithConstructed, construct_schedules
 from tilegraph.graph.device_model import DeviceModel
+from tilegraph.graph.dims import with_dims_of
 from tilegraph.graph.frontends import onnx_qdq
 from tilegraph.graph.fusion.choose import orchestrate_kernels
 from tilegraph.graph.fusion.compose import group_spec
@@ -88,17 +90,18 @@ PRECISIONS = ("fp32", "bf16", "int8")
 DEFAULT_ORCHESTRATION = "blp"
 
 
-def as_graph(model: Any, example_inputs: Any = None, input_shapes: Any = None) -> Graph:
-    """A Graph from a Graph, an ONNX path or ModelProto (`input_shapes` fixing symbolic extents), or
-    a torch.nn.Module (with example inputs)."""
-    if input_shapes is not None and (isinstance(model, Graph) or hasattr(model, "forward")):
-        raise GraphError("input_shapes applies to ONNX models (a graph or a module has static shapes already)")
+def as_graph(model: Any, example_inputs: Any = None, input_shapes: Any = None, dims: Any = None) -> Graph:
+    """A Graph from a Graph, an ONNX path or ModelProto (`input_shapes` fixing symbolic extents,
+    `dims` keeping them run-time dims with ranges), or a torch.nn.Module (with example inputs)."""
+    for label, given in (("input_shapes", input_shapes), ("dims", dims)):
+        if given is not None and (isinstance(model, Graph) or hasattr(model, "forward")):
+            raise GraphError(f"{label} applies to ONNX models (a graph has its own dims, a module static shapes)")
     if isinstance(model, Graph):
         return model
     if isinstance(model, (str, os.PathLike)) or type(model).__name__ == "ModelProto":
         from tilegraph.graph.frontends.onnx import from_onnx
 
-        return from_onnx(model, input_shapes=input_shapes)
+        return from_onnx(model, input_shapes=input_shapes, dims=dims)
     if hasattr(model, "forward") and hasattr(model, "parameters"):
         if example_inputs is None:
             raise GraphError("compiling a torch module needs example_inputs (a tuple of tensors)")
@@ -118,7 +121,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   input_shapes: Any = None, values: Any = None, construct: bool = True,
                   prepack: bool = True, precision: str = "fp32", accuracy: float | None = None,
                   accuracy_check: bool = True, skip_rewrites: tuple[str, ...] = (),
-                  cluster: str | None = None) -> CompiledModel | SpecializedModel:
+                  cluster: str | None = None, dims: Any = None) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
     if precision not in PRECISIONS:
         raise GraphError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
@@ -166,7 +169,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     told = onnx_qdq.INTEGER_PRODUCTS.get()  # a QDQ model's products on the integers where the target has a dot step
     token = onnx_qdq.INTEGER_PRODUCTS.set(int8_dot_lanes(tgt) > 0 if told is None else told)
     try:
-        graph = as_graph(model, example_inputs, input_shapes)
+        graph = as_graph(model, example_inputs, input_shapes, dims)
     except RunTimeValueError as err:
         if not onnx_model or not err.inputs:
             raise
@@ -177,11 +180,15 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                        progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
                        trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
                        construct=construct, prepack=prepack, precision=precision, accuracy=accuracy,
-                       accuracy_check=accuracy_check, skip_rewrites=skip_rewrites, cluster=cluster)
+                       accuracy_check=accuracy_check, skip_rewrites=skip_rewrites, cluster=cluster, dims=dims)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     finally:
         onnx_qdq.INTEGER_PRODUCTS.reset(token)
+    if graph.dims and (gpu or precision != "fp32"):
+        raise GraphError(f"run-time dims ({', '.join(graph.dims)}) compile for CPU targets in fp32 so far; "
+                         "fix the shapes with input_shapes for this target or precision")
+    source = graph
     rewrites: list[str] = []
     stage(progress, "graph passes")
     if optimize_graph:
@@ -210,7 +217,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         graph = eliminate_dead_code(gemms_read_int8(graph, rewrites))
     if optimize_graph and precision == "fp32" and not gpu:
         graph = optimize_float32_cpu(graph, rewrites, skip_rewrites)
-    graph.verify()
+    graph = with_dims_of(graph, source).verify()
+    graph.extents  # noqa: B018 (the run-time extents of every tensor, or the node that cannot take them)
     _check_tensor_sizes(graph)
     stage(progress, "fusion groups")
     groups = partition(graph, fuse=fuse)

@@ -9,6 +9,11 @@
 A Graph is immutable: passes return new graphs (`replace`, or a GraphBuilder). Constants are
 read-only numpy arrays, shared between a graph and the graphs made from it (never copied).
 Attribute values are hashable: ints, floats, strings, tuples of them.
+
+Run-time dims (graph/dims.py): `dims` names each symbolic extent's range, `input_dims` says which
+axes of which inputs it is. Every shape is then the largest one (each dim at its upper bound, how
+tensors are stored) and `graph.extents` gives, per tensor, the extent of each axis as the te ops
+compute it (a te Dim expression where it varies): a pass works on the largest shapes unaware.
 """
 
 from __future__ import annotations
@@ -141,6 +146,8 @@ class Graph:
     nodes: tuple[Node, ...]
     values: Mapping[str, TensorType]
     constants: Mapping[str, np.ndarray] = field(default_factory=dict)
+    dims: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # name -> (lower, upper)
+    input_dims: Mapping[str, tuple[str | None, ...]] = field(default_factory=dict)  # input -> dim per axis
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -150,6 +157,17 @@ class Graph:
         consts = {k: (v if not v.flags.writeable and v.flags.c_contiguous else readonly(v))
                   for k, v in self.constants.items()}
         object.__setattr__(self, "constants", MappingProxyType(consts))
+        object.__setattr__(self, "dims", MappingProxyType({k: (int(lo), int(hi)) for k, (lo, hi) in self.dims.items()}))
+        object.__setattr__(self, "input_dims", MappingProxyType({k: tuple(v) for k, v in self.input_dims.items()}))
+
+    @functools.cached_property
+    def extents(self) -> Mapping[str, tuple[Any, ...]]:
+        """The te extents of every tensor that has a run-time dim (graph/dims.py); {} without dims."""
+        if not self.dims:
+            return MappingProxyType({})
+        from tilegraph.graph.dims import propagate_extents
+
+        return MappingProxyType(propagate_extents(self))
 
     # ---- queries ---------------------------------------------------------------------------
     def type_of(self, tensor: str) -> TensorType:
@@ -217,12 +235,22 @@ class Graph:
         for name in self.outputs:
             if name not in defined:
                 raise GraphError(f"graph output {name!r} is never defined")
+        if self.dims or self.input_dims:
+            from tilegraph.graph.dims import check_input_dims
+
+            check_input_dims(self)
         return self
 
     # ---- printing and hashing -----------------------------------------------------------
     def __str__(self) -> str:
-        lines = [f"graph {self.name}("
-                 + ", ".join(f"{n}: {self.values[n]}" for n in self.inputs) + ") {"]
+        def typed(name: str) -> str:  # a run-time dim shown by name and range: float32[1, seq<=512]
+            t, axes = self.values[name], self.input_dims.get(name, ())
+            if not any(axes):
+                return str(t)
+            shown = [str(s) if d is None else f"{d}<={s}" for s, d in zip(t.shape, axes)]
+            return f"{t.dtype}[{', '.join(shown)}]"
+
+        lines = [f"graph {self.name}(" + ", ".join(f"{n}: {typed(n)}" for n in self.inputs) + ") {"]
         big = [n for n in self.constants if self.values[n].size > 1]
         if big:
             total = sum(self.values[n].nbytes for n in self.constants)

@@ -13,7 +13,7 @@ same model a lookup.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from tilegraph import driver, te
 from tilegraph.errors import GraphError, TilegraphError
 from tilegraph.graph.build_workers import build_workers
 from tilegraph.graph.builder import scalar_of
+from tilegraph.graph.dims import dims_argument
 from tilegraph.graph.ir import Graph, Node
 from tilegraph.graph.ops.registry import op_def, te_shape
 from tilegraph.schedule.schedule import Schedule
@@ -113,16 +114,24 @@ def kernel_spec(graph: Graph, node: Node) -> KernelSpec:
     # the graph's constants (weights) are the workload's: tuned as the model runs them, packed once
     constants = [i for i, name in enumerate(placeholders) if name in graph.constants]
     workload = Workload(list(placeholders.values()), list(outs), name=node.op, constants=constants)
-    return KernelSpec(node, workload, tuple(placeholders))
+    return KernelSpec(node, workload, with_dims_argument(tuple(placeholders), workload))
+
+
+def with_dims_argument(arguments: tuple[str, ...], workload: Workload) -> tuple[str, ...]:
+    """A kernel's step arguments: the graph tensors, then its dims input where it has one."""
+    return (*arguments, dims_argument(workload.dims)) if workload.dims else arguments
 
 
 def lower_node(graph: Graph, node: Node, env: dict[str, Any], prefix: str,
-               placeholders: dict[str, te.Tensor] | None = None) -> list[Any]:
+               placeholders: dict[str, te.Tensor] | None = None,
+               extents: Mapping[str, tuple[Any, ...]] | None = None) -> list[Any]:
     """`node` lowered to te: inputs from `env` (graph tensor -> te tensor), size-1 constants as
     literals where the op takes scalars, other tensors as new placeholders `<prefix><n>` (added
-    to `env` and to `placeholders`, which defaults to `env`)."""
+    to `env` and to `placeholders`, which defaults to `env`), over their run-time extents where
+    they have some (`extents`, default the graph's: graph/dims.py)."""
     op = op_def(node.op)
     placeholders = env if placeholders is None else placeholders
+    extents = graph.extents if extents is None else extents
     args: list[Any] = []
     for name in node.inputs:
         if not name:
@@ -136,7 +145,8 @@ def lower_node(graph: Graph, node: Node, env: dict[str, Any], prefix: str,
             args.append(scalar)
             continue
         t = graph.type_of(name)
-        placeholders[name] = env[name] = te.placeholder(te_shape(t.shape), t.dtype, name=f"{prefix}{len(placeholders)}")
+        shape = extents.get(name) or te_shape(t.shape)
+        placeholders[name] = env[name] = te.placeholder(shape, t.dtype, name=f"{prefix}{len(placeholders)}")
         args.append(env[name])
     while args and args[-1] is None:
         args.pop()

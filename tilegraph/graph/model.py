@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError, ResourceError
+from tilegraph.graph.dims import argument_dims, run_time_shape, solve_dims
 from tilegraph.graph.index_checks import IndexCheck, index_checks
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.plan import ALIGN, MemoryPlan
@@ -96,6 +97,10 @@ class CompiledModel:
         self._fresh: list[_FreshOutput] = []  # the outputs written into new arrays (_fresh_outputs)
         self._bound_threads: int | None = None
         self._lock = threading.Lock()
+        # the run-time dims (graph/dims.py): one int32 array per dims argument, filled every call
+        # (at the uppers until a call: a launch is bound once, its values checked at every call by solve_dims)
+        self._dims_arrays = {a: np.array([graph.dims[d][1] for d in argument_dims(a) or ()], np.int32)
+                             for step in self.steps for a in step.inputs if argument_dims(a) is not None}
         self._input_views = {name: self.tensor_view(name) for name in graph.inputs}
         self._input_checks, self._step_checks = self._index_checks()
 
@@ -152,12 +157,18 @@ class CompiledModel:
             raise GraphError(f"the model takes inputs {list(self.graph.inputs)}; "
                              + (f"unknown {unknown}" if unknown else "") + (" and " if unknown and missing else "")
                              + (f"missing {missing}" if missing else ""))
-        arrays = {name: self._checked(name, inputs[name]) for name in self.graph.inputs}
+        values = self._dims_values(inputs)
+        arrays = {name: self._checked(name, inputs[name], values) for name in self.graph.inputs}
         clock = time.perf_counter_ns
         with self._lock:
             self._bind()
+            for argument, array in self._dims_arrays.items():
+                array[:] = [values[d] for d in argument_dims(argument) or ()]
             for name, array in arrays.items():
-                np.copyto(self._input_views[name], array)
+                if values:  # rows past the run-time extents keep what they held: no kernel reads them
+                    np.copyto(self._input_views[name][_within(array.shape)], array)
+                else:
+                    np.copyto(self._input_views[name], array)
             fresh = {out.name: self._aim(out) for out in self._fresh}
             # a run of launches (one native call each, or one ctypes call each when timed or when
             # no runner serves), then the checks of the step that ends it
@@ -170,9 +181,27 @@ class CompiledModel:
                     run.run()
                     step_ns.append(clock() - began)
                 for check in self._step_checks.get(position, ()):
-                    check.check(self.tensor_view(check.tensor), "tensor")
-            return {name: fresh[name] if name in fresh else np.array(self.tensor_view(name), copy=True)
+                    check.check(self._valid(check.tensor, self.tensor_view(check.tensor), values), "tensor")
+            return {name: self._valid(name, fresh[name], values) if name in fresh
+                    else np.array(self._valid(name, self.tensor_view(name), values), copy=True)
                     for name in self.graph.outputs}
+
+    @property
+    def dims(self) -> dict[str, tuple[int, int]]:
+        """The run-time dims' ranges {name: (lower, upper)} (graph/dims.py); {} for static shapes."""
+        return dict(self.graph.dims)
+
+    def _dims_values(self, inputs: Mapping[str, Any]) -> dict[str, int]:
+        """The dims' values of a call, read from its inputs' shapes ({} without dims)."""
+        if not self.graph.dims:
+            return {}
+        return solve_dims(self.graph, {n: np.shape(inputs[n]) for n in self.graph.inputs})
+
+    def _valid(self, name: str, array: np.ndarray, values: Mapping[str, int]) -> np.ndarray:
+        """`array` (tensor `name` at its largest shape) cut to its run-time extents: a view."""
+        if not values or name not in self.graph.extents:
+            return array
+        return array[_within(run_time_shape(self.graph, name, values))]
 
     def summary(self) -> str:
         counts = self.graph.op_counts()
@@ -193,7 +222,10 @@ class CompiledModel:
 
     # ---- internals -------------------------------------------------------------------------
     def tensor_view(self, name: str, shape: Sequence[int] | None = None) -> np.ndarray:
-        """The array holding tensor `name` (a view into the arena or a constant), as `shape`."""
+        """The array holding tensor `name` (a view into the arena or a constant), as `shape`; a
+        dims argument's array (graph/dims.py)."""
+        if name in self._dims_arrays:
+            return self._dims_arrays[name]
         t = self.graph.type_of(name)
         shape = tuple(t.shape if shape is None else shape)
         if int(np.prod(shape, dtype=np.int64)) != t.size:
@@ -228,11 +260,13 @@ class CompiledModel:
             name = self.views[name]
         return name
 
-    def _checked(self, name: str, array: Any) -> np.ndarray:
+    def _checked(self, name: str, array: Any, values: Mapping[str, int] | None = None) -> np.ndarray:
+        """The input as an array of the model's dtype and shape (`values` given: solve_dims has
+        checked its shape against the dims' ranges); GraphError otherwise."""
         expected = self.graph.type_of(name)
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
-        if array.shape != expected.shape:
+        if not values and array.shape != expected.shape:
             raise GraphError(f"input {name!r} has shape {array.shape}, the model takes {expected}")
         if str(array.dtype) != expected.dtype:
             raise GraphError(f"input {name!r} has dtype {array.dtype}, the model takes {expected} "
@@ -316,6 +350,11 @@ class CompiledModel:
             runners.append((runner, last))
             first = last + 1
         return runners
+
+
+def _within(shape: Sequence[int]) -> tuple[slice, ...]:
+    """The index of the leading `shape` block of a larger array."""
+    return tuple(slice(0, n) for n in shape)
 
 
 def _require_memory(nbytes: int, what: str) -> None:

@@ -67,7 +67,7 @@ def plan_memory(steps: Sequence[tuple[Sequence[str], Sequence[str]]], graph: Gra
             birth.setdefault(root, position)
             death[root] = max(death.get(root, position), position)
         for name in reads:
-            if name in graph.constants:
+            if name in graph.constants or name not in roots:  # not a graph tensor: a kernel's dims argument
                 continue
             root = roots[name]
             death[root] = max(death.get(root, position), position)

@@ -19,6 +19,7 @@ from typing import Any
 
 MODELS = ("resnet50", "mobilenet_v2", "bert", "gpt2")
 SEQUENCE = 128
+SEQUENCE_MAX = 512  # the positions bert and gpt2 have embeddings for
 IMAGE = 224
 
 
@@ -98,25 +99,31 @@ def input_names(name: str) -> tuple[str, ...]:
 
 
 def export_onnx(name: str, path: str | os.PathLike, small: bool = False, exporter: str = "dynamo",
-                opset: int = 18) -> Path:
+                opset: int = 18, dynamic: bool = False) -> Path:
     """Write the model as ONNX with torch.onnx (`exporter` "dynamo", the default exporter, or
-    "legacy", the TorchScript one) and return the path."""
+    "legacy", the TorchScript one) and return the path. `dynamic`: the sequence length of bert and
+    gpt2 exported as the symbolic extent `seq` (dim_param; at most 512, what their positions hold)."""
     torch = _torch()
     if exporter not in ("dynamo", "legacy"):
         raise ValueError(f"exporter must be 'dynamo' or 'legacy', got {exporter!r}")
     module, inputs = torch_model(name, small)
+    if dynamic and name not in ("bert", "gpt2"):
+        raise ValueError(f"dynamic=True exports the sequence length of bert and gpt2, not of {name}")
     path = Path(path)
+    first = input_names(name)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if exporter == "dynamo":
+            shapes = {first: {1: torch.export.Dim("seq", min=2, max=SEQUENCE_MAX)}} if dynamic else None
             program = torch.onnx.export(module, inputs, dynamo=True, input_names=list(input_names(name)),
                                         output_names=["logits" if name != "bert" else "last_hidden_state"],
-                                        verbose=False)
+                                        verbose=False, dynamic_shapes=shapes)
             program.save(str(path))
         else:
             torch.onnx.export(module, inputs, str(path), dynamo=False, opset_version=opset,
                               input_names=list(input_names(name)),
-                              output_names=["logits" if name != "bert" else "last_hidden_state"])
+                              output_names=["logits" if name != "bert" else "last_hidden_state"],
+                              dynamic_axes={first: {1: "seq"}} if dynamic else None)
     return path
 
 

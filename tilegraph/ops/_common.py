@@ -72,9 +72,11 @@ def operator(op_name: str) -> Callable[[F], F]:
 
 # The ops that compute over their arguments' run-time extents (te/dims.py, Tensor.extents).
 DIMS_OPS = frozenset({"relu", "gelu", "sigmoid", "tanh", "exp", "add", "sub", "mul", "div", "maximum", "minimum",
-                      "matmul", "dense", "batch_matmul", "softmax", "layer_norm", "transpose", "reshape",
+                      "matmul", "dense", "batch_matmul", "matmul_nd", "softmax", "layer_norm", "transpose", "reshape",
                       "sum", "max", "min", "prod", "mean", "concat", "take", "sqrt", "erf", "log", "neg", "abs",
-                      "reciprocal", "gelu_tanh", "hard_sigmoid", "hard_swish"})
+                      "reciprocal", "gelu_tanh", "hard_sigmoid", "hard_swish", "broadcast_to", "clip", "isnan",
+                      "logical_not", "cast", "power", "equal", "less", "greater", "less_equal", "greater_equal",
+                      "logical_and", "logical_or", "where", "strided_slice"})
 
 
 def _refuse_run_time_dims(op_name: str, arguments: tuple[Any, ...]) -> None:

@@ -72,7 +72,14 @@ def strided_slice(x: Tensor, begin: Sequence[int], end: Sequence[int], strides: 
     if any(s == 0 for s in steps):
         raise ValueError("argument strides may not hold 0")
     firsts, counts = zip(*(slice_extent(n, b, e, s) for n, b, e, s in zip(x.shape, begin, end, steps)))
-    return stage(tuple(counts), lambda *i: x[tuple(f + v * s for f, v, s in zip(firsts, i, steps))], name=name)
+    extents = list(counts)
+    for axis, extent in enumerate(x.extents):  # a run-time extent (te/dims.py) is taken whole or not at all
+        if isinstance(extent, Expr):
+            if (firsts[axis], counts[axis], steps[axis]) != (0, x.shape[axis], 1):
+                raise ValueError(f"strided_slice takes an axis with a run-time extent whole: axis {axis} of x "
+                                 f"({extent}) sliced {begin[axis]}:{end[axis]}:{steps[axis]}")
+            extents[axis] = extent
+    return stage(tuple(extents), lambda *i: x[tuple(f + v * s for f, v, s in zip(firsts, i, steps))], name=name)
 
 
 def _index_value(index: Expr, extent: int) -> Expr:
@@ -120,12 +127,16 @@ def gather_elements(x: Tensor, indices: Tensor, axis: int = 0, name: str = "gath
 
 
 @operator("broadcast_to")
-def broadcast_to(x: Tensor, shape: Sequence[int], name: str = "broadcast_to") -> Tensor:
+def broadcast_to(x: Tensor, shape: Sequence[int | Expr], name: str = "broadcast_to") -> Tensor:
+    """numpy.broadcast_to; a run-time dim of `shape` (te/dims.py) is x's same dim, or stretches an extent 1."""
     check_tensor(x, "x")
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(s if isinstance(s, Expr) else int(s) for s in shape)
     lead = len(shape) - x.ndim
-    if lead < 0 or any(e not in (1, shape[lead + d]) for d, e in enumerate(x.shape)):
-        raise ValueError(f"argument x of shape {x.shape} does not broadcast to {shape}")
+    if lead < 0 or any(not (isinstance(e, int) and e == 1) and not (type(e) is type(shape[lead + d])
+                                                                    and e == shape[lead + d])
+                       for d, e in enumerate(x.extents)):
+        shown = [str(e) for e in x.extents]
+        raise ValueError(f"argument x of extents {shown} does not broadcast to {[str(s) for s in shape]}")
     return stage(shape, lambda *i: broadcast_read(x, i), name=name)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from tilegraph import te
 from tilegraph.ops._common import check_float, check_tensor, operator, stage
-from tilegraph.ops.elementwise import broadcast_read, broadcast_shape, float_unary
+from tilegraph.ops.elementwise import broadcast_extents, broadcast_read, float_unary
 from tilegraph.te.expr import Expr
 from tilegraph.te.tensor import Tensor
 
@@ -92,14 +92,14 @@ def clip(x: Tensor, lo: float | None = None, hi: float | None = None, name: str 
             v = te.min_(v, te.const(hi, x.dtype))
         return v
 
-    return stage(x.shape, body, name=name)
+    return stage(x.extents, body, name=name)
 
 
 @operator("isnan")
 def isnan(x: Tensor, name: str = "isnan") -> Tensor:
     check_tensor(x, "x")
     check_float(x, "x")
-    return stage(x.shape, lambda *i: x[i].ne(x[i]), name=name)
+    return stage(x.extents, lambda *i: x[i].ne(x[i]), name=name)
 
 
 @operator("logical_not")
@@ -107,24 +107,24 @@ def logical_not(x: Tensor, name: str = "logical_not") -> Tensor:
     check_tensor(x, "x")
     if x.dtype.name != "bool":
         raise TypeError(f"argument x must be bool, got {x.dtype}")
-    return stage(x.shape, lambda *i: te.logical_not(x[i]), name=name)
+    return stage(x.extents, lambda *i: te.logical_not(x[i]), name=name)
 
 
 @operator("cast")
 def cast(x: Tensor, dtype: str, name: str = "cast") -> Tensor:
     check_tensor(x, "x")
     if x.dtype.name == "bool":  # a bool converts to 0/1 in any type
-        return stage(x.shape, lambda *i: te.select(x[i], te.const(1, dtype), te.const(0, dtype)), name=name)
+        return stage(x.extents, lambda *i: te.select(x[i], te.const(1, dtype), te.const(0, dtype)), name=name)
     if dtype == "bool":
-        return stage(x.shape, lambda *i: x[i].ne(te.const(0, x.dtype)), name=name)
-    return stage(x.shape, lambda *i: te.cast(dtype, x[i]), name=name)
+        return stage(x.extents, lambda *i: x[i].ne(te.const(0, x.dtype)), name=name)
+    return stage(x.extents, lambda *i: te.cast(dtype, x[i]), name=name)
 
 
 def _broadcast(tensors: dict[str, Tensor]) -> tuple[int, ...]:
     shape: tuple[int, ...] = ()
     for arg, t in tensors.items():
         check_tensor(t, arg)
-        shape = broadcast_shape(shape, t.shape) if shape else t.shape
+        shape = broadcast_extents(shape, t.extents) if shape else t.extents
     return shape
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from tilegraph import te
 from tilegraph.dtype import as_dtype
 from tilegraph.ops._common import check_tensor, operator, same_dtype, same_extent, stage, widening
-from tilegraph.ops.elementwise import broadcast_shape
+from tilegraph.ops.elementwise import broadcast_extents
 from tilegraph.te.tensor import Tensor
 
 
@@ -87,12 +87,12 @@ def matmul_nd(a: Tensor, b: Tensor, name: str = "matmul_nd", accumulate: str | N
     check_tensor(b, "b")
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError(f"arguments a {a.shape} and b {b.shape} must have rank >= 2 (reshape vectors first)")
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on K ({a.shape[-1]} vs {b.shape[-2]})")
+    if not same_extent(a.extents[-1], b.extents[-2]):
+        raise ValueError(f"arguments a {a.shape} and b {b.shape} disagree on K ({a.extents[-1]} vs {b.extents[-2]})")
     widen = widening(accumulate, {"a": a, "b": b})
-    batch = broadcast_shape(a.shape[:-2], b.shape[:-2]) if a.ndim > 2 and b.ndim > 2 else (
-        a.shape[:-2] if a.ndim > 2 else b.shape[:-2])
-    r = te.reduce_axis(a.shape[-1], "k")
+    batch = broadcast_extents(a.extents[:-2], b.extents[:-2]) if a.ndim > 2 and b.ndim > 2 else (
+        a.extents[:-2] if a.ndim > 2 else b.extents[:-2])
+    r = te.reduce_axis(a.extents[-1], "k")
 
     def batch_index(t: Tensor, idx: tuple) -> tuple:  # noqa: ANN001
         lead = len(batch) - (t.ndim - 2)
@@ -103,4 +103,4 @@ def matmul_nd(a: Tensor, b: Tensor, name: str = "matmul_nd", accumulate: str | N
         bi = tuple(bi)
         return te.sum(widen(a[(*batch_index(a, bi), i, r)]) * widen(b[(*batch_index(b, bi), r, j)]), axis=r)
 
-    return stage((*batch, a.shape[-2], b.shape[-1]), product, name=name)
+    return stage((*batch, a.extents[-2], b.extents[-1]), product, name=name)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tilegraph.errors import GraphError, ModelFileError, RunTimeValueError, UnsupportedOpError
+from tilegraph.graph.dims import check_dims
 from tilegraph.graph.frontends import (  # noqa: F401 (register their converters)
     onnx_attention,
     onnx_control_ops,
@@ -227,10 +228,15 @@ def _check_input_shapes(proto: Any, shapes: Mapping[str, Sequence[int]], source:
             raise GraphError(f"{source}: input_shapes[{name!r}] = {shape!r}: expected non-negative integers")
 
 
-def _input_type(value_info: Any, shapes: Mapping[str, Sequence[int]]) -> TensorType:
+def _input_type(value_info: Any, shapes: Mapping[str, Sequence[int]],
+                dims: Mapping[str, tuple[int, int]] | None = None,
+                axes: list[str | None] | None = None) -> TensorType:
+    """The input's type; a symbolic extent named in `dims` at its upper bound (its name appended
+    to `axes`, None for every static axis)."""
     tensor = value_info.type.tensor_type
     name = value_info.name
     dtype = dtype_of(tensor.elem_type, f"graph input {name!r}")
+    dims = dims or {}
     if name in shapes:
         given = tuple(int(s) for s in shapes[name])
         declared = list(tensor.shape.dim)
@@ -239,26 +245,48 @@ def _input_type(value_info: Any, shapes: Mapping[str, Sequence[int]]) -> TensorT
             shown = [d.dim_value if d.HasField("dim_value") else d.dim_param or "?" for d in declared]
             raise GraphError(f"input_shapes[{name!r}] = {list(given)} does not fit the declared shape {shown}")
         return TensorType(given, dtype)
-    dims = []
+    extents = []
     for d in tensor.shape.dim:
+        if not d.HasField("dim_value") and d.dim_param in dims:
+            extents.append(dims[d.dim_param][1])
+            if axes is not None:
+                axes.append(d.dim_param)
+            continue
         if not d.HasField("dim_value"):
-            raise GraphError(f"graph input {name!r} has a symbolic extent {d.dim_param!r}; pass "
-                             f"input_shapes={{{name!r}: (...)}} to tg.compile, or --input-shape {name}=D0,D1,... "
-                             "(tilegraph compiles static shapes)")
-        dims.append(d.dim_value)
-    return TensorType(tuple(dims), dtype)
+            raise GraphError(f"graph input {name!r} has a symbolic extent {d.dim_param!r}; give its range with "
+                             f"dims={{{d.dim_param!r}: (1, N)}} (--dim {d.dim_param}=1:N), or fix it with "
+                             f"input_shapes={{{name!r}: (...)}} (--input-shape {name}=D0,D1,...)")
+        extents.append(d.dim_value)
+        if axes is not None:
+            axes.append(None)
+    return TensorType(tuple(extents), dtype)
 
 
 def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
-              name: str | None = None) -> Graph:
+              name: str | None = None, dims: Mapping[str, Any] | None = None) -> Graph:
     """The Graph of an ONNX model: inputs in model order, outputs in model order, weights as
-    constants (no copies beyond what onnx's parser makes), constant subgraphs folded."""
+    constants (no copies beyond what onnx's parser makes), constant subgraphs folded.
+
+    `dims` ({dim_param: (lower, upper)}) keeps those symbolic extents run-time dims (graph/dims.py):
+    the graph is read at every dim's upper bound, and checked to compute the same way at other
+    values (check_dims_independent)."""
     proto = load_model(model)
     source = str(model) if not hasattr(model, "graph") else (proto.graph.name or "model")
+    ranges = check_dims(dims or {}, source)
     opset = check_opset(proto, source)
     if opset < NATIVE_OPSET:
         proto, opset = _upgraded(proto, opset, source), NATIVE_OPSET
     _check_input_shapes(proto, input_shapes or {}, source)
+    graph = _read(proto, input_shapes, name, ranges, source, opset)
+    if ranges:
+        from tilegraph.graph.frontends.onnx_dims import check_dims_independent
+
+        graph = check_dims_independent(graph, lambda r: _read(proto, input_shapes, name, r, source, opset), source)
+    return graph
+
+
+def _read(proto: Any, input_shapes: Any, name: str | None, ranges: dict[str, tuple[int, int]], source: str,
+          opset: int) -> Graph:
     from onnx import numpy_helper
 
     e = Emitter(name or proto.graph.name or "model")
@@ -270,9 +298,13 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
         except Exception as err:  # a wrong-size or malformed initializer: name it
             raise GraphError(f"{source}: initializer {tensor.name!r} is malformed: {str(err).splitlines()[0]}") from None
         env[tensor.name] = e.constant(_graph_array(array, f"{source}: initializer {tensor.name!r}"), tensor.name)
+    input_dims: dict[str, tuple[str | None, ...]] = {}
     for value_info in proto.graph.input:
         if value_info.name not in initializers:
-            env[value_info.name] = e.input(value_info.name, _input_type(value_info, input_shapes or {}))
+            axes: list[str | None] = []
+            env[value_info.name] = e.input(value_info.name, _input_type(value_info, input_shapes or {}, ranges, axes))
+            if any(axes):
+                input_dims[env[value_info.name]] = tuple(axes)
     _check_single_definitions(proto, source)
     e.subgraph = lambda graph, where, ins=(): _convert_subgraph(e, graph, env, proto, opset, f"{source}: {where}", ins)
     unsupported = _convert_nodes(e, proto.graph.node, env, proto, opset, source)
@@ -283,7 +315,16 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
         if value_info.name not in env:
             raise GraphError(f"{source}: graph output {value_info.name!r} is never computed")
         outputs.append(_output_named(e, env[value_info.name], value_info.name))
-    return e.build(outputs).verify()
+    graph = e.build(outputs)
+    if ranges:
+        unknown = sorted(set(ranges) - {d for axes in input_dims.values() for d in axes if d})
+        if unknown:
+            names = sorted({d.dim_param for v in proto.graph.input for d in v.type.tensor_type.shape.dim
+                            if d.dim_param})
+            raise GraphError(f"{source}: dims names {unknown}, which no graph input has as a symbolic extent "
+                             f"(its inputs' dim_params: {', '.join(names) or 'none'})")
+        graph = graph.replace(dims=ranges, input_dims=input_dims)
+    return graph.verify()
 
 
 def _convert_nodes(e: Emitter, nodes: Any, env: dict[str, str], proto: Any, opset: int,

@@ -21,10 +21,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tilegraph.errors import TilegraphError
+from tilegraph.errors import ScheduleError, TilegraphError
+from tilegraph.graph.dims import argument_dims
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph
-from tilegraph.graph.kernels import KernelSpec, best_schedule, best_schedules, kernel_spec, lower_node
+from tilegraph.graph.kernels import (
+    KernelSpec,
+    best_schedule,
+    best_schedules,
+    kernel_spec,
+    lower_node,
+    with_dims_argument,
+)
 from tilegraph.graph.ops.registry import op_def, te_shape
 from tilegraph.loop.edit import replace_buffer
 from tilegraph.loop.ir import Buffer, Func
@@ -119,7 +127,12 @@ class FusedSpec:
         if target is not None:
             self._materialize_tile_operands(sch, target, buffers)
         func = sch.func
+        if self.workload.dims != self.anchor.workload.dims:  # the anchor reads its own dims input's order
+            raise ScheduleError(f"fused kernel of {', '.join(self.group.nodes)}: its run-time dims "
+                                f"{[d.name for d in self.workload.dims]} are not its anchor's")
         for param, tensor_name in zip(func.params[:n_in], self.anchor.arguments):
+            if argument_dims(tensor_name) is not None:
+                continue  # the dims input: the fused kernel's own, the same buffer name
             source = self.env[tensor_name]
 
             def value(idx: Index, source: Tensor = source) -> Expr:
@@ -140,7 +153,10 @@ class FusedSpec:
                         func.allocs, func.attrs)
         else:
             func = fuse_epilogue(func, out_param, out_buffer, self.output_index, epilogue)
-        inputs = [buffers[id(self.placeholders[name])] for name in self.arguments]
+        inputs = [buffers[id(self.placeholders[name])] for name in self.arguments if argument_dims(name) is None]
+        if self.workload.dims_input is not None:
+            t = self.workload.dims_input
+            inputs.append(Buffer(t.name, t.shape, t.dtype))
         return with_params(func, inputs, [out_buffer])
 
     def _materialize_tile_operands(self, sch: Schedule, target: Target, buffers: dict[int, Buffer]) -> None:
@@ -159,7 +175,7 @@ class FusedSpec:
         n_in = len(self.anchor.workload.inputs)
         anchor = anchor_tensor(self.anchor.workload).name
         worked = [param.name for param, name in zip(sch.func.params[:n_in], self.anchor.arguments)
-                  if not _plain_read(self.env[name], param.shape, buffers)]
+                  if argument_dims(name) is None and not _plain_read(self.env[name], param.shape, buffers)]
         if not worked or anchor not in sch.block_names():
             return
         direct = [name for name in worked if block_reads(get_block(sch.func, anchor), name)]
@@ -200,8 +216,8 @@ def fused_spec(graph: Graph, group: Group) -> FusedSpec:
         env.update(zip(node.outputs, outs))
     final = env[group.output]
     (renamed,) = with_unique_names([final], names={id(final): "fy"})
-    arguments = tuple(placeholders)
-    workload = Workload([placeholders[n] for n in arguments], [renamed], name="fused_" + nodes[group.nodes[-1]].op)
+    workload = Workload([placeholders[n] for n in placeholders], [renamed], name="fused_" + nodes[group.nodes[-1]].op)
+    arguments = with_dims_argument(tuple(placeholders), workload)
     anchor = kernel_spec(graph, nodes[group.anchor]) if group.anchor is not None else None
     index = _output_index(graph, group, nodes)
     return FusedSpec(group, workload, arguments, anchor, env, placeholders, index)

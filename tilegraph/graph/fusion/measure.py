@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tilegraph.errors import DatabaseError
+from tilegraph.graph.dims import argument_dims
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.ops.registry import reference_outputs
 from tilegraph.target import Target
@@ -125,9 +126,11 @@ def fits_in_memory(workload: Any) -> bool:
 
 def check_inputs(workload: Any, seed: int) -> list[np.ndarray]:
     """Random floats (positive where the workload takes a log or a root of an input), booleans at
-    random, integers zero."""
+    random, integers zero; the run-time dims at their upper bounds (where the kernel computes what
+    the graph's nodes do on its shapes)."""
     arrays = random_inputs(workload, seed)
-    return [np.zeros_like(a) if a.dtype.kind in "iu" else a for a in arrays]
+    dims = workload.dims_input
+    return [a if t is dims else np.zeros_like(a) if a.dtype.kind in "iu" else a for t, a in zip(workload.inputs, arrays)]
 
 
 def with_constants(graph: Graph, spec: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -143,7 +146,8 @@ def group_reference(graph: Graph, spec: Any, inputs: list[np.ndarray]) -> list[n
     arguments bound to `inputs` (in the workload's shapes, as the kernel sees them)."""
     env: dict[str, Any] = {}
     for name, array in zip(spec.arguments, inputs):
-        env[name] = array.reshape(graph.type_of(name).shape)
+        if argument_dims(name) is None:  # the dims input holds every dim's upper bound: the graph's shapes
+            env[name] = array.reshape(graph.type_of(name).shape)
     nodes = {n.name: n for n in graph.nodes}
     for name in spec.nodes:
         node = nodes[name]

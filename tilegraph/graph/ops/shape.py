@@ -19,6 +19,7 @@ import numpy as np
 
 from tilegraph import ops
 from tilegraph.errors import GraphError
+from tilegraph.graph.dims import run_time_target
 from tilegraph.graph.index_checks import check_indices
 from tilegraph.graph.ir import Node, TensorType
 from tilegraph.graph.ops.registry import OpDef, normalize_axis, register, same
@@ -39,7 +40,7 @@ class Reshape(OpDef):
         return [xs[0].reshape(node.attr("shape"))]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
-        return [ops.reshape(args[0], tuple(node.attr("shape")) or (1,))]
+        return [ops.reshape(args[0], run_time_target(node, args[0], tuple(node.attr("shape")) or (1,)))]
 
 
 @register("bitcast", view=True, fusable=False)
@@ -173,7 +174,7 @@ class Expand(OpDef):
         return [np.broadcast_to(xs[0], node.attr("shape"))]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
-        return [ops.broadcast_to(args[0], node.attr("shape"))]
+        return [ops.broadcast_to(args[0], run_time_target(node, args[0], node.attr("shape")))]
 
 
 @register("pad")

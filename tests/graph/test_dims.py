@@ -1,0 +1,132 @@
+"""Run-time dims of whole models (graph/dims.py): one compiled ONNX model for a range of sequence
+lengths, checked against ONNX Runtime at lengths across the range (1 and the upper bound
+included), with no recompilation; and every way the dims can be given wrong."""
+
+import numpy as np
+import pytest
+
+import tilegraph as tg
+from tilegraph import driver
+from tilegraph.errors import GraphError
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+RNG = np.random.default_rng(32)
+UPPER = 24
+
+
+def _const(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def _attention_model(last_token=False):
+    """x: float[1, seq, 8] -> positions added (Range over Shape), a projection, reshape to two
+    heads through a Shape/Gather/Concat chain, attention over the sequence (softmax over keys),
+    and the mean over the sequence: every place a static upper bound would give wrong numbers."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["n"], axis=0),
+        helper.make_node("Range", ["zero", "n", "step"], ["positions"]),
+        helper.make_node("Gather", ["pos_table", "positions"], ["pos"], axis=0),
+        helper.make_node("Add", ["x", "pos"], ["xp"]),
+        helper.make_node("MatMul", ["xp", "w"], ["y"]),
+        helper.make_node("Unsqueeze", ["n", "axis0"], ["n1"]),
+        helper.make_node("Concat", ["batch", "n1", "heads"], ["target"], axis=0),
+        helper.make_node("Reshape", ["y", "target"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["q"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "q"], ["attended"]),
+        helper.make_node("ReduceMean", ["attended", "axis2"], ["pooled"], keepdims=1),
+    ]
+    outputs = ["attended", "pooled"]
+    if last_token:  # a slice starting at seq - 1: its start depends on the dim
+        nodes += [helper.make_node("Sub", ["n1", "one1"], ["start"]),
+                  helper.make_node("Slice", ["x", "start", "n1", "one1"], ["last"])]
+        outputs.append("last")
+    inits = [_const("one", np.int64(1)), _const("zero", np.int64(0)), _const("step", np.int64(1)),
+             _const("pos_table", RNG.standard_normal((64, 8)).astype(np.float32)),
+             _const("w", RNG.standard_normal((8, 8)).astype(np.float32)),
+             _const("axis0", np.array([0], np.int64)), _const("axis2", np.array([2], np.int64)),
+             _const("batch", np.array([1], np.int64)), _const("heads", np.array([2, 4], np.int64)),
+             _const("one1", np.array([1], np.int64))]
+    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", F, [1, "seq", 8])],
+                              [helper.make_tensor_value_info(o, F, None) for o in outputs], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.fixture(scope="module")
+def attention():
+    model = _attention_model()
+    return model, tg.compile(model, dims={"seq": (1, UPPER)})
+
+
+@pytest.mark.parametrize("length", [1, 2, 7, 16, UPPER - 1, UPPER])
+def test_one_model_matches_onnxruntime_at_every_length(attention, length):
+    model, compiled = attention
+    x = RNG.standard_normal((1, length, 8)).astype(np.float32)
+    expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    got = compiled(x)
+    for e, g in zip(expected, got):
+        assert g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+def test_lengths_in_any_order_never_recompile(attention, monkeypatch):
+    model, compiled = attention
+    builds = []
+    monkeypatch.setattr(driver, "build", lambda *a, **k: builds.append(a) or pytest.fail("recompiled"))
+    session = ort.InferenceSession(model.SerializeToString())
+    for length in (UPPER, 3, 1, 11, 3, UPPER):
+        x = RNG.standard_normal((1, length, 8)).astype(np.float32)
+        np.testing.assert_allclose(compiled(x)[1], session.run(None, {"x": x})[1], rtol=1e-4, atol=1e-5)
+    assert builds == []
+    assert compiled.dims == {"seq": (1, UPPER)}
+
+
+def test_inputs_outside_the_range_or_off_the_static_shape_are_refused(attention):
+    _, compiled = attention
+    with pytest.raises(GraphError, match=r"dim seq = 25, outside its range \[1, 24\]"):
+        compiled(np.zeros((1, UPPER + 1, 8), np.float32))
+    with pytest.raises(GraphError, match="the model takes float32\\[1, seq, 8\\]"):
+        compiled(np.zeros((1, 4, 9), np.float32))
+    with pytest.raises(GraphError, match="dtype"):
+        compiled(np.zeros((1, 4, 8), np.float64))
+
+
+def test_a_dim_without_a_range_is_named():
+    with pytest.raises(GraphError, match=r"symbolic extent 'seq'.*dims=\{'seq'"):
+        tg.compile(_attention_model())
+
+
+def test_dims_naming_no_symbolic_extent_are_refused():
+    with pytest.raises(GraphError, match=r"dims names \['batch'\].*dim_params: seq"):
+        tg.compile(_attention_model(), dims={"seq": (1, 8), "batch": (1, 4)})
+    with pytest.raises(GraphError, match="1 <= lower <= upper"):
+        tg.compile(_attention_model(), dims={"seq": (0, 8)})
+
+
+def test_a_computation_that_depends_on_the_dim_otherwise_is_refused_not_guessed():
+    # the slice starts at seq - 1: read at the upper bound it would take row 23 at every length
+    with pytest.raises(GraphError, match="depend"):
+        tg.compile(_attention_model(last_token=True), dims={"seq": (1, UPPER)})
+
+
+def test_a_graph_built_by_hand_takes_dims_too():
+    from tilegraph.graph.builder import GraphBuilder
+    from tilegraph.graph.ir import TensorType
+
+    b = GraphBuilder("rows")
+    x = b.input("x", TensorType((6, 5), "float32"))
+    y = b.add("softmax", [x], {"axis": 0})  # over the run-time axis: rows past it must not count
+    g = b.build([y]).replace(dims={"rows": (1, 6)}, input_dims={"x": ("rows", None)}).verify()
+    compiled = tg.compile(g)
+    x3 = RNG.standard_normal((3, 5)).astype(np.float32)
+    e = np.exp(x3 - x3.max(axis=0))
+    np.testing.assert_allclose(compiled(x3)[0], e / e.sum(axis=0), rtol=1e-5)
+    with pytest.raises(GraphError, match="not an extent of any graph input"):
+        g.replace(dims={"rows": (1, 6), "cols": (1, 5)}).verify()
