@@ -103,7 +103,8 @@ def _plan(graph: Graph, steps: Sequence[Step], index: int, kernel: Any) -> tuple
 def _build(kernel: Kernel, position: int, split: PackSplit, target: Target) -> tuple[Kernel, Kernel] | None:
     """(packing kernel, compute kernel), or None where either fails to build."""
     try:
-        return prepacked_kernels(kernel.inputs, kernel.outputs, position, split, target)
+        return prepacked_kernels(kernel.inputs, kernel.outputs, position, split, target,
+                                 getattr(kernel, "dims", ()), getattr(kernel, "dims_limit", None))
     except Exception as err:  # an optimisation: the kernel keeps its packing
         log.warning("prepacking %s: %s: %s", kernel.entry, type(err).__name__, err)
         return None

@@ -82,6 +82,22 @@ def workload_to_func(workload: Workload) -> Func:
     return Func(_func_name(workload), params, seq(*nests), allocs, attrs)
 
 
+def param_dim_extents(workload: Workload) -> tuple[tuple[str, tuple[Expr | None, ...]], ...]:
+    """DIM_EXTENTS_ATTR's entries for the workload's inputs and outputs: what a kernel built
+    otherwise than from this workload's own nest (a fused kernel: graph/fusion/compose.py) states
+    about its parameters."""
+    dims_input = workload.dims_input
+    if dims_input is None:
+        return ()
+    limits = workload.tuning_dims
+    buffer = Buffer(dims_input.name, dims_input.shape, dims_input.dtype)
+    dim_values: dict[Dim, Expr] = {
+        d: max_(min_(BufferLoad(buffer, (Const(i),)), Const(limits[d.name])), Const(d.lower))
+        for i, d in enumerate(workload.dims)}
+    return tuple((t.name, tuple(None if b is None else _dim_expr(b, dim_values) for b in t.bounds))
+                 for t in (*workload.inputs, *workload.outputs) if t.bounds)
+
+
 def _dim_expr(e: Expr, dim_values: dict[Dim, Expr]) -> Expr:
     return rewrite(e, lambda x: dim_values.get(x) if isinstance(x, Dim) else None)
 

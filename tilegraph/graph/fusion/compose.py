@@ -18,7 +18,7 @@ variant. A group without an anchor (an injective chain) is its te composition, d
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from tilegraph.errors import ScheduleError, TilegraphError
@@ -35,6 +35,7 @@ from tilegraph.graph.kernels import (
 )
 from tilegraph.graph.ops.registry import op_def, te_shape
 from tilegraph.loop.edit import replace_buffer
+from tilegraph.loop.from_te import DIM_EXTENTS_ATTR, param_dim_extents
 from tilegraph.loop.ir import Buffer, Func
 from tilegraph.runtime.backends import backend_for
 from tilegraph.schedule.fusion.epilogue import fuse_epilogue
@@ -157,6 +158,11 @@ class FusedSpec:
         if self.workload.dims_input is not None:
             t = self.workload.dims_input
             inputs.append(Buffer(t.name, t.shape, t.dtype))
+            # the fused kernel's parameters' run-time extents (the anchor's name its own tensors):
+            # a store into the fused output past them is one lowering may skip (skip_past_dims)
+            attrs = dict(func.attrs)
+            attrs[DIM_EXTENTS_ATTR] = (*attrs.get(DIM_EXTENTS_ATTR, ()), *param_dim_extents(self.workload))
+            func = replace(func, attrs=tuple(attrs.items()))
         return with_params(func, inputs, [out_buffer])
 
     def _materialize_tile_operands(self, sch: Schedule, target: Target, buffers: dict[int, Buffer]) -> None:
