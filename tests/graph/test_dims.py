@@ -2,6 +2,8 @@
 lengths, checked against ONNX Runtime at lengths across the range (1 and the upper bound
 included), with no recompilation; and every way the dims can be given wrong."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -130,3 +132,35 @@ def test_a_graph_built_by_hand_takes_dims_too():
     np.testing.assert_allclose(compiled(x3)[0], e / e.sum(axis=0), rtol=1e-5)
     with pytest.raises(GraphError, match="not an extent of any graph input"):
         g.replace(dims={"rows": (1, 6), "cols": (1, 5)}).verify()
+
+
+def test_saved_and_loaded_it_keeps_its_dims(attention, tmp_path):
+    from tilegraph.graph.serialize import load_model
+
+    model, compiled = attention
+    compiled.save(tmp_path / "m.tg")
+    loaded = load_model(tmp_path / "m.tg")
+    assert loaded.dims == {"seq": (1, UPPER)}
+    session = ort.InferenceSession(model.SerializeToString())
+    for length in (1, 9, UPPER):
+        x = RNG.standard_normal((1, length, 8)).astype(np.float32)
+        for e, g in zip(session.run(None, {"x": x}), loaded(x)):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+def test_the_cli_compiles_and_runs_with_a_dim(tmp_path, capsys):
+    from tilegraph.cli.main import main
+
+    path = tmp_path / "attention.onnx"
+    onnx.save(_attention_model(), path)
+    assert main(["compile", str(path), "--dim", "seq=1:24", "-o", str(tmp_path / "a.tg"), "--db",
+                 str(tmp_path / "t.db"), "--json"]) == 0
+    capsys.readouterr()
+    np.save(tmp_path / "x.npy", RNG.standard_normal((1, 5, 8)).astype(np.float32))
+    assert main(["run", str(tmp_path / "a.tg"), "--input", f"x={tmp_path / 'x.npy'}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outputs"] == {"attended": [1, 2, 5, 4], "pooled": [1, 2, 1, 4]}
+    assert main(["compile", str(path), "--dim", "seq=0:4"]) == 2
+    assert "--dim 'seq=0:4'" in capsys.readouterr().err
+    np.save(tmp_path / "x.npy", RNG.standard_normal((1, 30, 8)).astype(np.float32))
+    assert main(["run", str(tmp_path / "a.tg"), "--input", f"x={tmp_path / 'x.npy'}"]) == 2
+    assert "outside its range [1, 24]" in capsys.readouterr().err

@@ -1,10 +1,13 @@
 """`tilegraph compile` and `tilegraph run`: whole models from the command line.
 
     tilegraph compile MODEL.onnx [-o DIR] [--time S] [--trials N] [--threads N] [--db PATH] [--json]
-                      [--input-shape NAME=D0,D1,...] [--value NAME=V0,V1,...]
+                      [--input-shape NAME=D0,D1,...] [--value NAME=V0,V1,...] [--dim NAME=LO:HI]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
                   [--target cpu|opencl|cuda] [--value NAME=V0,V1,...]
     tilegraph compile|run MODEL --precision bf16|int8 [--accuracy 1e-2 | --no-accuracy-check]
+
+A symbolic extent (an ONNX dim_param) is fixed with `--input-shape`, or kept a run-time dim with
+`--dim seq=1:512`: one compiled model then takes every length in the range (graph/dims.py).
 
 An input that decides shapes (a reduction's axes, a Reshape's shape given as a graph input) is
 bound with `--value NAME=V0,V1,...` (a model compiles to static shapes); without it the command
@@ -49,6 +52,9 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp.add_argument("-o", "--output", default=None, help="where to save the compiled model (default MODEL.tg)")
     comp.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="fix a symbolic input extent of an ONNX model (repeatable)")
+    comp.add_argument("--dim", action="append", default=[], metavar="NAME=LO:HI",
+                      help="keep the symbolic extent NAME (an ONNX dim_param) a run-time dim in [LO, HI]: one "
+                           "compiled model for every value (repeatable)")
     comp.add_argument("--value", action="append", default=[], metavar="NAME=V0,V1,...",
                       help="bind an input that decides shapes (a reduction's axes, a Reshape's shape) to these "
                            "values (repeatable)")
@@ -82,6 +88,8 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input array")
     run.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                      help="fix a symbolic input extent of an ONNX model (repeatable)")
+    run.add_argument("--dim", action="append", default=[], metavar="NAME=LO:HI",
+                     help="keep the symbolic extent NAME a run-time dim in [LO, HI] (repeatable)")
     run.add_argument("--value", action="append", default=[], metavar="NAME=V0,V1,...",
                      help="bind an input that decides shapes to these values (repeatable)")
     run.add_argument("--output", default=None, help="a folder to write each output to as NAME.npy")
@@ -190,7 +198,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                               trials=args.trials, num_threads=args.threads, tune_progress=show,
                               input_shapes=input_shapes(args.input_shape), values=input_values(args.value),
                               progress=steps, precision=args.precision, accuracy=args.accuracy,
-                              accuracy_check=not args.no_accuracy_check, cluster=args.cluster)
+                              accuracy_check=not args.no_accuracy_check, cluster=args.cluster,
+                              dims=dims_option(args.dim))
     _require_static(model, args.model)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
@@ -262,6 +271,24 @@ def input_shapes(given: list[str]) -> dict[str, tuple[int, ...]] | None:
             raise ValueError(f"--input-shape {name!r} is given twice")
         shapes[name] = shape
     return shapes or None
+
+
+def dims_option(given: list[str]) -> dict[str, tuple[int, int]] | None:
+    """--dim NAME=LO:HI (or NAME=HI, from 1) options as compile_model's dims."""
+    dims: dict[str, tuple[int, int]] = {}
+    for item in given:
+        name, _, text = item.partition("=")
+        low, _, high = text.rpartition(":")
+        try:
+            bounds = (int(low) if low else 1, int(high))
+        except ValueError:
+            bounds = (0, 0)
+        if not name.isidentifier() or not 1 <= bounds[0] <= bounds[1]:
+            raise ValueError(f"--dim {item!r}: expected NAME=LO:HI with 1 <= LO <= HI (a dim_param of the model)")
+        if name in dims:
+            raise ValueError(f"--dim {name!r} is given twice")
+        dims[name] = bounds
+    return dims or None
 
 
 def input_values(given: list[str]) -> dict[str, list[float]] | None:
@@ -351,6 +378,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                          "pass the ONNX file or the reference model name instead")
     if kind == "saved" and args.input_shape:
         raise ValueError("--input-shape: a saved model's shapes are fixed; pass the ONNX file instead")
+    if kind == "saved" and args.dim:
+        raise ValueError("--dim: a saved model's dims were fixed when it was compiled; pass the ONNX file instead")
     if kind == "saved" and args.value:
         raise ValueError("--value: a saved model's values are bound already; pass the ONNX file instead")
     if kind == "saved" and (args.precision != "fp32" or args.accuracy is not None or args.no_accuracy_check):
@@ -366,7 +395,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   construct=not args.no_construct, prepack=not args.no_prepack,
                                   orchestration=args.orchestration, input_shapes=input_shapes(args.input_shape),
                                   values=input_values(args.value), progress=steps, precision=args.precision,
-                                  accuracy=args.accuracy, accuracy_check=not args.no_accuracy_check)
+                                  accuracy=args.accuracy, accuracy_check=not args.no_accuracy_check,
+                                  dims=dims_option(args.dim))
     _require_static(model, args.model)
     # peers run on the host's cores, also when the model runs on a device
     thread_count = args.threads or model.target.num_cores or threads.configured_num_threads() or Target().num_cores

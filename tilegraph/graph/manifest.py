@@ -18,7 +18,7 @@ from typing import Any
 from tilegraph.errors import ModelFileError
 
 DATA_FOLDER = re.compile(r"data-[0-9a-f]{12}")
-LIBRARY = re.compile(r"kernels/k[0-9]{1,6}\.so")
+LIBRARY = re.compile(r"kernels/k[0-9]{1,6}(_b[0-9]{1,3})?\.so")
 SOURCE = re.compile(r"kernels/k[0-9]{1,6}\.(cl|cu)")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 ENTRY = re.compile(r"tg_[A-Za-z0-9_]{1,200}")
@@ -97,6 +97,28 @@ def _object(fields: dict[str, Check], optional: dict[str, Check] | None = None) 
 _text = _is(str, "a string")
 _texts = _list_of(_text)
 _buffer = _object({"name": _text, "shape": _shape, "dtype": _text})
+
+
+def _dim_entry(value: Any, where: str) -> None:
+    if (not isinstance(value, list) or len(value) != 3 or not isinstance(value[0], str)
+            or any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in value[1:])):
+        _fail(where, "expected a [name, lower, upper] dim")
+
+
+def _range(value: Any, where: str) -> None:
+    if not isinstance(value, list) or len(value) != 2:
+        _fail(where, "expected a [lower, upper] range")
+    for i, v in enumerate(value):
+        _natural(v, f"{where}[{i}]")
+
+
+def _axis_dims(value: Any, where: str) -> None:
+    if not isinstance(value, list) or any(v is not None and not isinstance(v, str) for v in value):
+        _fail(where, "expected a list of dim names or nulls, one per axis")
+
+
+_DIMS_FIELDS = {"dims": _list_of(_dim_entry), "dims_limit": _dict_of(_natural)}
+_GRAPH_DIMS = {"dims": _dict_of(_range), "input_dims": _dict_of(_axis_dims)}
 _MANIFEST = _object({
     "format": _text, "format_version": _is(int, "an integer"), "tilegraph_version": _text, "target": _text,
     "target_fingerprint": _text, "data": _matching(DATA_FOLDER, "a folder named data-<12 hex digits>"),
@@ -107,8 +129,20 @@ _MANIFEST = _object({
         "constants": _dict_of(_natural),
         "nodes": _list_of(_object({"op": _text, "inputs": _texts, "outputs": _texts, "name": _text,
                                    "attrs": _list_of(_is(list, "a [name, value] pair"))})),
-    }),
-    "kernels": _list_of(_object({
+    }, _GRAPH_DIMS),
+    "kernels": _list_of(_is(dict, "a kernel object")),  # plain or bucketed: _kernel
+    "steps": _list_of(_object({"kernel": _natural, "node": _text, "inputs": _texts, "outputs": _texts},
+                              {"nodes": _texts})),
+    "views": _dict_of(_text),
+    "plan": _object({"offsets": _dict_of(_natural), "arena_bytes": _natural, "lower_bound_bytes": _natural}),
+}, {"rewrites": _texts, "precision": _matching(re.compile(r"fp32|bf16|int8"), "fp32, bf16 or int8")})
+_CPU_KERNEL = _object({"sha256": _matching(SHA256, "64 hex digits"),
+                       "entry": _matching(ENTRY, "a kernel entry point tg_<name>"),
+                       "inputs": _list_of(_buffer), "outputs": _list_of(_buffer),
+                       "library": _matching(LIBRARY, "kernels/k<n>.so")}, _DIMS_FIELDS)
+_BUCKETED = _object({"key": _text, "tuned": _is(bool, "true or false"), "bucket_dim": _text,
+                     "ranges": _list_of(_range), "dims": _list_of(_dim_entry), "buckets": _list_of(_CPU_KERNEL)})
+_KERNEL = _object({
         "sha256": _matching(SHA256, "64 hex digits"),
         "entry": _matching(ENTRY, "a kernel entry point tg_<name>"), "key": _text, "tuned": _is(bool, "true or false"),
         "inputs": _list_of(_buffer), "outputs": _list_of(_buffer)}, {
@@ -120,12 +154,7 @@ _MANIFEST = _object({
             "launches": _list_of(_object({"name": _text, "params": _texts, "grid": _list_of(_natural),
                                           "block": _list_of(_natural), "shared_bytes": _natural,
                                           "registers": _natural})),
-            "shapes": _dict_of(_shape)})})),
-    "steps": _list_of(_object({"kernel": _natural, "node": _text, "inputs": _texts, "outputs": _texts},
-                              {"nodes": _texts})),
-    "views": _dict_of(_text),
-    "plan": _object({"offsets": _dict_of(_natural), "arena_bytes": _natural, "lower_bound_bytes": _natural}),
-}, {"rewrites": _texts, "precision": _matching(re.compile(r"fp32|bf16|int8"), "fp32, bf16 or int8")})
+            "shapes": _dict_of(_shape)}), **_DIMS_FIELDS})
 
 
 def check_manifest(manifest: Any) -> dict:
@@ -135,6 +164,12 @@ def check_manifest(manifest: Any) -> dict:
         raise ModelFileError(f"manifest.json: expected a JSON object, got {type(manifest).__name__}")
     _MANIFEST(manifest, "")
     for i, kernel in enumerate(manifest["kernels"]):
+        if "buckets" in kernel:  # a bucketed CPU kernel (runtime/buckets.py): one library per bucket
+            _BUCKETED(kernel, f"kernels[{i}]")
+            if not kernel["buckets"] or len(kernel["buckets"]) != len(kernel["ranges"]):
+                _fail(f"kernels[{i}]", "expected one bucket kernel per range")
+            continue
+        _KERNEL(kernel, f"kernels[{i}]")
         if ("library" in kernel) == ("source" in kernel) or ("source" in kernel) != ("gpu" in kernel):
             _fail(f"kernels[{i}]", "expected a library (a CPU kernel) or a source with its launches (a GPU kernel)")
     kernels = len(manifest["kernels"])

@@ -42,12 +42,14 @@ from tilegraph.build.cache import sha256_file
 from tilegraph.dtype import as_dtype
 from tilegraph.errors import GraphError, ModelFileError, ResourceError
 from tilegraph.graph.device_model import DeviceModel
+from tilegraph.graph.dims import argument_dims
 from tilegraph.graph.ir import Graph, Node, TensorType
 from tilegraph.graph.manifest import DATA_FOLDER, check_manifest
 from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.plan import MemoryPlan
 from tilegraph.graph.serialize_gpu import gpu_kernel_from_json, gpu_kernel_json
 from tilegraph.runtime.backends import backend_for
+from tilegraph.runtime.buckets import BucketedKernel
 from tilegraph.runtime.kernel import Kernel, LibraryMismatch
 from tilegraph.target import Target, as_target
 from tilegraph.te.buffer import Buffer
@@ -141,6 +143,48 @@ def _remove_stale(path: Path, keep: set[str], also: set[str]) -> None:
             entry.unlink(missing_ok=True)
 
 
+def _cpu_kernel_json(kernel: Any, data: Path, stem: str) -> dict:
+    """A CPU kernel's library copied into `data`/kernels, and what loading it needs; a bucketed
+    kernel (runtime/buckets.py) as its buckets' kernels with their ranges."""
+    if isinstance(kernel, BucketedKernel):
+        return {"bucket_dim": kernel.dim_name, "ranges": [list(r) for r in kernel.ranges],
+                "dims": _dims_json(kernel.dims),
+                "buckets": [_cpu_kernel_json(k, data, f"{stem}_b{j}") for j, k in enumerate(kernel.kernels)]}
+    library = data / "kernels" / f"{stem}.so"
+    shutil.copyfile(kernel.lib_path, library)
+    (data / "kernels" / f"{stem}.c").write_text(kernel.source)
+    out = {"library": f"kernels/{stem}.so", "sha256": sha256_file(library), "entry": kernel.entry,
+           "inputs": [_buffer_json(b) for b in kernel.inputs], "outputs": [_buffer_json(b) for b in kernel.outputs]}
+    if getattr(kernel, "dims", ()):
+        out["dims"] = _dims_json(kernel.dims)
+        out["dims_limit"] = dict(kernel.dims_limit)
+    return out
+
+
+def _dims_json(dims: Any) -> list[list]:
+    return [[d.name, d.lower, d.upper] for d in dims]
+
+
+def _cpu_kernel_from_json(k: dict, data: Path, target: Any) -> Any:
+    from tilegraph.te.dims import dim
+
+    def buffers(items: list[dict]) -> list[Buffer]:
+        return [Buffer(b["name"], tuple(b["shape"]), as_dtype(b["dtype"])) for b in items]
+
+    try:
+        dims = [dim(name, hi, lo) for name, lo, hi in k.get("dims", ())]
+        if "buckets" in k:
+            return BucketedKernel(dims, k["bucket_dim"], [tuple(r) for r in k["ranges"]],
+                                  [_cpu_kernel_from_json(b, data, target) for b in k["buckets"]])
+    except (TypeError, ValueError) as err:
+        raise ModelFileError(f"manifest.json: a kernel's dims or buckets are malformed: {err}") from None
+    library = _inside(data, k["library"], "kernel library")
+    source_file = library.with_suffix(".c")
+    source = source_file.read_text() if source_file.is_file() else ""
+    return Kernel(library, k["entry"], buffers(k["inputs"]), buffers(k["outputs"]), source, target,
+                  sha256=k["sha256"], dims=dims, dims_limit=k.get("dims_limit"))
+
+
 def _write_into(model: CompiledModel, folder: Path) -> None:
     """A new data folder in `folder`, then its manifest.json replaced atomically."""
     data_name = f"data-{secrets.token_hex(6)}"
@@ -154,13 +198,7 @@ def _write_into(model: CompiledModel, folder: Path) -> None:
         if gpu:  # the program's source and launches (graph/serialize_gpu.py)
             kernels.append({**gpu_kernel_json(kernel, data, i), "key": model.kernel_keys[i], "tuned": model.tuned[i]})
             continue
-        library = data / "kernels" / f"k{i}.so"
-        shutil.copyfile(kernel.lib_path, library)
-        (data / "kernels" / f"k{i}.c").write_text(kernel.source)
-        kernels.append({"library": f"kernels/k{i}.so", "sha256": sha256_file(library), "entry": kernel.entry,
-                        "key": model.kernel_keys[i], "tuned": model.tuned[i],
-                        "inputs": [_buffer_json(b) for b in kernel.inputs],
-                        "outputs": [_buffer_json(b) for b in kernel.outputs]})
+        kernels.append({**_cpu_kernel_json(kernel, data, f"k{i}"), "key": model.kernel_keys[i], "tuned": model.tuned[i]})
     graph = model.graph
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "tilegraph_version": __version__,
@@ -170,7 +208,9 @@ def _write_into(model: CompiledModel, folder: Path) -> None:
                   "values": {k: {"shape": list(v.shape), "dtype": v.dtype} for k, v in graph.values.items()},
                   "constants": weights.pop("offsets"),
                   "nodes": [{"op": n.op, "inputs": list(n.inputs), "outputs": list(n.outputs), "name": n.name,
-                             "attrs": [[k, v] for k, v in n.attrs]} for n in graph.nodes]},
+                             "attrs": [[k, v] for k, v in n.attrs]} for n in graph.nodes],
+                  "dims": {k: list(v) for k, v in graph.dims.items()},
+                  "input_dims": {k: list(v) for k, v in graph.input_dims.items()}},
         "kernels": kernels,
         "steps": [{"kernel": s.kernel, "node": s.node, "inputs": list(s.inputs), "outputs": list(s.outputs),
                    "nodes": list(s.nodes)}
@@ -279,7 +319,9 @@ def _read(path: Path, manifest: dict, target: Target) -> CompiledModel:
     constants = _read_weights(data, manifest["weights"], g["constants"], values)
     nodes = [Node(n["op"], tuple(n["inputs"]), tuple(n["outputs"]), [(k, v) for k, v in n["attrs"]], n["name"])
              for n in g["nodes"]]
-    graph = Graph(g["name"], tuple(g["inputs"]), tuple(g["outputs"]), tuple(nodes), values, constants).verify()
+    graph = Graph(g["name"], tuple(g["inputs"]), tuple(g["outputs"]), tuple(nodes), values, constants,
+                  {k: tuple(v) for k, v in g.get("dims", {}).items()},
+                  {k: tuple(v) for k, v in g.get("input_dims", {}).items()}).verify()
 
     def buffers(items: list[dict]) -> list[Buffer]:
         return [Buffer(b["name"], tuple(b["shape"]), as_dtype(b["dtype"])) for b in items]
@@ -295,12 +337,7 @@ def _read(path: Path, manifest: dict, target: Target) -> CompiledModel:
         return DeviceModel(graph, steps, kernels, [k["key"] for k in manifest["kernels"]],
                            [k["tuned"] for k in manifest["kernels"]], plan, manifest["views"], target,
                            manifest.get("rewrites", ()))
-    for k in manifest["kernels"]:
-        library = _inside(data, k["library"], "kernel library")
-        source_file = library.with_suffix(".c")
-        source = source_file.read_text() if source_file.is_file() else ""
-        kernels.append(Kernel(library, k["entry"], buffers(k["inputs"]), buffers(k["outputs"]), source, target,
-                              sha256=k["sha256"]))
+    kernels = [_cpu_kernel_from_json(k, data, target) for k in manifest["kernels"]]
     model = CompiledModel(graph, steps, kernels, [k["key"] for k in manifest["kernels"]],
                           [k["tuned"] for k in manifest["kernels"]], plan, manifest["views"], target,
                           manifest.get("rewrites", ()))
@@ -340,11 +377,18 @@ def _check_steps(kernels: list[dict], steps: list[Step], graph: Graph) -> None:
     checked against those buffers when it loads)."""
     for i, step in enumerate(steps):
         k = kernels[step.kernel]
+        k = k["buckets"][-1] if "buckets" in k else k  # every bucket takes the same arrays
         for role, names, bufs in (("inputs", step.inputs, k["inputs"]), ("outputs", step.outputs, k["outputs"])):
             if len(names) != len(bufs):
                 raise ModelFileError(f"manifest.json: steps[{i}] passes {len(names)} {role} to kernel {step.kernel}, "
                                      f"which takes {len(bufs)}")
             for name, buf in zip(names, bufs):
+                held = argument_dims(name)
+                if held is not None:  # a dims argument: the values of these graph dims, int32
+                    if any(d not in graph.dims for d in held) or buf["dtype"] != "int32" or buf["shape"] != [len(held)]:
+                        raise ModelFileError(f"manifest.json: steps[{i}] passes dims {name!r} where kernel "
+                                             f"{step.kernel} takes {buf['dtype']}{buf['shape']}")
+                    continue
                 t = graph.values.get(name)
                 if t is None:
                     raise ModelFileError(f"manifest.json: steps[{i}] names an unknown tensor {name!r}")
