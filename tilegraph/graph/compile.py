@@ -10,6 +10,7 @@
     model = compile_model(g, time_budget=180, db="tune.db")    # tune the model's tasks first
     model = compile_model("bert.onnx", input_shapes={"input_ids": (1, 128)})   # fix symbolic extents
     model = compile_model("bert.onnx", dims={"seq": (1, 512)})   # one model for every length 1..512
+    model = compile_model("bert.onnx", dims={"seq": (1, 512)}, buckets={"seq": [16, 64, 128]})  # its buckets
     model = compile_model("m.onnx", values={"axes": [1]})      # inputs that decide shapes, as constants
     model = compile_model("bert.onnx", precision="bf16")       # products read bfloat16, sum in float32
     model = compile_model("bert.onnx", precision="int8")       # weights int8, activations quantized per call
@@ -46,6 +47,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tilegraph.errors import GraphError, ResourceError, RunTimeValueError
+from tilegraph.graph.buckets import bucket_kernels, bucket_plan
 from tilegraph.graph.compile_progress import stage
 from tilegraph.graph.construct import WithConstructed, construct_schedules
 from tilegraph.graph.device_model import DeviceModel
@@ -121,7 +123,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   input_shapes: Any = None, values: Any = None, construct: bool = True,
                   prepack: bool = True, precision: str = "fp32", accuracy: float | None = None,
                   accuracy_check: bool = True, skip_rewrites: tuple[str, ...] = (),
-                  cluster: str | None = None, dims: Any = None) -> CompiledModel | SpecializedModel:
+                  cluster: str | None = None, dims: Any = None, buckets: Any = None) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
     if precision not in PRECISIONS:
         raise GraphError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
@@ -180,7 +182,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                        progress=progress, fuse=fuse, orchestration=orchestration, extra_rewrites=extra_rewrites,
                        trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
                        construct=construct, prepack=prepack, precision=precision, accuracy=accuracy,
-                       accuracy_check=accuracy_check, skip_rewrites=skip_rewrites, cluster=cluster, dims=dims)
+                       accuracy_check=accuracy_check, skip_rewrites=skip_rewrites, cluster=cluster, dims=dims,
+                       buckets=buckets)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     finally:
@@ -220,6 +223,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     graph = with_dims_of(graph, source).verify()
     graph.extents  # noqa: B018 (the run-time extents of every tensor, or the node that cannot take them)
     _check_tensor_sizes(graph)
+    plan = bucket_plan(graph, buckets)
     stage(progress, "fusion groups")
     groups = partition(graph, fuse=fuse)
     report = None
@@ -230,13 +234,13 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
 
         timed_threads = num_threads or threads.configured_num_threads() or tgt.num_cores  # as the model runs
         report = tune_model(graph, groups, tgt, db, time_budget or None, trials, timed_threads, tune_progress,
-                            session_options=None if cluster is None else {"cluster": cluster})
+                            session_options=None if cluster is None else {"cluster": cluster}, plan=plan)
         tuning_s = report.elapsed_s
     records = db  # the database as given (the float32 fallback below reads it, not this compile's picks)
     constructed: dict[str, str] = {}
     if construct and not gpu:  # tasks without a record get Gensor's pick, not the plain default (construct.py)
         stage(progress, "constructing schedules")
-        constructed = construct_schedules(extract_tasks(graph, groups), tgt, db)
+        constructed = construct_schedules(extract_tasks(graph, groups, plan), tgt, db)
         if constructed:
             db = WithConstructed(db, constructed)
     fallbacks: list[str] = []
@@ -250,6 +254,9 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     else:
         stage(progress, "building kernels")
         specs, built = _greedy_kernels(graph, groups, tgt, db, workers, progress, fallbacks)
+    if plan is not None:  # every kernel over the plan's dim: one kernel per bucket, dispatched natively
+        stage(progress, f"building the buckets of {plan.describe()}")
+        built = bucket_kernels(specs, built, plan, tgt, db, workers, progress)
     produced = {o for spec in specs for o in spec.outputs}
     views = {node.outputs[0]: node.inputs[0] for node in graph.nodes
              if op_def(node.op).view and node.outputs[0] not in produced}

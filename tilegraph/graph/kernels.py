@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from tilegraph import driver, te
@@ -54,6 +54,10 @@ class KernelSpec:
     @property
     def label(self) -> str:
         return self.node.name
+
+    def at(self, values: Mapping[str, int]) -> KernelSpec:
+        """This kernel in the bucket of its run-time dims at `values` (graph/buckets.py)."""
+        return replace(self, workload=self.workload.at(values))
 
     def lookup(self, db: Database | None, target: Target) -> Any:
         """The database's best schedule of this workload, or None (called on the compiling thread:

@@ -17,7 +17,7 @@ variant. A group without an anchor (an injective chain) is its te composition, d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +83,12 @@ class FusedSpec:
     @property
     def label(self) -> str:
         return self.group.anchor or self.group.nodes[-1]
+
+    def at(self, values: Mapping[str, int]) -> FusedSpec:
+        """This fused kernel in the bucket of its run-time dims at `values` (graph/buckets.py): the
+        anchor's bucket's records build it."""
+        anchor = None if self.anchor is None else self.anchor.at(values)
+        return replace(self, workload=self.workload.at(values), anchor=anchor)
 
     def lookup(self, db: Database | None, target: Target) -> Any:
         """The anchor's recorded schedules, fastest first (up to FUSE_TRIES), or None; a chain: the

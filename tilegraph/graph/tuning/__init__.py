@@ -29,12 +29,13 @@ def tune_model(graph: Graph, groups: Sequence[Group], target: Target, db: Databa
                trials: int | None = None, num_threads: int | None = None,
                progress: Callable[[TaskScheduler, str], None] | None = None,
                slice_strategy: Callable[[Task, int], Any] | None = None,
-               session_options: dict[str, Any] | None = None) -> TuningReport:
-    """Tune the anchor workloads of `groups` into `db` under the budget; the per-task report."""
+               session_options: dict[str, Any] | None = None, plan: Any = None) -> TuningReport:
+    """Tune the anchor workloads of `groups` into `db` under the budget (with a bucket `plan`,
+    graph/buckets.py, each bucket of them); the per-task report."""
     from tilegraph.tune.hardware import hardware_model
     from tilegraph.tune.session import TuneSession
 
-    tasks = extract_tasks(graph, groups)
+    tasks = extract_tasks(graph, groups, plan)
     with TuneSession(target, db, num_threads=num_threads, progress=False, **(session_options or {})) as session:
         threads = session.options.policy.resolved().num_threads or 1
         scheduler = TaskScheduler(tasks, session, time_budget, trials, slice_strategy)

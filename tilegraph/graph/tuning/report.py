@@ -128,7 +128,7 @@ def build_report(scheduler: Any, threads: int, peak_flops: float) -> TuningRepor
         after = st.best_s
         gflops = t.flops / after / 1e9 if after else None
         rows.append(TaskRow(
-            t.name, t.op, t.key, t.weight, t.flops, (t.weight * after / total) if (after and total) else 0.0,
+            t.name, t.op, t.key, len(t.nodes), t.flops, (t.weight * after / total) if (after and total) else 0.0,
             st.before_s, after, gflops, (gflops * 1e9 / peak_flops * 100) if (gflops and peak_flops) else None,
             st.measured, st.measured_now, st.seconds, st.dead or ("" if st.slices else "not tuned (budget)")))
     return TuningReport(rows, scheduler.time_budget, scheduler.trials, scheduler.elapsed_s, scheduler.stop_reason,

@@ -38,13 +38,15 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from tilegraph.errors import ScheduleError
 from tilegraph.graph.tuning.tasks import Task
+from tilegraph.schedule import Trace
 from tilegraph.tune.retime import SETTLE_SHARE, round_fits
 from tilegraph.tune.session import TuneSession
 from tilegraph.tune.strategy.auto import AutoStrategy
-from tilegraph.tune.strategy.base import SearchStrategy
+from tilegraph.tune.strategy.base import Candidate, SearchStrategy
 from tilegraph.tune.strategy.evolutionary import EvolutionarySearch, SharedHistory
 from tilegraph.tune.strategy.gensor import GensorStrategy
 from tilegraph.tune.strategy.seeded import SeededStrategy, default_candidate
@@ -288,6 +290,23 @@ class TaskScheduler:
         gain = st.task.weight * (ALPHA * backward + (1 - ALPHA) * forward)
         return gain / max(self._cost(st), 1e-3)
 
+    def _neighbour_seeds(self, task: Task) -> list[Candidate]:
+        """A bucket's task measures first the best schedules of its neighbouring buckets (the same
+        computation over other loop extents: graph/buckets.py), where they have records; one that
+        does not fit these loops is recorded as a failed build, as any candidate."""
+        seeds = []
+        for other in task.neighbours:
+            best = self.session.best(other)
+            if best is None or not best.ok:
+                continue
+            try:
+                trace = Trace.from_json(best.trace_json)
+            except ScheduleError:
+                continue
+            seeds.append(Candidate(replace(trace, workload_key=task.workload.key).to_json(), None,
+                                   {"strategy": "neighbour bucket"}))
+        return seeds
+
     def _slice(self, st: TaskState, first: bool) -> None:
         wl = st.task.workload
         left = self._trials_left()
@@ -297,7 +316,8 @@ class TaskScheduler:
         if st.strategy is None:
             st.strategy = self.slice_strategy(st.task, st.generation)
             if first:
-                st.strategy = SeededStrategy([default_candidate(wl, self.session.target)], st.strategy)
+                seeds = [default_candidate(wl, self.session.target), *self._neighbour_seeds(st.task)]
+                st.strategy = SeededStrategy(seeds, st.strategy)
         deadline = None if self.time_budget is None else self.start + self.time_budget * (1.0 - SETTLE_SHARE)
         got = self.session.tune_slice(wl, st.strategy, trials, deadline, seed=st.generation)
         log.info("task %s: slice %d, %d measured, best %s, %.1f s", st.task.name, st.slices + 1, got.measured,

@@ -15,8 +15,9 @@ schedule.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from tilegraph.graph.buckets import BucketPlan
 from tilegraph.graph.fusion.compose import group_spec
 from tilegraph.graph.fusion.partition import Group
 from tilegraph.graph.ir import Graph, Node
@@ -33,10 +34,13 @@ class Task:
     nodes: tuple[str, ...]      # anchor nodes computing it, one per occurrence
     variants: tuple[str, ...]   # keys of the fused kernels that replay this task's schedule
     spec: KernelSpec            # one occurrence's spec (its node, for the vendor comparison)
+    bucket: tuple[int, int] | None = None  # a bucket of the model's run-time dim (graph/buckets.py)
+    share: float = 1.0          # how much of the model's calls its bucket is expected to take
+    neighbours: tuple[Workload, ...] = ()  # other buckets of the same anchor, nearest first: seeds
 
     @property
-    def weight(self) -> int:
-        return len(self.nodes)
+    def weight(self) -> float:
+        return len(self.nodes) * self.share
 
     @property
     def flops(self) -> float:
@@ -47,11 +51,30 @@ class Task:
         """A readable name: op and the shapes of its first two inputs ("matmul 1x128x768 . 768x3072";
         a convolution's shows its padded input and weights), unambiguous within a model."""
         shapes = ["x".join(str(d) for d in t.shape) for t in self.workload.inputs[:2]]
-        return f"{self.op} {' . '.join(shapes)}"
+        bucket = f" [{self.bucket[0]}, {self.bucket[1]}]" if self.bucket else ""
+        return f"{self.op} {' . '.join(shapes)}{bucket}"
 
 
-def extract_tasks(graph: Graph, groups: Sequence[Group]) -> list[Task]:
-    """One Task per distinct anchor workload of `groups`, in first-use order."""
+def extract_tasks(graph: Graph, groups: Sequence[Group], plan: BucketPlan | None = None) -> list[Task]:
+    """One Task per distinct anchor workload of `groups`, in first-use order; with a bucket plan,
+    one per bucket of an anchor over its dim (each bucket an equal share of the model's calls)."""
+    tasks = _anchor_tasks(graph, groups)
+    if plan is None:
+        return tasks
+    out: list[Task] = []
+    for task in tasks:
+        if plan.dim not in [d.name for d in task.workload.dims]:
+            out.append(task)
+            continue
+        buckets = [task.workload.at({plan.dim: hi}) for _, hi in plan.ranges]
+        for i, (bucket, wl) in enumerate(zip(plan.ranges, buckets)):
+            nearest = sorted(range(len(buckets)), key=lambda j: (abs(j - i), -j))[1:]
+            out.append(replace(task, key=wl.key, workload=wl, bucket=bucket, share=1.0 / len(buckets),
+                               neighbours=tuple(buckets[j] for j in nearest)))
+    return out
+
+
+def _anchor_tasks(graph: Graph, groups: Sequence[Group]) -> list[Task]:
     nodes: dict[str, Node] = {n.name: n for n in graph.nodes}
     specs: dict[str, KernelSpec] = {}
     occurrences: dict[str, list[str]] = {}

@@ -1,0 +1,98 @@
+"""Tuned buckets of a model's run-time dim: one kernel per bucket for every kernel over it, the
+call dispatched in native code by the dim's value.
+
+    plan = bucket_plan(graph, None)          # the widest dim, powers of two from 16: 1..16, ..., 257..512
+    plan = bucket_plan(graph, {"seq": [16, 64, 128]})   # ..16, 17..64, 65..128, 129..upper
+    tasks = extract_tasks(graph, groups, plan)          # a task per (anchor, bucket), seeded by neighbours
+    built = bucket_kernels(specs, built, plan, target, db)   # each kernel over the dim: a BucketedKernel
+
+A bucket of a kernel is the same computation with its loops sized to the bucket's upper bound
+(`Workload.at`): its own key, its own tuning records (each bucket's task is tuned at its upper
+bound, seeded with the best schedule of the bucket above it), the same arrays as every bucket's.
+The model's step calls the BucketedKernel like any kernel (runtime/buckets.py): a length never
+seen runs its bucket's kernels, never a recompilation. The top bucket is the kernel over the whole
+range, built already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tilegraph.errors import GraphError
+from tilegraph.graph.dims import te_dims
+from tilegraph.runtime.buckets import BucketedKernel
+from tilegraph.te.dims import buckets
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    dim: str
+    ranges: tuple[tuple[int, int], ...]
+
+    @property
+    def uppers(self) -> tuple[int, ...]:
+        return tuple(hi for _, hi in self.ranges)
+
+    def describe(self) -> str:
+        return f"{self.dim} in {', '.join(f'[{lo}, {hi}]' for lo, hi in self.ranges)}"
+
+
+def bucket_plan(graph: Any, option: Any) -> BucketPlan | None:
+    """The buckets a model's kernels are built in: None for a model without dims or with
+    `option` False; the dim `option` names ({dim: uppers}, uppers None for powers of two from 16),
+    else the dim with the widest range."""
+    if not graph.dims or option is False:
+        return None
+    dims = te_dims(graph)
+    if option is None or option is True:
+        name = max(sorted(dims), key=lambda n: dims[n].upper / dims[n].lower)
+        uppers = None
+    else:
+        if not isinstance(option, Mapping) or len(option) != 1:
+            raise GraphError(f"buckets takes {{dim: uppers}} for one dim of the model ({', '.join(dims)}), "
+                             f"True/None for the default or False for none; got {option!r}")
+        (name, uppers), = option.items()
+        if name not in dims:
+            raise GraphError(f"buckets names dim {name!r}; the model's dims are {', '.join(dims)}")
+    try:
+        ranges = buckets(dims[name], None if uppers is None else list(uppers))
+    except (TypeError, ValueError) as err:
+        raise GraphError(f"buckets of dim {name}: {err}") from None
+    return BucketPlan(name, ranges) if len(ranges) > 1 else None
+
+
+def bucket_specs(spec: Any, plan: BucketPlan) -> list[Any]:
+    """`spec` (a KernelSpec or FusedSpec) once per bucket, the top bucket `spec` itself; [spec]
+    where its computation does not run over the plan's dim."""
+    if plan.dim not in [d.name for d in spec.workload.dims]:
+        return [spec]
+    return [spec.at({plan.dim: hi}) for hi in plan.uppers[:-1]] + [spec]
+
+
+def bucket_kernels(specs: Sequence[Any], built: dict[str, Any], plan: BucketPlan, target: Any, db: Any,
+                   workers: int | None, progress: Any = None) -> dict[str, Any]:
+    """`built` with each kernel over the plan's dim a BucketedKernel of its buckets' kernels
+    (the lower buckets built here, from the database's records of their own keys); a bucket that
+    fails to build runs the next one up's kernel (it covers its values too)."""
+    from tilegraph.graph.kernels import BuiltKernel, build_kernels
+
+    per_spec = {spec.key: bucket_specs(spec, plan) for spec in specs if spec.key in built}
+    lower = [b for parts in per_spec.values() for b in parts[:-1]]
+    errors: dict[str, Any] = {}
+    extra = build_kernels(lower, target, db, workers, progress, errors=errors) if lower else {}
+    out = dict(built)
+    for key, parts in per_spec.items():
+        if len(parts) == 1:
+            continue
+        kernels = [extra[b.key].kernel if b.key in extra else None for b in parts[:-1]] + [built[key].kernel]
+        for i in range(len(kernels) - 2, -1, -1):
+            if kernels[i] is None:
+                kernels[i] = kernels[i + 1]
+        dims = parts[-1].workload.dims
+        out[key] = BuiltKernel(BucketedKernel(dims, plan.dim, plan.ranges, kernels), built[key].tuned)
+    return out
+
+
+__all__ = ["BucketPlan", "bucket_plan", "bucket_specs", "bucket_kernels"]
