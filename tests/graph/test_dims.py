@@ -164,3 +164,23 @@ def test_the_cli_compiles_and_runs_with_a_dim(tmp_path, capsys):
     np.save(tmp_path / "x.npy", RNG.standard_normal((1, 30, 8)).astype(np.float32))
     assert main(["run", str(tmp_path / "a.tg"), "--input", f"x={tmp_path / 'x.npy'}"]) == 2
     assert "outside its range [1, 24]" in capsys.readouterr().err
+
+
+@pytest.mark.needs_cc
+def test_tuned_buckets_dispatch_by_length_and_survive_save_and_load(tmp_path):
+    from tilegraph.graph.serialize import load_model
+    from tilegraph.runtime.buckets import BucketedKernel
+
+    model = _attention_model()
+    compiled = tg.compile(model, dims={"seq": (1, UPPER)}, buckets={"seq": [8]}, trials=30,
+                          db=str(tmp_path / "t.db"))
+    bucketed = [k for k in compiled.kernel_objects if isinstance(k, BucketedKernel)]
+    assert bucketed and all(k.ranges == ((1, 8), (9, UPPER)) for k in bucketed)
+    assert any("[1, 8]" in row.task for row in compiled.tuning.rows)
+    compiled.save(tmp_path / "m.tg")
+    session = ort.InferenceSession(model.SerializeToString())
+    for candidate in (compiled, load_model(tmp_path / "m.tg")):
+        for length in (1, 8, 9, UPPER):
+            x = RNG.standard_normal((1, length, 8)).astype(np.float32)
+            for e, g in zip(session.run(None, {"x": x}), candidate(x)):
+                np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)

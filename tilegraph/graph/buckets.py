@@ -4,11 +4,14 @@ call dispatched in native code by the dim's value.
     plan = bucket_plan(graph, None)          # the widest dim, powers of two from 16: 1..16, ..., 257..512
     plan = bucket_plan(graph, {"seq": [16, 64, 128]})   # ..16, 17..64, 65..128, 129..upper
     tasks = extract_tasks(graph, groups, plan)          # a task per (anchor, bucket), seeded by neighbours
-    built = bucket_kernels(specs, built, plan, target, db)   # each kernel over the dim: a BucketedKernel
+    built = bucket_kernels(specs, built, plan, target, records)   # kernels over the dim: BucketedKernels
 
 A bucket of a kernel is the same computation with its loops sized to the bucket's upper bound
 (`Workload.at`): its own key, its own tuning records (each bucket's task is tuned at its upper
 bound, seeded with the best schedule of the bucket above it), the same arrays as every bucket's.
+Only measured buckets get kernels of their own: without a record, a bucket runs the kernel of the
+bucket above (Gensor's unmeasured pick at a bucket's size was slower than the whole range's kernel
+at that size: BERT-base at 64 tokens, 66 ms against 60).
 The model's step calls the BucketedKernel like any kernel (runtime/buckets.py): a length never
 seen runs its bucket's kernels, never a recompilation. The top bucket is the kernel over the whole
 range, built already.
@@ -73,13 +76,15 @@ def bucket_specs(spec: Any, plan: BucketPlan) -> list[Any]:
 
 def bucket_kernels(specs: Sequence[Any], built: dict[str, Any], plan: BucketPlan, target: Any, db: Any,
                    workers: int | None, progress: Any = None) -> dict[str, Any]:
-    """`built` with each kernel over the plan's dim a BucketedKernel of its buckets' kernels
-    (the lower buckets built here, from the database's records of their own keys); a bucket that
-    fails to build runs the next one up's kernel (it covers its values too)."""
+    """`built` with each kernel over the plan's dim a BucketedKernel of its buckets' kernels: the
+    lower buckets with a tuning record of their own (in `db`) built here from it; a bucket
+    without one, or that fails to build, runs the next one up's kernel (it covers its values too,
+    and was measured: an unmeasured pick for a bucket is no better a bet). A kernel whose buckets
+    all fall back stays the one kernel it was."""
     from tilegraph.graph.kernels import BuiltKernel, build_kernels
 
     per_spec = {spec.key: bucket_specs(spec, plan) for spec in specs if spec.key in built}
-    lower = [b for parts in per_spec.values() for b in parts[:-1]]
+    lower = [b for parts in per_spec.values() for b in parts[:-1] if db is not None and b.lookup(db, target) is not None]
     errors: dict[str, Any] = {}
     extra = build_kernels(lower, target, db, workers, progress, errors=errors) if lower else {}
     out = dict(built)
@@ -90,6 +95,8 @@ def bucket_kernels(specs: Sequence[Any], built: dict[str, Any], plan: BucketPlan
         for i in range(len(kernels) - 2, -1, -1):
             if kernels[i] is None:
                 kernels[i] = kernels[i + 1]
+        if all(k is kernels[-1] for k in kernels):
+            continue
         dims = parts[-1].workload.dims
         out[key] = BuiltKernel(BucketedKernel(dims, plan.dim, plan.ranges, kernels), built[key].tuned)
     return out

@@ -256,7 +256,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         specs, built = _greedy_kernels(graph, groups, tgt, db, workers, progress, fallbacks)
     if plan is not None:  # every kernel over the plan's dim: one kernel per bucket, dispatched natively
         stage(progress, f"building the buckets of {plan.describe()}")
-        built = bucket_kernels(specs, built, plan, tgt, db, workers, progress)
+        built = bucket_kernels(specs, built, plan, tgt, records, workers, progress)
     produced = {o for spec in specs for o in spec.outputs}
     views = {node.outputs[0]: node.inputs[0] for node in graph.nodes
              if op_def(node.op).view and node.outputs[0] not in produced}

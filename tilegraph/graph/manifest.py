@@ -141,7 +141,9 @@ _CPU_KERNEL = _object({"sha256": _matching(SHA256, "64 hex digits"),
                        "inputs": _list_of(_buffer), "outputs": _list_of(_buffer),
                        "library": _matching(LIBRARY, "kernels/k<n>.so")}, _DIMS_FIELDS)
 _BUCKETED = _object({"key": _text, "tuned": _is(bool, "true or false"), "bucket_dim": _text,
-                     "ranges": _list_of(_range), "dims": _list_of(_dim_entry), "buckets": _list_of(_CPU_KERNEL)})
+                     "ranges": _list_of(_range), "dims": _list_of(_dim_entry), "buckets": _list_of(_CPU_KERNEL),
+                     "inputs": _list_of(_buffer), "outputs": _list_of(_buffer)},
+                    {"maps": _list_of(_list_of(_natural))})
 _KERNEL = _object({
         "sha256": _matching(SHA256, "64 hex digits"),
         "entry": _matching(ENTRY, "a kernel entry point tg_<name>"), "key": _text, "tuned": _is(bool, "true or false"),

@@ -40,43 +40,104 @@ log = logging.getLogger("tilegraph.graph.prepack")
 def prepack_weights(graph: Graph, steps: Sequence[Step], kernels: Sequence[Any], target: Target,
                     workers: int = 2) -> tuple[Graph, list[Step], list[Any], tuple[str, ...]]:
     """(graph with the packed constants, steps reading them, kernels without their packing, the
-    packed constants' names). Kernels with nothing to prepack come back as they were."""
+    packed constants' names). Kernels with nothing to prepack come back as they were. A bucketed
+    kernel (runtime/buckets.py) prepacks bucket by bucket: each bucket reads the packed copy its
+    own packing makes (buckets packing alike share one), passed as extra inputs before the dims."""
     steps, kernels = list(steps), list(kernels)
-    plans = []
+    plans = []  # (kernel index, bucket or None, the kernel to split, position, split)
     for index, kernel in enumerate(kernels):
-        plan = _plan(graph, steps, index, kernel)
-        if plan is not None:
-            plans.append((index, *plan))
+        parts = [(b, k) for b, k in enumerate(kernel.kernels)] if _bucketed(kernel) else [(None, kernel)]
+        for bucket, part in parts:
+            plan = _plan(graph, steps, index, part)
+            if plan is not None:
+                plans.append((index, bucket, part, *plan))
     if not plans:
         return graph, steps, kernels, ()
     with ThreadPoolExecutor(max(1, workers)) as pool:  # the C compiler runs in its own processes
-        builds = list(pool.map(lambda p: _build(kernels[p[0]], p[1], p[2], target), plans))
-    new_values: dict[str, TensorType] = {}
-    new_constants: dict[str, np.ndarray] = {}
-    for (index, position, split), built in zip(plans, builds):
+        builds = list(pool.map(lambda p: _build(p[2], p[3], p[4], target), plans))
+    packed = _Packed(graph)
+    by_bucketed: dict[int, dict[int, tuple[int, PackSplit, Any, Any]]] = {}
+    for (index, bucket, _, position, split), built in zip(plans, builds):
         if built is None:
             continue
+        if bucket is not None:
+            by_bucketed.setdefault(index, {})[bucket] = (position, split, *built)
+            continue
         pack, compute = built
-        digest = hashlib.sha256(pack.source.encode()).hexdigest()[:10]
-        renamed: dict[str, str] = {}
+        digest = _digest(pack)
         for i, step in enumerate(steps):
-            if step.kernel != index:
-                continue
-            weight = step.inputs[position]
-            if weight not in renamed:
-                name = renamed[weight] = f"{weight}:packed:{digest}"
-                if name not in new_constants:
-                    operand = np.ascontiguousarray(graph.constants[weight]).reshape(kernels[index].inputs[position].shape)
-                    packed_dtype = split.packed.dtype.array_numpy
-                    new_constants[name] = pack(operand, out=np.zeros(split.packed.shape, packed_dtype))
-                    new_values[name] = TensorType(tuple(split.packed.shape), packed_dtype.name)
-            steps[i] = replace(step, inputs=tuple(renamed[weight] if j == position else n
-                                                  for j, n in enumerate(step.inputs)))
+            if step.kernel == index:
+                name = packed.add(step.inputs[position], digest, kernels[index].inputs[position].shape, pack, split)
+                steps[i] = replace(step, inputs=tuple(name if j == position else n for j, n in enumerate(step.inputs)))
         kernels[index] = compute
-    if not new_constants:
+    for index, parts in by_bucketed.items():
+        kernels[index] = _bucketed_prepacked(index, kernels[index], parts, steps, packed)
+    if not packed.constants:
         return graph, steps, kernels, ()
-    graph = replace(graph, values={**graph.values, **new_values}, constants={**graph.constants, **new_constants})
-    return graph, steps, kernels, tuple(new_constants)
+    graph = replace(graph, values={**graph.values, **packed.values}, constants={**graph.constants, **packed.constants})
+    return graph, steps, kernels, tuple(packed.constants)
+
+
+class _Packed:
+    """The packed constants made so far, each once (`<weight>:packed:<digest>`)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.values: dict[str, TensorType] = {}
+        self.constants: dict[str, np.ndarray] = {}
+
+    def add(self, weight: str, digest: str, shape: tuple[int, ...], pack: Any, split: PackSplit) -> str:
+        name = f"{weight}:packed:{digest}"
+        if name not in self.constants:
+            operand = np.ascontiguousarray(self.graph.constants[weight]).reshape(shape)
+            packed_dtype = split.packed.dtype.array_numpy
+            self.constants[name] = pack(operand, out=np.zeros(split.packed.shape, packed_dtype))
+            self.values[name] = TensorType(tuple(split.packed.shape), packed_dtype.name)
+        return name
+
+
+def _digest(pack: Any) -> str:
+    return hashlib.sha256(pack.source.encode()).hexdigest()[:10]
+
+
+def _bucketed(kernel: Any) -> bool:
+    from tilegraph.runtime.buckets import BucketedKernel
+
+    return isinstance(kernel, BucketedKernel) and kernel.maps is None
+
+
+def _bucketed_prepacked(index: int, kernel: Any, parts: dict[int, tuple[int, PackSplit, Any, Any]],
+                        steps: list[Step], packed: _Packed) -> Any:
+    """A bucketed kernel whose buckets in `parts` ({bucket: (position, split, pack, compute)}) read
+    their packed weights: one extra input per distinct packing, before the dims input."""
+    from tilegraph.runtime.buckets import BucketedKernel
+
+    originals = list(kernel.inputs[:-1])
+    slots: dict[tuple[int, str], int] = {}  # (weight position, packing digest) -> extra input
+    extra = []
+    for position, split, pack, _ in parts.values():
+        key = (position, _digest(pack))
+        if key not in slots:
+            slots[key] = len(originals) + len(extra)
+            extra.append((key, split, pack))
+    inputs = [*originals, *(split.packed for _, split, _ in extra), kernel.inputs[-1]]
+    dims_slot = len(inputs) - 1
+    maps, computes = [], []
+    for b, part in enumerate(kernel.kernels):
+        own = list(range(len(originals))) + [dims_slot]
+        if b in parts:
+            position, _, pack, compute = parts[b]
+            own[position] = slots[(position, _digest(pack))]
+            computes.append(compute)
+        else:
+            computes.append(part)
+        maps.append(own)
+    for i, step in enumerate(steps):
+        if step.kernel == index:
+            names = [packed.add(step.inputs[position], digest, kernel.inputs[position].shape, pack, split)
+                     for (position, digest), split, pack in extra]
+            steps[i] = replace(step, inputs=(*step.inputs[:-1], *names, step.inputs[-1]))
+    return BucketedKernel(kernel.dims, kernel.dim_name, kernel.ranges, computes, inputs=inputs, maps=maps)
 
 
 def _plan(graph: Graph, steps: Sequence[Step], index: int, kernel: Any) -> tuple[int, PackSplit] | None:

@@ -147,9 +147,13 @@ def _cpu_kernel_json(kernel: Any, data: Path, stem: str) -> dict:
     """A CPU kernel's library copied into `data`/kernels, and what loading it needs; a bucketed
     kernel (runtime/buckets.py) as its buckets' kernels with their ranges."""
     if isinstance(kernel, BucketedKernel):
-        return {"bucket_dim": kernel.dim_name, "ranges": [list(r) for r in kernel.ranges],
-                "dims": _dims_json(kernel.dims),
-                "buckets": [_cpu_kernel_json(k, data, f"{stem}_b{j}") for j, k in enumerate(kernel.kernels)]}
+        out = {"bucket_dim": kernel.dim_name, "ranges": [list(r) for r in kernel.ranges],
+               "dims": _dims_json(kernel.dims),
+               "inputs": [_buffer_json(b) for b in kernel.inputs], "outputs": [_buffer_json(b) for b in kernel.outputs],
+               "buckets": [_cpu_kernel_json(k, data, f"{stem}_b{j}") for j, k in enumerate(kernel.kernels)]}
+        if kernel.maps is not None:
+            out["maps"] = [list(m) for m in kernel.maps]
+        return out
     library = data / "kernels" / f"{stem}.so"
     shutil.copyfile(kernel.lib_path, library)
     (data / "kernels" / f"{stem}.c").write_text(kernel.source)
@@ -174,8 +178,10 @@ def _cpu_kernel_from_json(k: dict, data: Path, target: Any) -> Any:
     try:
         dims = [dim(name, hi, lo) for name, lo, hi in k.get("dims", ())]
         if "buckets" in k:
+            maps = k.get("maps")
             return BucketedKernel(dims, k["bucket_dim"], [tuple(r) for r in k["ranges"]],
-                                  [_cpu_kernel_from_json(b, data, target) for b in k["buckets"]])
+                                  [_cpu_kernel_from_json(b, data, target) for b in k["buckets"]],
+                                  inputs=None if maps is None else buffers(k["inputs"]), maps=maps)
     except (TypeError, ValueError) as err:
         raise ModelFileError(f"manifest.json: a kernel's dims or buckets are malformed: {err}") from None
     library = _inside(data, k["library"], "kernel library")
@@ -377,7 +383,7 @@ def _check_steps(kernels: list[dict], steps: list[Step], graph: Graph) -> None:
     checked against those buffers when it loads)."""
     for i, step in enumerate(steps):
         k = kernels[step.kernel]
-        k = k["buckets"][-1] if "buckets" in k else k  # every bucket takes the same arrays
+        # a bucketed kernel: the inputs of its dispatcher (its buckets' own, or theirs with each's packed copies)
         for role, names, bufs in (("inputs", step.inputs, k["inputs"]), ("outputs", step.outputs, k["outputs"])):
             if len(names) != len(bufs):
                 raise ModelFileError(f"manifest.json: steps[{i}] passes {len(names)} {role} to kernel {step.kernel}, "

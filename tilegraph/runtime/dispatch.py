@@ -22,12 +22,22 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def dispatcher_source(arity: int, dims_position: int, dim_index: int, uppers: Sequence[int], token: str) -> str:
-    """The C source of a dispatcher over kernels of `arity` array parameters."""
+def dispatcher_source(arity: int, dims_position: int, dim_index: int, uppers: Sequence[int], token: str,
+                      maps: Sequence[Sequence[int]] | None = None) -> str:
+    """The C source of a dispatcher over kernels of `arity` array parameters; with `maps`, the
+    dispatcher takes `arity` parameters and bucket i's kernel gets parameters maps[i] (each
+    bucket its own prepacked weights: graph/prepack.py)."""
     params = ", ".join(f"void* a{i}" for i in range(arity))
     args = ", ".join(f"a{i}" for i in range(arity))
-    prototype = ", ".join(["void*"] * arity + ["int32_t"])
+    kernel_arity = arity if maps is None else len(maps[0])
+    prototype = ", ".join(["void*"] * kernel_arity + ["int32_t"])
     count = len(uppers)
+    if maps is None:
+        call = f"  tgd_fn[lo]({args}, num_threads);"
+    else:
+        cases = "".join(f"    case {i}: tgd_fn[{i}]({', '.join(f'a{j}' for j in m)}, num_threads); break;\n"
+                        for i, m in enumerate(maps))
+        call = f"  switch (lo) {{\n{cases}  }}"
     return f"""/* tilegraph bucket dispatcher {token} */
 #include <stdint.h>
 typedef void (*tgd_kernel)({prototype});
@@ -45,21 +55,23 @@ void tgd_call({params}, int32_t num_threads) {{
     int32_t mid = (lo + hi) / 2;
     if (v <= tgd_upper[mid]) hi = mid; else lo = mid + 1;
   }}
-  tgd_fn[lo]({args}, num_threads);
+{call}
 }}
 """
 
 
-def native_dispatcher(kernels: Sequence[Any], dims_position: int, dim_index: int, uppers: Sequence[int]) -> Any:
+def native_dispatcher(kernels: Sequence[Any], dims_position: int, dim_index: int, uppers: Sequence[int],
+                      arity: int | None = None, maps: Sequence[Sequence[int]] | None = None) -> Any:
     """The loaded `tgd_call` dispatching to `kernels` (runtime.kernel.Kernel, one per bucket, whose
-    upper bounds are `uppers`, ascending), its entries set. Callers check the arguments first (a
-    value past the last upper bound runs the last bucket's kernel, which clamps it)."""
+    upper bounds are `uppers`, ascending), its entries set; `arity` and `maps` as dispatcher_source's
+    (default: every kernel's own parameters). Callers check the arguments first (a value past the
+    last upper bound runs the last bucket's kernel, which clamps it)."""
     from tilegraph.build.compile import compile_c
 
-    arity = len(kernels[0].inputs) + len(kernels[0].outputs)
-    identity = "\n".join(f"{k.lib_path.resolve()}:{k.entry}" for k in kernels)
+    arity = arity if arity is not None else len(kernels[0].inputs) + len(kernels[0].outputs)
+    identity = "\n".join(f"{k.lib_path.resolve()}:{k.entry}" for k in kernels) + f"\n{maps}"
     token = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    source = dispatcher_source(arity, dims_position, dim_index, uppers, token)
+    source = dispatcher_source(arity, dims_position, dim_index, uppers, token, maps)
     library = ctypes.CDLL(str(compile_c(source, kernels[0].target, name="dispatch")))
     for i, kernel in enumerate(kernels):
         address = ctypes.cast(kernel._function, ctypes.c_void_p).value

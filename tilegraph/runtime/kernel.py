@@ -180,14 +180,16 @@ class Kernel(KernelBase):
         return _CpuLaunch(self, self._function, arguments, tuple(inputs), outs)
 
     # ---- argument checking ---------------------------------------------------------------
-    def _prepare(self, inputs: Sequence[Any], out: Any, num_threads: int | None
+    def _prepare(self, inputs: Sequence[Any], out: Any, num_threads: int | None, check_dims: bool = True
                  ) -> tuple[list[int], tuple[np.ndarray, ...], int]:
+        """(pointer arguments, outputs, threads) after checking every array; `check_dims` False: the
+        dims array's values are not checked (a dispatcher checks them against the whole range)."""
         if len(inputs) != len(self.inputs):
             names = ", ".join(b.name for b in self.inputs)
             raise TypeError(f"kernel {self.entry!r} takes {len(self.inputs)} input arrays ({names}), got {len(inputs)}")
         for position, (array, buffer) in enumerate(zip(inputs, self.inputs)):
             self._check_array(array, buffer, position, "input")
-        if self.dims:  # the kernel clamps them into range; a caller out of range hears it here
+        if self.dims and check_dims:  # the kernel clamps them into range; a caller out of range hears it here
             values = {d.name: int(v) for d, v in zip(self.dims, inputs[-1])}
             check_values(self.dims, values)
             for name, limit in self.dims_limit.items():
