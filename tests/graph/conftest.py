@@ -9,7 +9,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def exported(tmp_path_factory):
-    """exported(name, exporter) -> path of the reduced reference model as ONNX (cached per session)."""
+    """exported(name, exporter, small, dynamic) -> path of the reference model as ONNX (cached per
+    session); dynamic: its sequence length a dim_param `seq`."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("onnxscript")
@@ -18,13 +19,13 @@ def exported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("onnx")
     cache = {}
 
-    def get(name, exporter="dynamo", small=True):
-        key = (name, exporter, small)
+    def get(name, exporter="dynamo", small=True, dynamic=False):
+        key = (name, exporter, small, dynamic)
         if key not in cache:
-            path = folder / f"{name}_{exporter}_{'small' if small else 'full'}.onnx"
+            path = folder / f"{name}_{exporter}_{'small' if small else 'full'}{'_seq' if dynamic else ''}.onnx"
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
                 warnings.simplefilter("ignore")
-                zoo.export_onnx(name, path, small=small, exporter=exporter)
+                zoo.export_onnx(name, path, small=small, exporter=exporter, dynamic=dynamic)
             cache[key] = path
         return cache[key]
 

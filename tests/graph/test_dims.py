@@ -184,3 +184,47 @@ def test_tuned_buckets_dispatch_by_length_and_survive_save_and_load(tmp_path):
             x = RNG.standard_normal((1, length, 8)).astype(np.float32)
             for e, g in zip(session.run(None, {"x": x}), candidate(x)):
                 np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2"])
+@pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+def test_reference_models_exported_with_a_symbolic_length_match_onnxruntime(exported, name, exporter):
+    path = exported(name, exporter, small=True, dynamic=True)
+    compiled = tg.compile(str(path), dims={"seq": (1, 40)}, orchestration="greedy")
+    session = ort.InferenceSession(str(path))
+    for length in (1, 7, 40):
+        ids = RNG.integers(0, 1000, (1, length)).astype(np.int64)
+        expected = session.run(None, {"input_ids": ids})[0]
+        got = compiled(ids)[0]
+        assert got.shape == expected.shape
+        assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
+
+
+def test_two_dims_and_their_sum_a_kv_cache_concat():
+    """past: float[1, past, 4] and new: float[1, seq, 4] concatenated (a KV cache), reshaped through
+    a Shape chain to (1, past + seq, 2, 2), summed over the cache: the reshape's entry is past + seq."""
+    nodes = [
+        helper.make_node("Concat", ["past", "new"], ["cache"], axis=1),
+        helper.make_node("Shape", ["cache"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axis0"], ["n1"]),
+        helper.make_node("Concat", ["batch", "n1", "heads"], ["target"], axis=0),
+        helper.make_node("Reshape", ["cache", "target"], ["r"]),
+        helper.make_node("ReduceSum", ["r", "axis1"], ["total"], keepdims=0),
+    ]
+    inits = [_const("one", np.int64(1)), _const("axis0", np.array([0], np.int64)),
+             _const("axis1", np.array([1], np.int64)), _const("batch", np.array([1], np.int64)),
+             _const("heads", np.array([2, 2], np.int64))]
+    graph = helper.make_graph(nodes, "kv", [helper.make_tensor_value_info("past", F, [1, "past", 4]),
+                                            helper.make_tensor_value_info("new", F, [1, "seq", 4])],
+                              [helper.make_tensor_value_info(o, F, None) for o in ("r", "total")], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    compiled = tg.compile(model, dims={"past": (1, 12), "seq": (1, 5)})
+    assert "past:1:12+seq:1:5" in str(compiled.graph) or "seq:1:5+past:1:12" in str(compiled.graph)
+    session = ort.InferenceSession(model.SerializeToString())
+    for past, seq in ((1, 1), (12, 5), (7, 2), (3, 5)):
+        feeds = {"past": RNG.standard_normal((1, past, 4)).astype(np.float32),
+                 "new": RNG.standard_normal((1, seq, 4)).astype(np.float32)}
+        for e, g in zip(session.run(None, feeds), compiled.run(feeds).values()):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)

@@ -170,9 +170,13 @@ def run_time_target(node: Any, x: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     marks = node.attr("shape_dims")
     if marks:
         for k, tag in enumerate(marks):
-            if tag:
-                name, lo, hi = tag.split(":")
-                out[k] = te.dim(name, int(hi), int(lo))
+            if tag:  # "seq:1:512", or a sum "past:1:512+seq:1:512"
+                terms = [term.split(":") for term in tag.split("+")]
+                value: Any = None
+                for name, lo, hi in terms:
+                    d = te.dim(name, int(hi), int(lo))
+                    value = d if value is None else value + d
+                out[k] = value
         return tuple(out)
     if not getattr(x, "bounds", None) or node.op != "reshape":
         return tuple(out)

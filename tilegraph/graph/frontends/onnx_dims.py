@@ -7,7 +7,9 @@ Range over the sequence length a constant of positions, both at the values the g
 The graph is read once more with each dim one below its upper bound and compared node by node:
 
     same nodes, same attributes   -> nothing depends on the dim but the run-time extents: kept
-    a reshape/expand `shape` entry one smaller      -> that entry is the dim (attr `shape_dims`)
+    a reshape/expand `shape` entry one smaller      -> that entry is the dim (attr `shape_dims`;
+                                                       one smaller for two dims: their sum, past + seq)
+    a slice's `end` taking a whole axis at both     -> the same slice at every value
     a constant one shorter along an axis, a prefix  -> that axis is the dim (`input_dims`: positions 0..seq)
     anything else (a slice starting at a dim, a constant not a prefix, another attribute)
                                   -> GraphError naming the node: it would be wrong at other values
@@ -42,9 +44,9 @@ def check_dims_independent(graph: Graph, reread: Callable[[dict[str, tuple[int, 
                                                  for a, b in zip(nodes, other.nodes)):
             raise GraphError(f"{source}: the graph read at {d} = {hi - 1} has other nodes than at {d} = {hi} "
                              f"(its structure depends on {d}); compile it with fixed input_shapes")
-        for i, (a, b) in enumerate(zip(nodes, other.nodes)):
-            if a.attrs != b.attrs:
-                nodes[i] = _marked_shape(a, b, d, tag, source)
+        for i, (a, b) in enumerate(zip(graph.nodes, other.nodes)):
+            if a.attrs != b.attrs and not _whole_axis_slice(a, b, graph, other):
+                nodes[i] = _marked_shape(nodes[i], a, b, d, tag, source)
         for name, array in graph.constants.items():
             theirs = other.constants.get(name)
             if theirs is None:
@@ -60,11 +62,32 @@ def check_dims_independent(graph: Graph, reread: Callable[[dict[str, tuple[int, 
                 for axis in axes:
                     known[axis] = d
                 input_dims[name] = tuple(known)
+    for node in nodes:  # each marked entry is its dims' sum at their upper bounds (not seq + 5)
+        for k, mark in enumerate(node.attr("shape_dims") or ()):
+            if mark and sum(int(term.split(":")[2]) for term in mark.split("+")) != node.attr("shape")[k]:
+                raise GraphError(f"{source}: node {node.name!r} ({node.op}) target entry {k} is "
+                                 f"{node.attr('shape')[k]} at the dims' upper bounds, not "
+                                 f"{' + '.join(t.split(':')[0] for t in mark.split('+'))}; compile with fixed input_shapes")
     return graph.replace(nodes=tuple(nodes), input_dims=input_dims)
 
 
-def _marked_shape(a: Node, b: Node, d: str, tag: str, source: str) -> Node:
-    """Node `a` with the entries of its `shape` attribute that are dim `d` marked (b: read at d - 1)."""
+def _whole_axis_slice(a: Node, b: Node, graph: Graph, other: Graph) -> bool:
+    """Whether slice `a` (read at the upper bound; `b` one below) differs from `b` only in `end`
+    entries that take a whole axis at both reads, from 0 in steps of 1 (a Split of a projection's
+    columns writes the row count as its end): the same slice at every value."""
+    if a.op != "slice" or {k for k, _ in a.attrs} != {k for k, _ in b.attrs}:
+        return False
+    if any(v != w for (k, v), (_, w) in zip(a.attrs, b.attrs) if k != "end"):
+        return False
+    ours, theirs = graph.type_of(a.inputs[0]).shape, other.type_of(b.inputs[0]).shape
+    begin, steps = a.attr("begin"), a.attr("steps")
+    return all(x == y or (begin[k] == 0 and steps[k] == 1 and x >= ours[k] and y >= theirs[k])
+               for k, (x, y) in enumerate(zip(a.attr("end"), b.attr("end"))))
+
+
+def _marked_shape(marked: Node, a: Node, b: Node, d: str, tag: str, source: str) -> Node:
+    """Node `a` (as `marked` so far, by other dims) with the entries of its `shape` attribute that
+    are dim `d` marked (b: read at d - 1)."""
     differing = sorted({k for k, _ in a.attrs} ^ {k for k, _ in b.attrs}
                        | {k for (k, v), (_, w) in zip(a.attrs, b.attrs) if v != w})
     if a.op not in SHAPE_OPS or differing != ["shape"]:
@@ -72,16 +95,16 @@ def _marked_shape(a: Node, b: Node, d: str, tag: str, source: str) -> Node:
                          f"dim {d}; tilegraph runs {', '.join(SHAPE_OPS)} targets on run-time dims, not this; "
                          "compile with fixed input_shapes")
     ours, theirs = tuple(a.attr("shape")), tuple(b.attr("shape"))
-    marks = list(a.attr("shape_dims") or ("",) * len(ours))
+    marks = list(marked.attr("shape_dims") or ("",) * len(ours))
     if len(ours) != len(theirs):
         raise GraphError(f"{source}: node {a.name!r} ({a.op}) has a target of another rank at other values of {d}")
     for k, (x, y) in enumerate(zip(ours, theirs)):
         if x == y:
             continue
-        if x - y != 1 or marks[k]:
+        if x - y != 1:
             raise GraphError(f"{source}: node {a.name!r} ({a.op}) target entry {k} is {x} at the upper bound of {d} "
                              f"and {y} one below: not the dim itself; compile with fixed input_shapes")
-        marks[k] = tag
+        marks[k] = f"{marks[k]}+{tag}" if marks[k] else tag  # a sum of dims: past + seq
     return Node(a.op, a.inputs, a.outputs, {**a.attr_dict, "shape_dims": tuple(marks)}, a.name)
 
 

@@ -70,7 +70,7 @@ class Identity(OpDef):
         return [xs[0]]
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
-        return [ops.reshape(args[0], args[0].shape)]
+        return [ops.reshape(args[0], args[0].extents)]
 
 
 @register("transpose")
