@@ -154,3 +154,58 @@ def test_a_decoder_step_with_a_kv_cache_of_run_time_length(runner):
         np.testing.assert_allclose(keys[:past + seq], k, err_msg=f"past={past} seq={seq}")
         np.testing.assert_allclose(values[:past + seq], v, err_msg=f"past={past} seq={seq}")
         np.testing.assert_allclose(out[:seq], ref, rtol=1e-5, atol=1e-5, err_msg=f"past={past} seq={seq}")
+
+
+def masked_scores(upper=11, heads=2, width=4):
+    """The ops a transformer's exported graph adds around attention, over a run-time length:
+    4-D products (matmul_nd, batch broadcast), a mask from comparisons and where, isnan guarding the
+    softmax, a cast, a whole-axis slice of a fused projection, broadcast_to over the dim, clip."""
+    seq = dim("seq", upper)
+    x = te.placeholder((1, seq, 3 * width), name="x")
+    mask = te.placeholder((1, 1, 1, seq), "int64", name="mask")
+    q = ops.strided_slice(x, (0, 0, 0), (1, upper, width), name="q")  # the seq axis whole
+    k = ops.strided_slice(x, (0, 0, width), (1, upper, 2 * width), name="k")
+    qh = ops.transpose(ops.reshape(q, (1, seq, heads, width // heads), name="q4"), (0, 2, 1, 3), name="qh")
+    kh = ops.transpose(ops.reshape(k, (1, seq, heads, width // heads), name="k4"), (0, 2, 3, 1), name="kh")
+    scores = ops.matmul_nd(qh, kh, name="scores")
+    zero, neg, zeros = (te.placeholder((1,), "int64", name="zero"), te.placeholder((1,), name="neg"),
+                        te.placeholder((1,), name="zeros"))
+    keep = ops.broadcast_to(ops.greater(mask, zero), (1, heads, seq, seq), name="keep")
+    masked = ops.where(keep, scores, neg, name="masked")
+    probs = ops.softmax(masked, axis=-1, name="probs")
+    safe = ops.where(ops.isnan(probs), zeros, probs, name="safe")
+    out = ops.clip(ops.cast(safe, "float64", name="wide"), 0.0, 0.75, name="out")
+    return te.Workload([x, mask, zero, neg, zeros], [out])
+
+
+@pytest.mark.parametrize("runner", ["interpreter", pytest.param("c", marks=pytest.mark.needs_cc)])
+def test_masks_slices_and_4d_products_over_a_run_time_length(runner):
+    wl = masked_scores()
+    kernel = tg.build(wl) if runner == "c" else None
+    rng = np.random.default_rng(5)
+    for n in (1, 6, 11):
+        x = np.full((1, 11, 12), np.nan, np.float32)
+        x[:, :n] = rng.standard_normal((1, n, 12))
+        mask = np.full((1, 1, 1, 11), -7, np.int64)
+        mask[..., :n] = rng.integers(0, 2, n)
+        mask[..., 0] = 1
+        consts = [np.zeros(1, np.int64), np.full(1, -np.inf, np.float32), np.zeros(1, np.float32)]
+        dims = dims_array(wl.dims, {"seq": n})
+        out = kernel(x, mask, *consts, dims) if kernel else tg.interpret(wl, x, mask, *consts, dims)
+        xs = x[0, :n].astype(np.float64)
+        q = xs[:, :4].reshape(n, 2, 2).transpose(1, 0, 2)
+        k = xs[:, 4:8].reshape(n, 2, 2).transpose(1, 2, 0)
+        s = np.where(mask[0, 0, 0, :n] > 0, q @ k, -np.inf)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        np.testing.assert_allclose(out[0, :, :n, :n], np.clip(p, 0, 0.75), rtol=1e-5, atol=1e-6, err_msg=f"seq={n}")
+
+
+def test_a_slice_takes_a_run_time_axis_whole_or_refuses():
+    seq = dim("seq", 8)
+    x = te.placeholder((seq, 6), name="x")
+    assert [str(e) for e in ops.strided_slice(x, (0, 2), (8, 6)).extents] == ["seq", "4"]
+    with pytest.raises(ValueError, match="run-time extent whole"):
+        ops.strided_slice(x, (1, 0), (8, 6))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        ops.broadcast_to(x, (2, 8, 6))

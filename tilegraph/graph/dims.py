@@ -27,7 +27,7 @@ import numpy as np
 
 from tilegraph import te
 from tilegraph.errors import GraphError
-from tilegraph.te.dims import Dim, dims_of, value_of
+from tilegraph.te.dims import Dim, value_of
 from tilegraph.te.expr import Expr
 
 DIMS_ARGUMENT = "tg_dims:"  # prefix of the pseudo-tensor holding a kernel's dims values
@@ -211,9 +211,5 @@ def _same_array(a: Any, b: Any) -> bool:
     return a is b or (a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b)))
 
 
-def mentions_dims(extents: Sequence[Any]) -> bool:
-    return any(isinstance(e, Expr) and dims_of(e) for e in extents)
-
-
 __all__ = ["DIMS_ARGUMENT", "dims_argument", "argument_dims", "te_dims", "check_dims", "check_input_dims",
-           "propagate_extents", "solve_dims", "run_time_shape", "mentions_dims", "run_time_target", "with_dims_of"]
+           "propagate_extents", "solve_dims", "run_time_shape", "run_time_target", "with_dims_of"]

@@ -124,12 +124,16 @@ def _f(value: float | None, width: int, digits: int) -> str:
     return f"{value:>{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
 
 
-def node_flops(graph: Any, node: Any) -> float | None:
-    """Floating-point operations of one graph node (its one-node workload's), None if it has none."""
+def node_flops(graph: Any, node: Any, dims: Mapping[str, int] | None = None) -> float | None:
+    """Floating-point operations of one graph node (its one-node workload's, at the run-time dims'
+    values `dims` where it has some), None if it has none."""
     from tilegraph.graph.kernels import kernel_spec
 
     try:
-        return float(kernel_spec(graph, node).workload.flops())
+        workload = kernel_spec(graph, node).workload
+        if dims and workload.dims:
+            workload = workload.at({d.name: dims[d.name] for d in workload.dims})
+        return float(workload.flops())
     except Exception:  # a node with no kernel of its own (a view, an op lowered only inside a group)
         return None
 
@@ -169,6 +173,7 @@ def profile_model(model: Any, inputs: Mapping[str, np.ndarray], seconds: float =
         timed.append(clock() - began)
         per_step.append(step_ns)
     used = 1 if device else thread_config.configured_num_threads() or model.target.num_cores or 1
+    values = model._dims_values(inputs) if getattr(model.graph, "dims", None) else {}  # this call's run-time dims
     nodes = {n.name: n for n in model.graph.nodes}
     flops_of: dict[str, float | None] = {}
     steps = []
@@ -176,7 +181,7 @@ def profile_model(model: Any, inputs: Mapping[str, np.ndarray], seconds: float =
         covers = step.covers
         for name in covers:
             if name not in flops_of:
-                flops_of[name] = node_flops(model.graph, nodes[name]) if name in nodes else None
+                flops_of[name] = node_flops(model.graph, nodes[name], values) if name in nodes else None
         counts = [flops_of[n] for n in covers]
         ops = tuple(nodes[n].op if n in nodes else "?" for n in covers)
         median_ns = statistics.median(run[i] for run in per_step)
