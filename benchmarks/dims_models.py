@@ -39,10 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--upper", type=int, default=512, help="the range of seq is 1..UPPER")
     ap.add_argument("--budget", type=float, default=300.0, help="tuning seconds of the dims model, in all")
     ap.add_argument("--static-budget", type=float, default=180.0, help="tuning seconds of each static model (0: skip)")
+    ap.add_argument("--static-db", default=None,
+                    help="the static models' database (default OUT/static.db); with --static-budget 0 they are built "
+                         "from its records as they are (an earlier run's), not skipped")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=2.0, help="timing seconds per contender and length")
     ap.add_argument("--out", default="dims_models")
+    ap.add_argument("--db", default=None, help="the dims model's database (default OUT/dims.db)")
     args = ap.parse_args(argv)
 
     import onnxruntime as ort
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     lengths = [int(x) for x in args.lengths.split(",")]
     started = time.perf_counter()
     dims_model = tg.compile(str(onnx_path), dims={"seq": (1, args.upper)}, time_budget=args.budget,
-                            db=str(out / "dims.db"), num_threads=args.threads)
+                            db=args.db or str(out / "dims.db"), num_threads=args.threads)
     dims_compile_s = time.perf_counter() - started
     print(dims_model.summary(), flush=True)
     if dims_model.tuning is not None:
@@ -76,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     real_build = driver.build
     for length in lengths:
         static = None
-        if args.static_budget > 0:
+        if args.static_budget > 0 or args.static_db:
             static = tg.compile(str(onnx_path), input_shapes={name: (1, length)}, time_budget=args.static_budget,
-                                db=str(out / "static.db"), num_threads=args.threads)
+                                db=args.static_db or str(out / "static.db"), num_threads=args.threads)
         ids = np.random.default_rng(length).integers(0, 1000, (1, length)).astype(np.int64)
         expected = session.run(None, {name: ids})[0]
         driver.build = lambda *a, **k: builds.append(a) or real_build(*a, **k)  # the dims model never builds

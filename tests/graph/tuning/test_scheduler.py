@@ -224,3 +224,40 @@ def test_trial_budget_counts_earlier_runs_and_resume_skips_the_first_round(clock
 def test_a_budget_is_required():
     with pytest.raises(ValueError, match="budget"):
         TaskScheduler(model_tasks(), FakeSession({}, Clock()))
+
+
+def test_buckets_are_tasks_and_each_first_slice_measures_its_nearest_measured_neighbour(clock):
+    import json
+
+    from tilegraph.graph.buckets import bucket_plan
+    from tilegraph.tune.strategy.seeded import SeededStrategy
+
+    b = GraphBuilder()
+    x = b.input("x", TensorType((1, 32, 64), "float32"))
+    y = b.add("softmax", [b.add("matmul", [x, _const(b, 64, 64)])])
+    graph = b.build([y]).replace(dims={"seq": (1, 32)}, input_dims={"x": (None, "seq", None)})
+    plan = bucket_plan(graph, {"seq": [8, 16]})
+    tasks = extract_tasks(graph, partition(graph), plan)
+    assert [t.bucket for t in tasks if t.op == "matmul"] == [(1, 8), (9, 16), (17, 32)]
+    assert all(t.weight == pytest.approx(1 / 3) for t in tasks)
+    assert len({t.key for t in tasks}) == len(tasks) == 6
+
+    class Traced(FakeSession):  # records hold real (empty) traces; the strategies given are kept
+        def tune_slice(self, wl, strategy, trials, deadline=None, seed=None):
+            self.strategies = getattr(self, "strategies", {})
+            self.strategies.setdefault(wl.key, (strategy, trials))  # the first slice
+            result = super().tune_slice(wl, strategy, trials, deadline, seed)
+            self.recs[wl.key] = [Record(r.workload_key, r.target_fingerprint,
+                                        json.dumps({"version": 1, "workload_key": wl.key, "instructions": []}),
+                                        r.kind, latency_s=r.latency_s, meta=r.meta) for r in self.recs[wl.key]]
+            return result
+
+    session = Traced({t.key: [1.0, 0.5] for t in tasks}, clock)
+    _scheduler(tasks, session, trials=100).run()
+    by_bucket = {t.bucket: t for t in tasks if t.op == "matmul"}
+    first, _ = session.strategies[by_bucket[(17, 32)].key]  # the largest bucket is measured first: no neighbour yet
+    middle, trials = session.strategies[by_bucket[(9, 16)].key]
+    assert isinstance(middle, SeededStrategy) and trials == sched.FIRST_TRIALS + 2
+    seeds = [c for c in middle._seeds if c.meta.get("strategy") == "neighbour bucket"]
+    assert len(seeds) == 1 and json.loads(seeds[0].trace_json)["workload_key"] == by_bucket[(9, 16)].key
+    assert not [c for c in first._seeds if c.meta.get("strategy") == "neighbour bucket"]

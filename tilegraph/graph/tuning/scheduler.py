@@ -65,6 +65,8 @@ MIN_GAIN = 0.01         # ... each improving the task by less than this fraction
 FIRST_SLICE_GUESS_S = 5.0  # the cost of a first slice before any was measured
 FIRST_SLICE_FLOOR = 0.25   # a smaller task's first slice costs at least this share of a larger one's
 MEASURE_GUESS_S = 0.5      # the cost of one measurement in a later slice before any was measured
+NEIGHBOUR_SEEDS = 1        # a bucket's first slice measures its nearest measured neighbour's best, besides its own
+                           # candidates (every neighbour's, on BERT: the default and 4 seeds filled the slice)
 
 
 @dataclass
@@ -291,11 +293,13 @@ class TaskScheduler:
         return gain / max(self._cost(st), 1e-3)
 
     def _neighbour_seeds(self, task: Task) -> list[Candidate]:
-        """A bucket's task measures first the best schedules of its neighbouring buckets (the same
-        computation over other loop extents: graph/buckets.py), where they have records; one that
-        does not fit these loops is recorded as a failed build, as any candidate."""
-        seeds = []
+        """A bucket's task measures first the best schedule of its nearest neighbouring bucket that
+        has records (the same computation over other loop extents: graph/buckets.py); one that does
+        not fit these loops is recorded as a failed build, as any candidate."""
+        seeds: list[Candidate] = []
         for other in task.neighbours:
+            if len(seeds) == NEIGHBOUR_SEEDS:
+                break
             best = self.session.best(other)
             if best is None or not best.ok:
                 continue
@@ -316,8 +320,11 @@ class TaskScheduler:
         if st.strategy is None:
             st.strategy = self.slice_strategy(st.task, st.generation)
             if first:
-                seeds = [default_candidate(wl, self.session.target), *self._neighbour_seeds(st.task)]
-                st.strategy = SeededStrategy(seeds, st.strategy)
+                neighbours = self._neighbour_seeds(st.task)
+                trials += len(neighbours)  # the seeds take no place from the strategy's own first candidates
+                if left is not None:
+                    trials = min(trials, left)
+                st.strategy = SeededStrategy([default_candidate(wl, self.session.target), *neighbours], st.strategy)
         deadline = None if self.time_budget is None else self.start + self.time_budget * (1.0 - SETTLE_SHARE)
         got = self.session.tune_slice(wl, st.strategy, trials, deadline, seed=st.generation)
         log.info("task %s: slice %d, %d measured, best %s, %.1f s", st.task.name, st.slices + 1, got.measured,
