@@ -240,7 +240,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     constructed: dict[str, str] = {}
     if construct and not gpu:  # tasks without a record get Gensor's pick, not the plain default (construct.py)
         stage(progress, "constructing schedules")
-        constructed = construct_schedules(extract_tasks(graph, groups, plan), tgt, db)
+        # (not per bucket: a bucket without a record of its own runs the bucket above's kernel, graph/buckets.py)
+        constructed = construct_schedules(extract_tasks(graph, groups), tgt, db)
         if constructed:
             db = WithConstructed(db, constructed)
     fallbacks: list[str] = []
