@@ -216,3 +216,59 @@ def test_a_node_whose_arguments_cannot_convert_is_left_out_and_the_rest_compiles
         np.testing.assert_allclose(got.numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
     assert any("cannot be converted" in m and "partition(s) around them compiled" in m for m in messages), messages
     assert not any("running a subgraph" in m for m in messages), messages
+
+
+class _Attention(torch.nn.Module):
+    """One attention layer over a sequence: projections, heads, softmax over the keys, a mean."""
+
+    def __init__(self, width=16, heads=2):
+        super().__init__()
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.out = torch.nn.Linear(width, width)
+        self.heads = heads
+
+    def forward(self, x):
+        batch, seq, width = x.shape
+        q, k, v = self.qkv(x).split(width, dim=-1)
+        q, k, v = (t.reshape(batch, seq, self.heads, width // self.heads).transpose(1, 2) for t in (q, k, v))
+        probs = torch.softmax(q @ k.transpose(-1, -2) / (width // self.heads) ** 0.5, dim=-1)
+        context = (probs @ v).transpose(1, 2).reshape(batch, seq, width)
+        return self.out(context).mean(dim=1)
+
+
+def test_dynamic_sizes_compile_once_for_every_length_in_their_range(monkeypatch):
+    import tilegraph.graph.compile as compile_module
+    from tilegraph.graph.frontends.torch_backend import tilegraph_backend
+
+    compiles = []
+    real = compile_module.compile_model
+    monkeypatch.setattr(compile_module, "compile_model", lambda *a, **k: compiles.append(a) or real(*a, **k))
+    backends = []
+
+    def backend(gm, example_inputs, **options):
+        backends.append(gm)
+        return tilegraph_backend(gm, example_inputs, **options)
+
+    torch.manual_seed(0)
+    module = _Attention().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(module, backend=backend, dynamic=True)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no subgraph falls back to eager
+        warnings.filterwarnings("ignore", message=".*(TF32|torchvision|deprecated).*")
+        for length in (5, 23, 2, 40):
+            x = torch.randn(1, length, 16)
+            torch._dynamo.mark_dynamic(x, 1, min=2, max=40)
+            torch.testing.assert_close(compiled(x), module(x), rtol=1e-4, atol=1e-5)
+    assert len(backends) == 1 and len(compiles) == 1
+    assert compiles[0][0].dims and all(hi == 40 for _, hi in compiles[0][0].dims.values())
+
+
+def test_a_dynamic_size_without_an_upper_bound_runs_eager_with_one_warning():
+    torch._dynamo.reset()
+    module = _Attention().eval()
+    compiled = torch.compile(module, backend="tilegraph", dynamic=True)
+    x = torch.randn(1, 7, 16)
+    torch._dynamo.mark_dynamic(x, 1)
+    with torch.no_grad(), pytest.warns(UserWarning, match="no upper bound.*mark_dynamic"):
+        torch.testing.assert_close(compiled(x), module(x))

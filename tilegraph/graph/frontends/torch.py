@@ -85,6 +85,8 @@ def from_exported_program(ep: Any, name: str = "model", constant_inputs: Sequenc
                     raise GraphError(f"input {node.name!r} has a dynamic shape {tuple(value.shape)}; tilegraph "
                                      "compiles static shapes")
                 env[node.name] = e.input(node.name, TensorType(tuple(value.shape), dtype))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                env[node.name] = value  # a size argument export took as a constant (torch_dims.py)
             else:
                 raise GraphError(f"input {node.name!r} is a {type(value).__name__}, not a tensor")
             user_position += 1

@@ -6,6 +6,9 @@ breaks give several); each is exported to core ATen, converted, compiled with ti
 run on numpy views of the torch tensors. The subgraph's parameters and buffers are frozen into
 the compiled model as constants (as inductor's freezing does: inference only).
 
+A subgraph with symbolic sizes (`dynamic=True`, `torch._dynamo.mark_dynamic(x, 1, max=512)`)
+compiles once for their ranges, each size a run-time dim (graph/dims.py; torch_dims.py).
+
 A subgraph with ATen ops tilegraph has no graph op for is partitioned (as inductor falls back per
 op): the runs of supported ops compile, each on its own, and the unsupported nodes between them run
 in eager PyTorch, with one warning naming them. A subgraph we cannot take otherwise (a dynamic
@@ -67,6 +70,10 @@ def _eager(gm: Any, e: Exception) -> Any:
 def _compile(gm: Any, example_inputs: list[Any], options: dict[str, Any]) -> Any:
     import torch
 
+    if any(isinstance(v, torch.SymInt) for v in example_inputs):  # torch.compile(dynamic=True), mark_dynamic
+        from tilegraph.graph.frontends.torch_dims import compile_dynamic
+
+        return compile_dynamic(gm, example_inputs, options)
     for value in example_inputs:
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"a {type(value).__name__} input (symbolic shapes?) is not supported")
