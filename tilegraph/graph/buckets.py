@@ -9,9 +9,10 @@ call dispatched in native code by the dim's value.
 A bucket of a kernel is the same computation with its loops sized to the bucket's upper bound
 (`Workload.at`): its own key, its own tuning records (each bucket's task is tuned at its upper
 bound, seeded with the best schedule of the bucket above it), the same arrays as every bucket's.
-Only measured buckets get kernels of their own: without a record, a bucket runs the kernel of the
-bucket above (Gensor's unmeasured pick at a bucket's size was slower than the whole range's kernel
-at that size: BERT-base at 64 tokens, 66 ms against 60).
+Only measured buckets get kernels of their own: without records (its default and at least one
+other, measured against each other), a bucket runs the kernel of the bucket above (Gensor's
+unmeasured pick at a bucket's size was slower than the whole range's kernel at that size:
+BERT-base at 64 tokens, 66 ms against 60).
 The model's step calls the BucketedKernel like any kernel (runtime/buckets.py): a length never
 seen runs its bucket's kernels, never a recompilation. The top bucket is the kernel over the whole
 range, built already.
@@ -84,7 +85,7 @@ def bucket_kernels(specs: Sequence[Any], built: dict[str, Any], plan: BucketPlan
     from tilegraph.graph.kernels import BuiltKernel, build_kernels
 
     per_spec = {spec.key: bucket_specs(spec, plan) for spec in specs if spec.key in built}
-    lower = [b for parts in per_spec.values() for b in parts[:-1] if db is not None and b.lookup(db, target) is not None]
+    lower = [b for parts in per_spec.values() for b in parts[:-1] if _measured(b, db, target)]
     errors: dict[str, Any] = {}
     extra = build_kernels(lower, target, db, workers, progress, errors=errors) if lower else {}
     out = dict(built)
@@ -100,6 +101,22 @@ def bucket_kernels(specs: Sequence[Any], built: dict[str, Any], plan: BucketPlan
         dims = parts[-1].workload.dims
         out[key] = BuiltKernel(BucketedKernel(dims, plan.dim, plan.ranges, kernels), built[key].tuned)
     return out
+
+
+def _measured(spec: Any, db: Any, target: Any) -> bool:
+    """Whether the bucket's schedule was chosen by measuring: its (anchor's) records hold at least two
+    ok ones, its default and another (a bucket's first slice measures the bucket above's best right
+    after its default). A bucket holding its default alone (its slice cut short by the deadline) is
+    no measured choice: GPT-2's c_attn at 16 tokens ran 4.1 ms in the bucket's default schedule,
+    0.45 ms in the tuned kernel of the bucket above."""
+    if db is None or not hasattr(db, "top_k"):
+        return False
+    anchor = getattr(spec, "anchor", None)
+    workload = anchor.workload if anchor is not None else spec.workload
+    try:
+        return len(db.top_k(workload.key, str(target.fingerprint), 2)) >= 2
+    except Exception:  # noqa: BLE001 (an unreadable database builds no bucket of its own, as none)
+        return False
 
 
 __all__ = ["BucketPlan", "bucket_plan", "bucket_specs", "bucket_kernels"]
