@@ -272,3 +272,16 @@ def test_a_dynamic_size_without_an_upper_bound_runs_eager_with_one_warning():
     torch._dynamo.mark_dynamic(x, 1)
     with torch.no_grad(), pytest.warns(UserWarning, match="no upper bound.*mark_dynamic"):
         torch.testing.assert_close(compiled(x), module(x))
+
+
+def test_parameters_updated_after_a_dynamic_compile_are_used():
+    torch._dynamo.reset()
+    module = _Attention().eval()
+    compiled = torch.compile(module, backend="tilegraph", dynamic=True)
+    with torch.no_grad():
+        x = torch.randn(1, 9, 16)
+        torch._dynamo.mark_dynamic(x, 1, min=2, max=32)
+        compiled(x)
+        module.out.weight.mul_(2.0)  # in place: the frozen copy is stale now
+        with pytest.warns(UserWarning, match="changed after compiling"):
+            torch.testing.assert_close(compiled(x), module(x), rtol=1e-4, atol=1e-5)

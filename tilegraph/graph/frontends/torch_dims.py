@@ -16,6 +16,7 @@ PyTorch with one warning (torch_backend.py), never a model that is wrong at othe
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from tilegraph.errors import GraphError
@@ -29,7 +30,7 @@ def compile_dynamic(gm: Any, example_inputs: list[Any], options: dict[str, Any])
 
     from tilegraph.graph.compile import compile_model
     from tilegraph.graph.frontends.onnx_dims import check_dims_independent
-    from tilegraph.graph.frontends.torch_backend import FROZEN_INPUT_MARKERS, _eager, _output_kind
+    from tilegraph.graph.frontends.torch_backend import FROZEN_INPUT_MARKERS, _eager, _output_kind, _versions
 
     ranges = _symbol_ranges()
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -79,8 +80,6 @@ def compile_dynamic(gm: Any, example_inputs: list[Any], options: dict[str, Any])
             else:
                 shape = [values[n][1] if n else int(e) for n, e in zip(axes[i], value.shape)]
                 args.append(torch.zeros(shape, dtype=value.dtype))
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ep = torch.export.export(gm, tuple(args), strict=False).run_decompositions()
@@ -101,7 +100,13 @@ def compile_dynamic(gm: Any, example_inputs: list[Any], options: dict[str, Any])
     def run(*args: Any) -> Any:
         # compiled at the first call, outside dynamo's tracing (export inside it cannot decompose a
         # graph of symbolic sizes); a failure then runs the subgraph eagerly, with one warning
+        versions = _versions(args, frozen)
+        if "model" in state and state["model"] is not None and versions != state["versions"]:
+            warnings.warn("tilegraph: parameters or buffers changed after compiling; compiling this subgraph again "
+                          "with their new values", stacklevel=2)  # as the static path does (torch_backend.py)
+            del state["model"]
         if "model" not in state:
+            state["versions"] = versions
             try:
                 state["model"] = build()
             except Exception as err:  # noqa: BLE001 (a model PyTorch runs never fails because of us)
