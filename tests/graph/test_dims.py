@@ -169,10 +169,14 @@ def test_the_cli_compiles_and_runs_with_a_dim(tmp_path, capsys):
 @pytest.mark.needs_cc
 def test_tuned_buckets_dispatch_by_length_and_survive_save_and_load(tmp_path):
     from tilegraph.graph.serialize import load_model
+    from tilegraph.graph.tuning import scheduler as tg_scheduler
     from tilegraph.runtime.buckets import BucketedKernel
 
     model = _attention_model()
-    compiled = tg.compile(model, dims={"seq": (1, UPPER)}, buckets={"seq": [8]}, trials=30,
+    # 5 anchors x 2 buckets: enough trials for every first slice (the default, the neighbour's best,
+    # Gensor's 4), so each lower bucket's schedule is a measured choice and gets its own kernel
+    trials = 5 * (2 * (tg_scheduler.FIRST_TRIALS + 1) + 1)
+    compiled = tg.compile(model, dims={"seq": (1, UPPER)}, buckets={"seq": [8]}, trials=trials,
                           db=str(tmp_path / "t.db"))
     bucketed = [k for k in compiled.kernel_objects if isinstance(k, BucketedKernel)]
     assert bucketed and all(k.ranges == ((1, 8), (9, UPPER)) for k in bucketed)

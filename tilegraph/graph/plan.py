@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tilegraph.graph.dims import argument_dims
 from tilegraph.graph.ir import Graph
 
 ALIGN = 64
@@ -67,7 +68,7 @@ def plan_memory(steps: Sequence[tuple[Sequence[str], Sequence[str]]], graph: Gra
             birth.setdefault(root, position)
             death[root] = max(death.get(root, position), position)
         for name in reads:
-            if name in graph.constants or name not in roots:  # not a graph tensor: a kernel's dims argument
+            if name in graph.constants or argument_dims(name) is not None:  # a kernel's dims argument: no storage here
                 continue
             root = roots[name]
             death[root] = max(death.get(root, position), position)

@@ -92,8 +92,8 @@ def _marked_shape(marked: Node, a: Node, b: Node, d: str, tag: str, source: str)
                        | {k for (k, v), (_, w) in zip(a.attrs, b.attrs) if v != w})
     if a.op not in SHAPE_OPS or differing != ["shape"]:
         raise GraphError(f"{source}: node {a.name!r} ({a.op}) has attribute(s) {', '.join(differing)} that depend on "
-                         f"dim {d}; tilegraph runs {', '.join(SHAPE_OPS)} targets on run-time dims, not this; "
-                         "compile with fixed input_shapes")
+                         f"dim {d}; only {' and '.join(SHAPE_OPS)} targets and whole-axis slices may follow a "
+                         "run-time dim: compile with fixed input_shapes instead")
     ours, theirs = tuple(a.attr("shape")), tuple(b.attr("shape"))
     marks = list(marked.attr("shape_dims") or ("",) * len(ours))
     if len(ours) != len(theirs):
