@@ -7,6 +7,7 @@
     tilegraph info [--json] [--remeasure] [--target "cpu -isa=avx2"]
     tilegraph compile MODEL.onnx [-o DIR] [--time S] [--db PATH] [--json]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--json]
+    tilegraph generate gpt2 [--prompt-len 32] [--new-tokens 64] [--time S] [--vs onnxruntime]
 
 Bad input (unknown workload, malformed shape, negative budget, unusable database, missing
 compiler) prints one line `tilegraph: error: ...` on stderr and exits with code 2.
@@ -127,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tilegraph.cli.models import add_commands
 
     add_commands(sub, {"db": db_opt}, _positive_float, _int_at_least, _target_spec)
+    from tilegraph.cli.generate import add_command as add_generate
+
+    add_generate(sub, {"db": db_opt}, _positive_float, _int_at_least)
 
     info = sub.add_parser("info", parents=[db_opt], help="target fingerprint, ISA, cores, caches, compiler, paths")
     info.add_argument("--json", action="store_true")
@@ -367,6 +371,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "tune": _cmd_tune, "bench": _cmd_bench, "db": _cmd_db, "info": _cmd_info,
     "compile": lambda args: _models().cmd_compile(args), "run": lambda args: _models().cmd_run(args),
+    "generate": lambda args: __import__("tilegraph.cli.generate", fromlist=["cmd_generate"]).cmd_generate(args),
 }
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from tilegraph import te
 from tilegraph.errors import GraphError
-from tilegraph.te.dims import Dim, value_of
+from tilegraph.te.dims import Dim, canonical, value_of
 from tilegraph.te.expr import Expr
 
 DIMS_ARGUMENT = "tg_dims:"  # prefix of the pseudo-tensor holding a kernel's dims values
@@ -79,11 +79,18 @@ def check_input_dims(graph: Any) -> None:
         for axis, (d, extent) in enumerate(zip(axes, shape)):
             if d is None:
                 continue
-            if d not in graph.dims:
-                raise GraphError(f"input {name!r} axis {axis} is dim {d!r}, which has no range in the graph's dims")
-            if extent != graph.dims[d][1]:
+            # a constant's axis may be a sum of dims and a number (positions over past + seq, past + 1)
+            terms = d.split("+")
+            if len(terms) > 1 and name in graph.inputs:
+                raise GraphError(f"input {name!r} axis {axis} is {d!r}: an input's axis is one dim")
+            unknown = [t for t in terms if t not in graph.dims and not t.isdigit()]
+            if unknown or all(t.isdigit() for t in terms):
+                raise GraphError(f"input {name!r} axis {axis} is dim {(unknown or terms)[0]!r}, which has no range "
+                                 "in the graph's dims")
+            upper = sum(int(t) if t.isdigit() else graph.dims[t][1] for t in terms)
+            if extent != upper:
                 raise GraphError(f"input {name!r} axis {axis} is dim {d!r}: its shape must hold the upper bound "
-                                 f"{graph.dims[d][1]}, it holds {extent}")
+                                 f"{upper}, it holds {extent}")
             if name in graph.inputs:
                 used.add(d)
     unused = sorted(set(graph.dims) - used)
@@ -104,7 +111,7 @@ def propagate_extents(graph: Any) -> dict[str, tuple[Any, ...]]:
     extents: dict[str, tuple[Any, ...]] = {}
     for name, axes in graph.input_dims.items():
         if any(a is not None for a in axes):
-            extents[name] = tuple(s if a is None else dims[a] for s, a in zip(graph.type_of(name).shape, axes))
+            extents[name] = tuple(s if a is None else _dims_sum(dims, a) for s, a in zip(graph.type_of(name).shape, axes))
     for node in graph.nodes:
         if not any(i in extents for i in node.inputs if i):
             continue
@@ -119,6 +126,15 @@ def propagate_extents(graph: Any) -> dict[str, tuple[Any, ...]]:
             if out.bounds and len(out.extents) == len(graph.type_of(name).shape):
                 extents[name] = tuple(out.extents)
     return extents
+
+
+def _dims_sum(dims: Mapping[str, Dim], axis: str) -> Any:
+    """The te extent of an axis named `seq`, `past+seq` or `past+1`."""
+    total: Any = None
+    for name in axis.split("+"):
+        term = int(name) if name.isdigit() else dims[name]
+        total = term if total is None else total + term
+    return canonical(total)
 
 
 def solve_dims(graph: Any, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
@@ -170,13 +186,13 @@ def run_time_target(node: Any, x: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     marks = node.attr("shape_dims")
     if marks:
         for k, tag in enumerate(marks):
-            if tag:  # "seq:1:512", or a sum "past:1:512+seq:1:512"
-                terms = [term.split(":") for term in tag.split("+")]
+            if tag:  # "seq:1:512", or a sum "past:1:512+seq:1:512", "past:1:511+1"
                 value: Any = None
-                for name, lo, hi in terms:
-                    d = te.dim(name, int(hi), int(lo))
+                for term in tag.split("+"):
+                    name, *bounds = term.split(":")
+                    d = te.dim(name, int(bounds[1]), int(bounds[0])) if bounds else int(name)
                     value = d if value is None else value + d
-                out[k] = value
+                out[k] = canonical(value)
         return tuple(out)
     if not getattr(x, "bounds", None) or node.op != "reshape":
         return tuple(out)

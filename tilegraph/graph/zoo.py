@@ -127,4 +127,101 @@ def export_onnx(name: str, path: str | os.PathLike, small: bool = False, exporte
     return path
 
 
-__all__ = ["MODELS", "torch_model", "export_onnx", "input_names"]
+DECODER_INPUTS = ("input_ids", "past_keys", "past_values")  # a decode step's; prefill takes input_ids only
+DECODER_OUTPUTS = ("logits", "present_keys", "present_values")
+POSITIONS_MAX = 1024  # the positions gpt2 has embeddings for: prompt and generated tokens together
+
+
+def decoder_model(name: str = "gpt2", small: bool = False, seed: int = 0, past: bool = True) -> Any:
+    """A decoder step with its KV cache as tensors, what `export_decoder` exports: with `past`,
+    (input_ids [1, seq], past_keys and past_values [layers, 1, heads, past, head size]) ->
+    (logits [1, seq, vocab], present_keys, present_values [layers, 1, heads, past + seq, head
+    size]), positions past .. past + seq; without, prefill: input_ids -> the same outputs."""
+    torch = _torch()
+    import transformers as hf
+    from transformers.cache_utils import DynamicCache
+
+    if name != "gpt2":
+        raise ValueError(f"the decoder with a KV cache is exported for gpt2, not {name!r}")
+    torch.manual_seed(seed)
+    # the small config's weights are drawn 10x wider than GPT-2's initializer: at 0.02 a random
+    # two-layer model repeats one token, and a test comparing greedy tokens could not fail
+    config = hf.GPT2Config() if not small else hf.GPT2Config(n_layer=2, n_embd=64, n_head=4, initializer_range=0.2)
+    model = hf.GPT2LMHeadModel(config).eval()
+    layers = config.n_layer
+
+    def step(input_ids: Any, past_keys: Any = None, past_values: Any = None) -> Any:
+        cache = DynamicCache()
+        before = 0
+        if past_keys is not None:
+            for i in range(layers):
+                cache.update(past_keys[i], past_values[i], i)
+            before = past_keys.shape[3]
+        total = before + input_ids.shape[1]
+        mask = torch.ones(1, total, dtype=torch.int64)
+        positions = torch.arange(before, total).unsqueeze(0)
+        out = model(input_ids=input_ids, past_key_values=cache, attention_mask=mask, position_ids=positions,
+                    use_cache=True, return_dict=True)
+        kept = out.past_key_values
+        keys = torch.stack([kept.layers[i].keys for i in range(layers)])
+        values = torch.stack([kept.layers[i].values for i in range(layers)])
+        return out.logits, keys, values
+
+    class Prefill(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any) -> Any:
+            return step(input_ids)
+
+    class Decode(Prefill):
+        def forward(self, input_ids: Any, past_keys: Any, past_values: Any) -> Any:  # type: ignore[override]
+            return step(input_ids, past_keys, past_values)
+
+    module = (Decode() if past else Prefill()).eval()
+    module.config = config
+    return module
+
+
+def export_decoder(name: str, folder: str | os.PathLike, small: bool = False,
+                   exporter: str = "dynamo") -> tuple[Path, Path]:
+    """Write `name`'s decoder with a KV cache as two ONNX files, (folder/prefill.onnx,
+    folder/decode.onnx), the pair optimum writes as decoder_model / decoder_with_past_model:
+    prefill takes the prompt (dim_param `seq`), decode one step's tokens and the cache so far
+    (dim_params `seq` and `past`). Both hold the same weights (the same seed)."""
+    torch = _torch()
+    if exporter not in ("dynamo", "legacy"):
+        raise ValueError(f"exporter must be 'dynamo' or 'legacy', got {exporter!r}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    prefill, decode = decoder_model(name, small, past=False), decoder_model(name, small, past=True)
+    config = decode.config
+    heads, size = config.n_head, config.n_embd // config.n_head
+    tokens = torch.randint(0, 1000, (1, 3))
+    cache = torch.zeros(config.n_layer, 1, heads, 5, size)
+    paths = folder / "prefill.onnx", folder / "decode.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for module, path, inputs in ((prefill, paths[0], (tokens,)), (decode, paths[1], (tokens, cache, cache))):
+            names = list(DECODER_INPUTS[:len(inputs)])
+            if exporter == "dynamo":
+                seq = torch.export.Dim("seq", min=1, max=POSITIONS_MAX - 1)
+                shapes: dict[str, Any] = {"input_ids": {1: seq}}
+                if len(inputs) > 1:
+                    past = torch.export.Dim("past", min=1, max=POSITIONS_MAX - 1)
+                    shapes.update(past_keys={3: past}, past_values={3: past})
+                program = torch.onnx.export(module, inputs, dynamo=True, input_names=names,
+                                            output_names=list(DECODER_OUTPUTS), verbose=False, dynamic_shapes=shapes)
+                program.save(str(path))
+            else:
+                axes: dict[str, Any] = {"input_ids": {1: "seq"}}
+                if len(inputs) > 1:
+                    axes.update(past_keys={3: "past"}, past_values={3: "past"})
+                torch.onnx.export(module, inputs, str(path), dynamo=False, opset_version=18, input_names=names,
+                                  output_names=list(DECODER_OUTPUTS), dynamic_axes=axes)
+    return paths
+
+
+__all__ = ["MODELS", "torch_model", "export_onnx", "input_names", "decoder_model", "export_decoder",
+           "DECODER_INPUTS", "DECODER_OUTPUTS", "POSITIONS_MAX"]

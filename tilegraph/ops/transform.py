@@ -10,7 +10,8 @@ import math
 from collections.abc import Sequence
 
 from tilegraph.ops._common import check_tensor, operator, stage
-from tilegraph.te.expr import Expr
+from tilegraph.te.dims import canonical
+from tilegraph.te.expr import Const, Expr
 from tilegraph.te.tensor import Tensor
 
 
@@ -74,7 +75,7 @@ def _reshape_around_dims(x: Tensor, newshape: Sequence[int | Expr], name: str) -
     runs between them (their products must agree): with storage at the upper bounds, the element
     at run-time index s stays at s, so a row of a sequence is still the same row."""
     old_runs, old_dims = _segments(x.extents)
-    new_extents = tuple(newshape)
+    new_extents = tuple(canonical(e) if isinstance(e, Expr) and not isinstance(e, Const) else e for e in newshape)
     new_runs, new_dims = _segments(new_extents)
     if len(old_dims) != len(new_dims) or any(type(a) is not type(b) or a != b for a, b in zip(old_dims, new_dims)):
         raise ValueError(f"reshape keeps run-time extents whole and in order: x has {[str(e) for e in x.extents]}, "

@@ -77,6 +77,30 @@ def upper_bound(extent: Expr) -> int:
                      f"got {extent}")
 
 
+def canonical(extent: Expr) -> Expr:
+    """A sum of Dims and integers in one order (Dims by name, then the integer), so that equal
+    sums compare equal (a concat of past then seq rows and a target read as seq + past); any
+    other extent as it is."""
+    terms: list[Expr] = []
+    stack = [extent]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, BinOp) and e.op == "add":
+            stack += [e.a, e.b]
+        elif isinstance(e, Dim) or (isinstance(e, Const) and e.dtype.is_int):
+            terms.append(e)
+        else:
+            return extent
+    dims = sorted((t for t in terms if isinstance(t, Dim)), key=lambda d: (d.name, d.lower, d.upper))
+    number = sum(int(t.value) for t in terms if isinstance(t, Const))
+    if not dims:
+        return extent
+    out: Expr = dims[0]
+    for d in dims[1:]:
+        out = out + d
+    return out + number if number else out
+
+
 def value_of(extent: Expr, values: Mapping[str, int]) -> int:
     """A bounded extent's value for given dims (name -> value)."""
     if isinstance(extent, Dim):
@@ -125,7 +149,7 @@ def split_shape(shape: Sequence[object], what: str) -> tuple[tuple[object, ...],
                 storage.append(upper_bound(s))
             except ValueError as e:
                 raise ValueError(f"{what}: {e}") from None
-            bounds.append(s)
+            bounds.append(canonical(s))
         else:
             storage.append(s.value if isinstance(s, Const) else s)
             bounds.append(None)

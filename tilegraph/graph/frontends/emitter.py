@@ -19,7 +19,7 @@ import numpy as np
 from tilegraph.errors import RunTimeValueError
 from tilegraph.graph.builder import GraphBuilder
 from tilegraph.graph.ir import Node
-from tilegraph.graph.ops.registry import infer_types, reference_outputs
+from tilegraph.graph.ops.registry import infer_types, op_def, reference_outputs
 
 FOLD_LIMIT_BYTES = 256 << 20  # a folded constant larger than this stays a node (never blow up memory)
 
@@ -27,7 +27,7 @@ FOLD_LIMIT_BYTES = 256 << 20  # a folded constant larger than this stays a node 
 def fold_node(b: GraphBuilder, node: Node, inputs: list[str]) -> list[str] | None:
     """`node` (reading `inputs`, names in `b`) evaluated into new constants of `b`, named after its
     outputs, when every input is a constant and the result is at most FOLD_LIMIT_BYTES; else None."""
-    if not inputs or not all(not i or i in b.constants for i in inputs):
+    if not inputs or not all(not i or i in b.constants for i in inputs) or not op_def(node.op).foldable:
         return None
     types = infer_types(node, [b.type_of(i) if i else None for i in inputs])
     if sum(t.nbytes for t in types) > FOLD_LIMIT_BYTES:
@@ -37,6 +37,12 @@ def fold_node(b: GraphBuilder, node: Node, inputs: list[str]) -> list[str] | Non
 
 
 class Emitter(GraphBuilder):
+    def __init__(self, name: str = "graph"):
+        super().__init__(name)
+        # every folded constant's node, its inputs and outputs named as constants of this builder:
+        # how a value read at the dims' upper bounds is computed at run time (frontends/onnx_dims.py)
+        self.recipes: dict[str, Node] = {}
+
     # converts a subgraph (an If branch, a loop body) in the enclosing scope: (GraphProto, where,
     # tensors bound to its inputs) -> its outputs; set by the frontend that owns the scope
     subgraph: Callable[..., list[str]] | None = None
@@ -49,7 +55,11 @@ class Emitter(GraphBuilder):
                    outputs: Sequence[str] | None = None, num_outputs: int = 1) -> list[str]:
         node = Node(op, tuple(inputs), tuple(outputs or [name or op] * num_outputs), attrs or {}, name or op)
         folded = fold_node(self, node, list(inputs))
-        return folded if folded is not None else self.add_multi(op, inputs, attrs, name, outputs, num_outputs)
+        if folded is None:
+            return self.add_multi(op, inputs, attrs, name, outputs, num_outputs)
+        recipe = Node(op, tuple(inputs), tuple(folded), attrs or {}, name or op)
+        self.recipes.update((out, recipe) for out in folded)
+        return folded
 
     def value(self, name: str, what: str) -> np.ndarray:
         """The constant value of tensor `name`; RunTimeValueError saying `what` needed it otherwise."""

@@ -41,6 +41,7 @@ from tilegraph.graph.frontends import (  # noqa: F401 (register their converters
     onnx_signal_ops,
 )
 from tilegraph.graph.frontends.emitter import FOLD_LIMIT_BYTES, Emitter
+from tilegraph.graph.frontends.onnx_dims import Read, check_dims_independent
 from tilegraph.graph.frontends.onnx_inputs import bind_inputs, model_inputs, upstream_inputs
 from tilegraph.graph.frontends.onnx_ops import CONVERTERS, dtype_of
 from tilegraph.graph.ir import DTYPES as GRAPH_DTYPES
@@ -277,16 +278,14 @@ def from_onnx(model: str | os.PathLike | Any, input_shapes: Mapping[str, Sequenc
     if opset < NATIVE_OPSET:
         proto, opset = _upgraded(proto, opset, source), NATIVE_OPSET
     _check_input_shapes(proto, input_shapes or {}, source)
-    graph = _read(proto, input_shapes, name, ranges, source, opset)
-    if ranges:
-        from tilegraph.graph.frontends.onnx_dims import check_dims_independent
-
-        graph = check_dims_independent(graph, lambda r: _read(proto, input_shapes, name, r, source, opset), source)
-    return graph
+    read = _read(proto, input_shapes, name, ranges, source, opset)
+    if not ranges:
+        return read.graph
+    return check_dims_independent(read, lambda r: _read(proto, input_shapes, name, r, source, opset), source)
 
 
 def _read(proto: Any, input_shapes: Any, name: str | None, ranges: dict[str, tuple[int, int]], source: str,
-          opset: int) -> Graph:
+          opset: int) -> Read:
     from onnx import numpy_helper
 
     e = Emitter(name or proto.graph.name or "model")
@@ -324,7 +323,7 @@ def _read(proto: Any, input_shapes: Any, name: str | None, ranges: dict[str, tup
             raise GraphError(f"{source}: dims names {unknown}, which no graph input has as a symbolic extent "
                              f"(its inputs' dim_params: {', '.join(names) or 'none'})")
         graph = graph.replace(dims=ranges, input_dims=input_dims)
-    return graph.verify()
+    return Read(graph.verify(), e.constants, e.recipes)
 
 
 def _convert_nodes(e: Emitter, nodes: Any, env: dict[str, str], proto: Any, opset: int,

@@ -1,6 +1,6 @@
 """The check that an ONNX graph read at its dims' upper bounds computes the same way at other values.
 
-    g = check_dims_independent(graph, reread, source)   # reread(ranges) reads the model again
+    g = check_dims_independent(read, reread, source)   # reread(ranges) reads the model again
 
 A frontend folds what it can: a Shape -> Gather -> Concat chain becomes a Reshape's target, a
 Range over the sequence length a constant of positions, both at the values the graph was read at.
@@ -10,68 +10,244 @@ The graph is read once more with each dim one below its upper bound and compared
     a reshape/expand `shape` entry one smaller      -> that entry is the dim (attr `shape_dims`;
                                                        one smaller for two dims: their sum, past + seq)
     a slice's `end` taking a whole axis at both     -> the same slice at every value
-    a constant one shorter along an axis, a prefix  -> that axis is the dim (`input_dims`: positions 0..seq)
-    anything else (a slice starting at a dim, a constant not a prefix, another attribute)
+    a constant one shorter along an axis, a prefix  -> that axis is the dim (`input_dims`: positions
+                                                       0..seq; an axis of past + seq for two dims)
+    an integer constant of the same shape, every    -> its upper-bound value plus an offset_by_dims
+    element one step (k) smaller                       node: positions past .. past + seq (checked
+                                                       once more at the dim's lower bound)
+    any other constant the reader folded from a node -> that node computed at run time, from its
+                                                       inputs judged the same way (a causal mask
+                                                       compares positions over past + seq with
+                                                       positions past + i)
+    anything else (a slice starting at a dim, another attribute, a weight that differs)
                                   -> GraphError naming the node: it would be wrong at other values
 
 Before: reshape(x, shape=(1, 512, 12, 64)) read at seq = 512; at seq = 511 its shape is (1, 511, 12, 64).
 After:  reshape(x, shape=(1, 512, 12, 64), shape_dims=("", "seq:1:512", "", "")).
+Before: gather(wpe, constant [512 .. 1023]) folded to a constant, read at past = 512, seq = 512.
+After:  gather(wpe, offset_by_dims(constant [512 .. 1023] over seq, terms=(("past:1:512", 1),))).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from tilegraph.errors import GraphError
-from tilegraph.graph.ir import Graph, Node
+from tilegraph.graph.ir import Graph, Node, TensorType
 
 SHAPE_OPS = ("reshape", "expand")  # ops whose `shape` attribute may hold a dim (the target's extents)
 
 
-def check_dims_independent(graph: Graph, reread: Callable[[dict[str, tuple[int, int]]], Graph], source: str) -> Graph:
-    """`graph` (read at every dim's upper bound) with the dims found in its reshape targets and
-    constants marked, after comparing it with a read at each dim one below its upper bound."""
-    nodes = list(graph.nodes)
-    input_dims = dict(graph.input_dims)
+@dataclass(frozen=True)
+class Read:
+    """A model read at some dims' values: its graph, and every constant the reader made (the
+    graph's and the intermediate ones folded away), with the folded ones' nodes (`recipes`)."""
+
+    graph: Graph
+    constants: Mapping[str, np.ndarray]
+    recipes: Mapping[str, Node]
+
+
+def check_dims_independent(read: Read, reread: Callable[[dict[str, tuple[int, int]]], Read], source: str) -> Graph:
+    """`read.graph` (read at every dim's upper bound) with the dims found in its reshape targets
+    and constants marked, and the constants that follow a dim computed at run time, after comparing
+    it with a read at each dim one below its upper bound."""
+    graph = read.graph
+    others: dict[str, Read] = {}
     for d, (lo, hi) in graph.dims.items():
         if lo == hi:
             continue  # a dim with one value: nothing can differ
-        other = reread({**graph.dims, d: (lo, hi - 1)})
-        tag = f"{d}:{lo}:{hi}"
-        if len(other.nodes) != len(nodes) or any(a.op != b.op or a.inputs != b.inputs or a.outputs != b.outputs
-                                                 for a, b in zip(nodes, other.nodes)):
+        other = others[d] = reread({**graph.dims, d: (lo, hi - 1)})
+        if len(other.graph.nodes) != len(graph.nodes) or any(
+                a.op != b.op or a.inputs != b.inputs or a.outputs != b.outputs
+                for a, b in zip(graph.nodes, other.graph.nodes)):
             raise GraphError(f"{source}: the graph read at {d} = {hi - 1} has other nodes than at {d} = {hi} "
                              f"(its structure depends on {d}); compile it with fixed input_shapes")
-        for i, (a, b) in enumerate(zip(graph.nodes, other.nodes)):
-            if a.attrs != b.attrs and not _whole_axis_slice(a, b, graph, other):
-                nodes[i] = _marked_shape(nodes[i], a, b, d, tag, source)
-        for name, array in graph.constants.items():
-            theirs = other.constants.get(name)
-            if theirs is None:
-                raise GraphError(f"{source}: constant {name!r} exists only at {d} = {hi}")
-            axes = _prefix_axes(array, theirs)
-            if axes is None:
-                users = [n.name for n in graph.nodes if name in n.inputs]
-                raise GraphError(f"{source}: constant {name!r} (read by {', '.join(users[:3]) or 'no node'}) holds "
-                                 f"other values at {d} = {hi - 1} than at {d} = {hi}: it depends on {d} in a way "
-                                 "tilegraph cannot compute at run time; compile with fixed input_shapes")
-            if axes:
-                known = list(input_dims.get(name, (None,) * array.ndim))
-                for axis in axes:
-                    known[axis] = d
-                input_dims[name] = tuple(known)
-    for node in nodes:  # each marked entry is its dims' sum at their upper bounds (not seq + 5)
-        for k, mark in enumerate(node.attr("shape_dims") or ()):
-            if mark and sum(int(term.split(":")[2]) for term in mark.split("+")) != node.attr("shape")[k]:
-                raise GraphError(f"{source}: node {node.name!r} ({node.op}) target entry {k} is "
-                                 f"{node.attr('shape')[k]} at the dims' upper bounds, not "
-                                 f"{' + '.join(t.split(':')[0] for t in mark.split('+'))}; compile with fixed input_shapes")
-    return graph.replace(nodes=tuple(nodes), input_dims=input_dims)
+    nodes = [_marked(node, [(d, other.graph.nodes[i], graph.type_of, other.graph.type_of)
+                            for d, other in others.items()], graph.dims, source)
+             for i, node in enumerate(graph.nodes)]
+    realized = _Realizer(read, others, reread, source)
+    for name in graph.constants:
+        realized.tensor(name, [n.name for n in graph.nodes if name in n.inputs])
+    # each marked entry is its dims' sum at their upper bounds plus what does not follow them
+    # (past + 1 where a step's one token is static): the rest is written into the mark, "past:1:511+1"
+    nodes = [_with_rest(node, source) for node in nodes]
+    realized.nodes = [_with_rest(node, source) for node in realized.nodes]
+    values = dict(graph.values)
+    values.update((name, _type(array)) for name, array in realized.constants.items())
+    values.update((o, _type(read.constants[o])) for n in realized.nodes for o in n.outputs if o in read.constants)
+    input_dims = {k: v for k, v in graph.input_dims.items() if k in graph.inputs}
+    return graph.replace(nodes=(*realized.nodes, *nodes), values=values, constants=realized.constants,
+                         input_dims={**input_dims, **realized.input_dims})
 
 
-def _whole_axis_slice(a: Node, b: Node, graph: Graph, other: Graph) -> bool:
+class _Realizer:
+    """Makes each constant the graph reads right at every value of the dims: kept, kept with dims
+    on its axes, offset by the dims, or computed at run time by the node the reader folded."""
+
+    def __init__(self, read: Read, others: Mapping[str, Read], reread: Callable[..., Read], source: str):
+        self.read, self.others, self.reread, self.source = read, others, reread, source
+        self.nodes: list[Node] = []
+        self.constants: dict[str, np.ndarray] = {}
+        self.input_dims: dict[str, tuple[str | None, ...]] = {}
+        self.done: set[str] = set()
+        self.node_names = {n.name for n in read.graph.nodes}
+        self.at_lower: dict[str, Read] = {}
+
+    def tensor(self, name: str, readers: list[str]) -> None:
+        if name in self.done:
+            return
+        self.done.add(name)
+        ours = self.read.constants[name]
+        dims = self.read.graph.dims
+        prefix: dict[int, list[str]] = {}
+        steps: dict[str, int] = {}
+        for d, other in self.others.items():
+            found = _judged(ours, other.constants.get(name))
+            if found is None:
+                break
+            kind, value = found
+            if kind == "prefix":
+                for axis in value:
+                    prefix.setdefault(axis, []).append(d)
+            elif kind == "step":
+                steps[d] = value
+        else:
+            # an axis over dims is their sum, plus what does not follow them (past + 1 where one
+            # step's token is static)
+            rest = {axis: ours.shape[axis] - sum(dims[d][1] for d in ds) for axis, ds in prefix.items()}
+            if all(n >= 0 for n in rest.values()) and self._steps_hold(name, ours, steps):
+                axes = tuple("+".join([*prefix[a], *([str(rest[a])] if rest[a] else [])]) if a in prefix else None
+                             for a in range(ours.ndim))
+                kept = name if not steps else self._fresh(f"{name}_at_upper")
+                self.constants[kept] = ours
+                if prefix:
+                    self.input_dims[kept] = axes
+                if steps:
+                    terms = tuple((f"{d}:{dims[d][0]}:{dims[d][1]}", k) for d, k in steps.items())
+                    self._add(Node("offset_by_dims", (kept,), (name,), {"terms": terms}, f"{name}_offset"))
+                return
+        self._computed(name, readers)
+
+    def _computed(self, name: str, readers: list[str]) -> None:
+        """`name` computed at run time by the node the reader folded into it."""
+        recipe = self.read.recipes.get(name)
+        theirs = [(d, other.recipes.get(name)) for d, other in self.others.items()]
+        if recipe is None or any(r is None or r.op != recipe.op or r.inputs != recipe.inputs
+                                 or r.outputs != recipe.outputs for _, r in theirs):
+            d = next((d for d, other in self.others.items()
+                      if _judged(self.read.constants[name], other.constants.get(name)) is None), None)
+            users = ', '.join(readers[:3]) or 'no node'
+            if d is None:
+                raise GraphError(f"{self.source}: constant {name!r} (read by {users}) follows the dims "
+                                 f"({', '.join(self.others)}) in a way tilegraph cannot compute at run time (checked "
+                                 "at their lower bounds too); compile with fixed input_shapes")
+            hi = self.read.graph.dims[d][1]
+            raise GraphError(f"{self.source}: constant {name!r} (read by {users}) holds "
+                             f"other values at {d} = {hi - 1} than at {d} = {hi}: it depends on {d} in a way "
+                             "tilegraph cannot compute at run time; compile with fixed input_shapes")
+        for i in recipe.inputs:
+            if i:
+                self.tensor(i, [recipe.name])
+
+        def type_in(constants: Mapping[str, np.ndarray]) -> Callable[[str], TensorType]:
+            return lambda t: _type(constants[t])
+
+        node = _marked(recipe, [(d, r, type_in(self.read.constants), type_in(self.others[d].constants))
+                                for d, r in theirs], self.read.graph.dims, self.source)
+        # a node of several outputs (a split) computes them all; one kept as a constant already
+        # is written to a name no node reads
+        outs = tuple(o if o == name or o not in self.done else self._fresh(f"{o}_unread") for o in node.outputs)
+        self.done.update(outs)
+        self._add(Node(node.op, node.inputs, outs, node.attr_dict, self._fresh_node(f"{name}_run_time")))
+
+    def _steps_hold(self, name: str, ours: np.ndarray, steps: Mapping[str, int]) -> bool:
+        """Whether a constant one step smaller per unit of each dim in `steps` is that also at the
+        dim's lower bound (a value is not judged linear from two points alone)."""
+        for d, k in steps.items():
+            lo, hi = self.read.graph.dims[d]
+            if hi - lo < 2:
+                continue
+            if d not in self.at_lower:
+                self.at_lower[d] = self.reread({**self.read.graph.dims, d: (lo, lo)})
+            theirs = self.at_lower[d].constants.get(name)
+            if theirs is None or theirs.shape != ours.shape or not np.array_equal(theirs, ours + k * (lo - hi)):
+                return False
+        return True
+
+    def _add(self, node: Node) -> None:
+        self.node_names.add(node.name)
+        self.nodes.append(node)
+
+    def _fresh(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.read.constants or name in self.read.graph.values:
+            n += 1
+            name = f"{base}_{n}"
+        return name
+
+    def _fresh_node(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.node_names:
+            n += 1
+            name = f"{base}_{n}"
+        return name
+
+
+def _with_rest(node: Node, source: str) -> Node:
+    marks = node.attr("shape_dims")
+    if not marks:
+        return node
+    completed = []
+    for k, mark in enumerate(marks):
+        rest = node.attr("shape")[k] - sum(int(term.split(":")[2]) for term in mark.split("+")) if mark else 0
+        if rest < 0:
+            raise GraphError(f"{source}: node {node.name!r} ({node.op}) target entry {k} is "
+                             f"{node.attr('shape')[k]} at the dims' upper bounds, less than "
+                             f"{' + '.join(t.split(':')[0] for t in mark.split('+'))}; compile with fixed input_shapes")
+        completed.append(f"{mark}+{rest}" if rest else mark)
+    return Node(node.op, node.inputs, node.outputs, {**node.attr_dict, "shape_dims": tuple(completed)}, node.name)
+
+
+def _type(array: np.ndarray) -> TensorType:
+    return TensorType(array.shape, str(array.dtype))
+
+
+def _judged(ours: np.ndarray, theirs: np.ndarray | None) -> tuple[str, object] | None:
+    """How `theirs` (read one below a dim's upper bound) follows `ours`: ("same", None), ("prefix",
+    axes: one shorter along them, our leading block), ("step", k: integers of the same shape,
+    each ours - k), or None."""
+    if theirs is None:
+        return None
+    if ours.shape == theirs.shape and np.array_equal(ours, theirs, equal_nan=True):
+        return "same", None
+    if ours.shape == theirs.shape:
+        if ours.dtype.kind not in "iu" or theirs.dtype != ours.dtype or ours.size == 0:
+            return None
+        delta = ours.astype(np.int64) - theirs.astype(np.int64)
+        k = int(delta.flat[0])
+        return ("step", k) if k != 0 and np.all(delta == k) else None
+    axes = _prefix_axes(ours, theirs)
+    return ("prefix", axes) if axes else None
+
+
+def _marked(node: Node, reads: list[tuple[str, Node, Callable[[str], TensorType], Callable[[str], TensorType]]],
+            dims: Mapping[str, tuple[int, int]], source: str) -> Node:
+    """`node` (read at the upper bounds) with its attributes that follow each dim marked, or a
+    GraphError: `reads` holds, per dim, the same node read one below and both reads' types."""
+    marked = node
+    for d, other, ours_type, their_type in reads:
+        if node.attrs != other.attrs and not _whole_axis_slice(node, other, ours_type, their_type):
+            lo, hi = dims[d]
+            marked = _marked_shape(marked, node, other, d, f"{d}:{lo}:{hi}", source)
+    return marked
+
+
+def _whole_axis_slice(a: Node, b: Node, ours_type: Callable[[str], TensorType],
+                      their_type: Callable[[str], TensorType]) -> bool:
     """Whether slice `a` (read at the upper bound; `b` one below) differs from `b` only in `end`
     entries that take a whole axis at both reads, from 0 in steps of 1 (a Split of a projection's
     columns writes the row count as its end): the same slice at every value."""
@@ -79,7 +255,7 @@ def _whole_axis_slice(a: Node, b: Node, graph: Graph, other: Graph) -> bool:
         return False
     if any(v != w for (k, v), (_, w) in zip(a.attrs, b.attrs) if k != "end"):
         return False
-    ours, theirs = graph.type_of(a.inputs[0]).shape, other.type_of(b.inputs[0]).shape
+    ours, theirs = ours_type(a.inputs[0]).shape, their_type(b.inputs[0]).shape
     begin, steps = a.attr("begin"), a.attr("steps")
     return all(x == y or (begin[k] == 0 and steps[k] == 1 and x >= ours[k] and y >= theirs[k])
                for k, (x, y) in enumerate(zip(a.attr("end"), b.attr("end"))))
@@ -121,4 +297,4 @@ def _prefix_axes(ours: np.ndarray, theirs: np.ndarray) -> list[int] | None:
     return axes if np.array_equal(ours[crop], theirs, equal_nan=True) else None
 
 
-__all__ = ["check_dims_independent", "SHAPE_OPS"]
+__all__ = ["check_dims_independent", "Read", "SHAPE_OPS"]

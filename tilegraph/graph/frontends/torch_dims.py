@@ -29,7 +29,7 @@ def compile_dynamic(gm: Any, example_inputs: list[Any], options: dict[str, Any])
     import torch
 
     from tilegraph.graph.compile import compile_model
-    from tilegraph.graph.frontends.onnx_dims import check_dims_independent
+    from tilegraph.graph.frontends.onnx_dims import Read, check_dims_independent
     from tilegraph.graph.frontends.torch_backend import FROZEN_INPUT_MARKERS, _eager, _output_kind, _versions
 
     ranges = _symbol_ranges()
@@ -91,7 +91,8 @@ def compile_dynamic(gm: Any, example_inputs: list[Any], options: dict[str, Any])
         graph = convert(used)
         input_dims = {name: axes[i] for name, i in zip(graph.inputs, runtime) if any(axes[i])}
         graph = graph.replace(dims=used, input_dims=input_dims).verify()
-        graph = check_dims_independent(graph, convert, "torch.compile subgraph")
+        graph = check_dims_independent(Read(graph, graph.constants, {}),
+                                       lambda r: Read(g := convert(r), g.constants, {}), "torch.compile subgraph")
         return compile_model(graph, options.get("target", "cpu"), options.get("db"), 0.0)
 
     output_kind = _output_kind(gm)

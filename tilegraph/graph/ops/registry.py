@@ -35,6 +35,7 @@ class OpDef:
     fusable = True  # False: never computed inside a kernel (a view that stays an alias of its input's bytes)
     scalar_args = False  # size-1 constant inputs may be lowered as Python scalars
     tuned = True  # False: an anchor whose default schedule is final (no tuning task, nothing constructed)
+    foldable = True  # False: never evaluated at compile time (its value depends on the run-time dims)
     arity: tuple[int, int] = (1, 1)  # (min, max) number of inputs
 
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
