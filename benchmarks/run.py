@@ -179,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import busy
 
         return busy.main(argv)
+    if argv[:1] == ["generate"]:  # GPT-2 generation with a KV cache vs ORT, eager, torch.compile (generate.py)
+        from benchmarks import generate
+
+        return generate.main(argv[1:])
     if argv[:1] == ["int8"]:  # QDQ int8 models against ONNX Runtime and OpenVINO (benchmarks/int8.py)
         from benchmarks import int8
 

@@ -199,11 +199,12 @@ def export_decoder(name: str, folder: str | os.PathLike, small: bool = False,
     config = decode.config
     heads, size = config.n_head, config.n_embd // config.n_head
     tokens = torch.randint(0, 1000, (1, 3))
-    cache = torch.zeros(config.n_layer, 1, heads, 5, size)
+    # two distinct tensors: given one tensor twice, torch.export reads both inputs from the first
+    keys, values = torch.randn(config.n_layer, 1, heads, 5, size), torch.randn(config.n_layer, 1, heads, 5, size)
     paths = folder / "prefill.onnx", folder / "decode.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for module, path, inputs in ((prefill, paths[0], (tokens,)), (decode, paths[1], (tokens, cache, cache))):
+        for module, path, inputs in ((prefill, paths[0], (tokens,)), (decode, paths[1], (tokens, keys, values))):
             names = list(DECODER_INPUTS[:len(inputs)])
             if exporter == "dynamo":
                 seq = torch.export.Dim("seq", min=1, max=POSITIONS_MAX - 1)
