@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tilegraph import driver
     from tilegraph.graph import zoo
-    from tilegraph.graph.generate import compile_decoder, greedy, onnxruntime_step
+    from tilegraph.graph.generate import compile_decoder, greedy, model_step, onnxruntime_step
     from tilegraph.runtime import threads
 
     torch.set_num_threads(args.threads)
@@ -95,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         builds: list[Any] = []
         real_build = driver.build
         driver.build = lambda *a, **k: builds.append(a) or real_build(*a, **k)
-        steps["tilegraph"] = (lambda feeds: [decoder.prefill.run(feeds)[n] for n in zoo.DECODER_OUTPUTS],
-                              lambda feeds: [decoder.decode.run(feeds)[n] for n in zoo.DECODER_OUTPUTS])
+        steps["tilegraph"] = (model_step(decoder.prefill), model_step(decoder.decode))
     if "onnxruntime" in systems:
         options = ort.SessionOptions()
         options.intra_op_num_threads, options.inter_op_num_threads = args.threads, 1

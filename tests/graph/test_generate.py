@@ -140,3 +140,32 @@ def test_a_generation_longer_than_compiled_for_is_refused(decoder_files):
     with pytest.raises(GraphError, match="exceed the 12 tokens"):
         decoder.generate(np.arange(8), 5)
     assert len(decoder.generate(np.arange(8), 4).tokens) == 4
+
+
+def test_the_cli_generates_and_compares_with_onnxruntime(decoder_files, capsys):
+    import json
+
+    from tilegraph.cli.main import main
+
+    folder = decoder_files("legacy")[0].parent
+    assert main(["generate", str(folder), "--prompt-len", "5", "--new-tokens", "6", "--vs", "onnxruntime",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tokens_identical_to_onnxruntime"] is True and len(report["tokens"]) == 6
+    assert set(report["systems"]) == {"tilegraph", "onnxruntime"}
+    assert main(["generate", str(folder), "--prompt-len", "5", "--new-tokens", "6", "--max-length", "8"]) == 2
+    assert "exceed --max-length 8" in capsys.readouterr().err
+    assert main(["generate", str(folder / "nowhere")]) == 2
+    assert "neither a folder" in capsys.readouterr().err
+
+
+def test_tuning_with_weights_timed_from_memory_keeps_the_model_right():
+    """evict_weights=True (what compile_decoder tunes its decode model with): the candidates are
+    timed with their weights flushed; what it builds still computes the model."""
+    model = _cached_attention()
+    compiled = tg.compile(model, dims={"seq": (1, 9), "past": (1, 30)}, trials=2, evict_weights=True)
+    assert compiled.tuning is not None and compiled.tuning.rows
+    session = ort.InferenceSession(model.SerializeToString())
+    feeds = {"x": RNG.standard_normal((1, 3, 8)).astype(np.float32),
+             "past_k": RNG.standard_normal((1, 20, 8)).astype(np.float32)}
+    np.testing.assert_allclose(compiled.run(feeds)["out"], session.run(None, feeds)[0], rtol=1e-4, atol=1e-5)

@@ -36,6 +36,9 @@ model's tasks into `db` (the default database when None) with the task scheduler
 (graph/tuning/); `model.tuning` is then the per-task report. 0 and None build without tuning,
 from whatever the database holds. `num_threads` is what tasks are timed with (default: all cores,
 as the model runs); `tune_progress` a TuningProgress or any callable(scheduler, message).
+`evict_weights=True` times each candidate with its constant inputs flushed from the caches
+(MeasurePolicy.evict_constants): right for a model that streams more weights than the last-level
+cache holds at every call (a decoder's step, graph/generate.py), pessimistic otherwise.
 """
 
 from __future__ import annotations
@@ -123,7 +126,8 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   input_shapes: Any = None, values: Any = None, construct: bool = True,
                   prepack: bool = True, precision: str = "fp32", accuracy: float | None = None,
                   accuracy_check: bool = True, skip_rewrites: tuple[str, ...] = (),
-                  cluster: str | None = None, dims: Any = None, buckets: Any = None) -> CompiledModel | SpecializedModel:
+                  cluster: str | None = None, dims: Any = None, buckets: Any = None,
+                  evict_weights: bool = False) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
     if precision not in PRECISIONS:
         raise GraphError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
@@ -183,7 +187,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                        trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
                        construct=construct, prepack=prepack, precision=precision, accuracy=accuracy,
                        accuracy_check=accuracy_check, skip_rewrites=skip_rewrites, cluster=cluster, dims=dims,
-                       buckets=buckets)
+                       buckets=buckets, evict_weights=evict_weights)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     finally:
@@ -233,8 +237,13 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         from tilegraph.runtime import threads
 
         timed_threads = num_threads or threads.configured_num_threads() or tgt.num_cores  # as the model runs
+        session_options: dict[str, Any] = {} if cluster is None else {"cluster": cluster}
+        if evict_weights:  # each candidate timed with its weights read from memory, as in a model streaming
+            from tilegraph.tune.measure import MeasurePolicy  # more weights than the caches hold (a decode step)
+
+            session_options["policy"] = MeasurePolicy(evict_constants=True)
         report = tune_model(graph, groups, tgt, db, time_budget or None, trials, timed_threads, tune_progress,
-                            session_options=None if cluster is None else {"cluster": cluster}, plan=plan)
+                            session_options=session_options, plan=plan)
         tuning_s = report.elapsed_s
     records = db  # the database as given (the float32 fallback below reads it, not this compile's picks)
     constructed: dict[str, str] = {}

@@ -115,7 +115,10 @@ def compile_decoder(prefill: str | os.PathLike, decode: str | os.PathLike, max_l
                     **options: Any) -> Decoder:
     """The decoder pair compiled once each for prompts and caches up to `max_length` tokens in all
     (at least 2: one prompt token and one new one); `time_budget` seconds of tuning split between
-    them (`decode_share` to the decode model). Other options: graph.compile.compile_model."""
+    them (`decode_share` to the decode model). The decode model is tuned with its weights timed
+    from memory (`evict_weights`): a step reads every weight once, more than a cache holds, so
+    its products are matrix-vector products bound by memory, and timed hot they rank schedules by
+    a cache they never see. Other options: graph.compile.compile_model."""
     from tilegraph.graph.compile import compile_model
 
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 2:
@@ -125,7 +128,8 @@ def compile_decoder(prefill: str | os.PathLike, decode: str | os.PathLike, max_l
     first = compile_model(prefill, db=db, time_budget=time_budget * (1 - decode_share),
                           dims={"seq": (1, max_length - 1)}, **options)
     steps = compile_model(decode, db=db, time_budget=time_budget * decode_share,
-                          dims={"past": (1, max_length - 1)}, input_shapes={"input_ids": (1, 1)}, **options)
+                          dims={"past": (1, max_length - 1)}, input_shapes={"input_ids": (1, 1)},
+                          **{"evict_weights": True, **options})
     for model, what, expected in ((first, "prefill", INPUTS[:1]), (steps, "decode", INPUTS)):
         if tuple(model.graph.inputs) != expected or not set(OUTPUTS) <= set(model.graph.outputs):
             raise GraphError(f"{what} model takes {', '.join(model.graph.inputs)} and gives "

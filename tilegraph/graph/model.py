@@ -30,7 +30,7 @@ from tilegraph.graph.index_checks import IndexCheck, index_checks
 from tilegraph.graph.ir import Graph
 from tilegraph.graph.plan import ALIGN, MemoryPlan
 from tilegraph.runtime import threads
-from tilegraph.runtime.host_memory import aligned_bytes
+from tilegraph.runtime.host_memory import aligned_bytes, huge_page_bytes, in_huge_pages
 from tilegraph.target import Target
 
 
@@ -72,7 +72,9 @@ class CompiledModel:
     def __init__(self, graph: Graph, steps: Sequence[Step], kernel_objects: Sequence[Any], kernel_keys: Sequence[str],
                  tuned: Sequence[bool], plan: MemoryPlan, views: Mapping[str, str], target: Target,
                  rewrites: Sequence[str] = (), compile_seconds: float = 0.0):
-        self.graph = graph
+        # weights in huge pages: a model whose weights exceed the caches streams them from memory
+        # at every call, a TLB miss per 4 KB page otherwise (runtime/host_memory.huge_page_bytes)
+        self.graph = graph.replace(constants=in_huge_pages(graph.constants)) if graph.constants else graph
         self.steps = tuple(steps)
         self.kernel_objects = tuple(kernel_objects)
         self.kernel_keys = tuple(kernel_keys)
@@ -90,7 +92,8 @@ class CompiledModel:
         self.precision = "fp32"  # "bf16": its products read bfloat16 (passes/gemms_read_bfloat16.py)
         self.precision_report: Any = None  # a low-precision compile's accuracy gate (graph/precision.py)
         _require_memory(plan.arena_bytes, graph.name)
-        self._base = aligned_bytes(max(plan.arena_bytes, 1), ALIGN)  # every planned offset aligned in memory too
+        # every planned offset aligned in memory too; a large arena in huge pages, as the weights
+        self._base = huge_page_bytes(plan.arena_bytes) if plan.arena_bytes else aligned_bytes(1, ALIGN)
         self._launches: list[Any] = []
         self._runners: list[tuple[Any, int]] | None = None  # the launches as native calls (_step_runners)
         self._one_by_one: list[tuple[Any, int]] = []  # (launch, its position): the launches as ctypes calls

@@ -15,9 +15,13 @@ kernel costs, not where numpy's allocator happened to put an array.
 
 from __future__ import annotations
 
+import mmap
+from collections.abc import Mapping
+
 import numpy as np
 
 CACHE_LINE = 64
+HUGE_PAGE = 2 << 20  # a transparent huge page on x86-64 and most arm64 kernels
 
 
 def aligned_bytes(nbytes: int, alignment: int = CACHE_LINE) -> np.ndarray:
@@ -42,4 +46,50 @@ def aligned_copy(array: np.ndarray, alignment: int = CACHE_LINE) -> np.ndarray:
     return out
 
 
-__all__ = ["CACHE_LINE", "aligned_bytes", "aligned_copy", "aligned_zeros"]
+def huge_page_bytes(nbytes: int) -> np.ndarray:
+    """`nbytes` zeroed bytes starting on a 2 MB boundary, in memory the OS is asked to back with
+    transparent huge pages (Linux's madvise(MADV_HUGEPAGE), which THP's default "madvise" mode
+    honours); below 2 MB, or where the OS has no such advice, `aligned_bytes`.
+
+    A model's weights stream from memory at every call when they exceed the last-level cache (a
+    decoder's step reads all of them for one token): with 4 KB pages every 4 KB of them costs a
+    TLB miss, a two-level page walk on a virtual machine. Reading 9.4 MB from memory on the
+    Sapphire Rapids VM: 7.7 GB/s with 4 KB pages, 11.9 GB/s with huge pages (one thread)."""
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if nbytes < HUGE_PAGE or advice is None:
+        return aligned_bytes(nbytes)
+    size = -(-nbytes // HUGE_PAGE) * HUGE_PAGE
+    try:
+        region = mmap.mmap(-1, size + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (OSError, ValueError):
+        return aligned_bytes(nbytes)
+    owner = np.frombuffer(region, dtype=np.uint8)  # keeps the mapping alive while any view lives
+    start = -owner.ctypes.data % HUGE_PAGE
+    try:
+        region.madvise(advice, start, size)
+    except OSError:  # THP compiled out, or "never": ordinary pages, nothing lost
+        pass
+    return owner[start:start + nbytes]
+
+
+def in_huge_pages(arrays: Mapping[str, np.ndarray], min_bytes: int = 1 << 20) -> dict[str, np.ndarray]:
+    """`arrays` with each of at least `min_bytes` copied into one huge-page region (read-only,
+    C-contiguous, each on a cache line); the smaller ones as they are."""
+    large = {k: a for k, a in arrays.items() if a.nbytes >= min_bytes}
+    total = sum(-(-a.nbytes // CACHE_LINE) * CACHE_LINE for a in large.values())
+    if not large or total < HUGE_PAGE:
+        return dict(arrays)
+    region = huge_page_bytes(total)
+    moved: dict[str, np.ndarray] = {}
+    offset = 0
+    for name, array in large.items():
+        view = region[offset:offset + array.nbytes].view(array.dtype).reshape(array.shape)
+        view[...] = array
+        view.flags.writeable = False
+        moved[name] = view
+        offset += -(-array.nbytes // CACHE_LINE) * CACHE_LINE
+    return {k: moved.get(k, a) for k, a in arrays.items()}
+
+
+__all__ = ["CACHE_LINE", "HUGE_PAGE", "aligned_bytes", "aligned_copy", "aligned_zeros", "huge_page_bytes",
+           "in_huge_pages"]
