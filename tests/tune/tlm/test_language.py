@@ -135,7 +135,8 @@ ADDED_AFTER_THE_VOCABULARY = {"floor", "ceil", "round", "sin", "cos", "tan", "as
                               "asinh", "acosh", "atanh", "mod", "fmod", "reduce_min", "reduce_prod", "bitand", "bitor", "bitxor",
                               "shl", "shr", "bitcast",
                               "attention",  # an anchor (the optional fuse_attention rewrite): op:other until version 3
-                              "winograd_input", "winograd_output"}  # anchors never tuned (OpDef.tuned False)
+                              "winograd_input", "winograd_output",  # anchors never tuned (OpDef.tuned False)
+                              "offset_by_dims"}  # never tuned either (values that follow run-time dims)
 
 
 def test_every_graph_op_has_a_token():

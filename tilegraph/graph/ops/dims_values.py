@@ -35,7 +35,7 @@ def dim_terms(node: Node) -> list[tuple[te.Dim, int]]:
     return terms
 
 
-@register("offset_by_dims", foldable=False)
+@register("offset_by_dims", foldable=False, tuned=False)  # a few integers: its default schedule is final
 class OffsetByDims(OpDef):
     def infer(self, node: Node, types: Sequence[TensorType | None]) -> list[TensorType]:
         x = types[0]
