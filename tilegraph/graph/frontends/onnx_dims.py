@@ -95,7 +95,8 @@ class _Realizer:
         self.input_dims: dict[str, tuple[str | None, ...]] = {}
         self.done: set[str] = set()
         self.node_names = {n.name for n in read.graph.nodes}
-        self.at_lower: dict[str, Read] = {}
+        self.at_lower: dict[str, Read] = {}  # the model read with one dim at its lower bound
+        self.made: set[str] = set()  # tensor names this made up
 
     def tensor(self, name: str, readers: list[str]) -> None:
         if name in self.done:
@@ -128,7 +129,8 @@ class _Realizer:
                     self.input_dims[kept] = axes
                 if steps:
                     terms = tuple((f"{d}:{dims[d][0]}:{dims[d][1]}", k) for d, k in steps.items())
-                    self._add(Node("offset_by_dims", (kept,), (name,), {"terms": terms}, f"{name}_offset"))
+                    self._add(Node("offset_by_dims", (kept,), (name,), {"terms": terms},
+                                   self._fresh_node(f"{name}_offset")))
                 return
         self._computed(name, readers)
 
@@ -184,9 +186,10 @@ class _Realizer:
 
     def _fresh(self, base: str) -> str:
         name, n = base, 0
-        while name in self.read.constants or name in self.read.graph.values:
+        while name in self.read.constants or name in self.read.graph.values or name in self.made:
             n += 1
             name = f"{base}_{n}"
+        self.made.add(name)
         return name
 
     def _fresh_node(self, base: str) -> str:
