@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         warnings.simplefilter("ignore")
         prefill_path, decode_path = zoo.export_decoder("gpt2", scratch, small=args.small, exporter=args.exporter)
     max_length = args.prompt_len + args.new_tokens
-    vocab = 50257
-    prompt = np.random.default_rng(0).integers(0, vocab, args.prompt_len)
+    modules = (zoo.decoder_model("gpt2", args.small, past=False), zoo.decoder_model("gpt2", args.small, past=True))
+    prompt = np.random.default_rng(0).integers(0, modules[1].config.vocab_size, args.prompt_len)
     steps: dict[str, tuple[Any, Any]] = {}
     notes: dict[str, Any] = {}
     if "tilegraph" in systems:
@@ -102,7 +102,6 @@ def main(argv: list[str] | None = None) -> int:
         steps["onnxruntime"] = tuple(onnxruntime_step(ort.InferenceSession(str(p), options,
                                                                            providers=["CPUExecutionProvider"]))
                                      for p in (prefill_path, decode_path))
-    modules = (zoo.decoder_model("gpt2", args.small, past=False), zoo.decoder_model("gpt2", args.small, past=True))
     if "eager" in systems:
         steps["eager"] = (_torch_step(modules[0], zoo.DECODER_INPUTS), _torch_step(modules[1], zoo.DECODER_INPUTS))
     if "torch.compile" in systems:

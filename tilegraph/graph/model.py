@@ -74,9 +74,12 @@ class CompiledModel:
                  rewrites: Sequence[str] = (), compile_seconds: float = 0.0):
         # weights in huge pages: a model whose weights exceed the caches streams them from memory
         # at every call, a TLB miss per 4 KB page otherwise (runtime/host_memory.huge_page_bytes)
-        self.graph = graph.replace(constants=in_huge_pages(graph.constants)) if graph.constants else graph
-        if "extents" in graph.__dict__:  # the run-time extents, derived once (where the bytes live changes none)
-            self.graph.__dict__.setdefault("extents", graph.__dict__["extents"])
+        moved = in_huge_pages(graph.constants)
+        self.graph = graph
+        if any(moved[k] is not v for k, v in graph.constants.items()):
+            self.graph = graph.replace(constants=moved)
+            if "extents" in graph.__dict__:  # the run-time extents, derived once (where the bytes live changes none)
+                self.graph.__dict__["extents"] = graph.__dict__["extents"]
         self.steps = tuple(steps)
         self.kernel_objects = tuple(kernel_objects)
         self.kernel_keys = tuple(kernel_keys)

@@ -27,6 +27,7 @@ import numpy as np
 
 from tilegraph import dtype as dt
 from tilegraph.hashing import hash_once
+from tilegraph.te.arith import affine, rebuild
 from tilegraph.te.expr import BinOp, BufferLoad, Cmp, Const, Expr, IterVar, Var
 from tilegraph.te.visit import walk
 
@@ -78,27 +79,14 @@ def upper_bound(extent: Expr) -> int:
 
 
 def canonical(extent: Expr) -> Expr:
-    """A sum of Dims and integers in one order (Dims by name, then the integer), so that equal
-    sums compare equal (a concat of past then seq rows and a target read as seq + past); any
-    other extent as it is."""
-    terms: list[Expr] = []
-    stack = [extent]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, BinOp) and e.op == "add":
-            stack += [e.a, e.b]
-        elif isinstance(e, Dim) or (isinstance(e, Const) and e.dtype.is_int):
-            terms.append(e)
-        else:
-            return extent
-    dims = sorted((t for t in terms if isinstance(t, Dim)), key=lambda d: (d.name, d.lower, d.upper))
-    number = sum(int(t.value) for t in terms if isinstance(t, Const))
-    if not dims:
+    """A sum of Dims and a non-negative integer in one order (Dims by name, then the integer;
+    arith.affine collects it), so that equal sums compare equal (a concat of past then seq rows
+    and a target read as seq + past); any other extent as it is."""
+    terms, constant = affine(extent)
+    if not terms or constant < 0 or not all(isinstance(a, Dim) and c > 0 for a, c in terms.items()):
         return extent
-    out: Expr = dims[0]
-    for d in dims[1:]:
-        out = out + d
-    return out + number if number else out
+    ordered = dict(sorted(terms.items(), key=lambda t: (t[0].name, t[0].lower, t[0].upper)))
+    return rebuild(ordered, constant, extent.dtype)
 
 
 def value_of(extent: Expr, values: Mapping[str, int]) -> int:
