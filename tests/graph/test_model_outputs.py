@@ -1,6 +1,7 @@
-"""A compiled model's outputs: written straight into new arrays where a kernel writes them
-(graph/model.py's _FreshOutput), copied out of the arena otherwise. Either way a call hands back
-arrays of its own: the next call never writes into them."""
+"""A compiled model's outputs: written straight into arrays of their own where a kernel writes
+them (graph/model.py's _FreshOutput), copied out of the arena otherwise. Either way a call hands
+back arrays of its own: the next call never writes into them while the caller holds them, and
+reuses their memory once it does not."""
 
 import numpy as np
 import pytest
@@ -59,3 +60,26 @@ def test_the_profiled_calls_write_the_new_arrays_too():
     assert prof.calls >= 1
     for name, want in zip(graph.outputs, reference(a)):
         np.testing.assert_allclose(model.run({"x": a})[name], want, rtol=1e-4, atol=1e-4)
+
+
+def test_memory_of_a_dropped_result_is_written_again_a_held_one_never():
+    model, graph, reference = _model()
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((5, 33)).astype(np.float32) for _ in range(4)]
+    written = graph.outputs[3]  # a kernel writes it: no copy out of the arena
+    held = model.run({"x": inputs[0]})[written]
+    address = held.ctypes.data
+    dropped = model.run({"x": inputs[1]})[written]
+    assert dropped.ctypes.data != address
+    dropped_address = dropped.ctypes.data
+    del dropped
+    again = model.run({"x": inputs[2]})[written]
+    assert again.ctypes.data == dropped_address  # no new memory for a result nobody holds
+    np.testing.assert_allclose(held, reference(inputs[0])[3], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(again, reference(inputs[2])[3], rtol=1e-4, atol=1e-4)
+    column = held[:, 7]  # a view keeps the whole result's memory from being lent again
+    del held
+    newest = model.run({"x": inputs[3]})[written]
+    assert newest.ctypes.data != address
+    np.testing.assert_allclose(column, reference(inputs[0])[3][:, 7], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(newest, reference(inputs[3])[3], rtol=1e-4, atol=1e-4)

@@ -9,8 +9,9 @@
 Every kernel's arguments are bound once (pointers into the arena and the weights, checked by the
 runtime when bound), so a call is: check and copy the inputs into the arena, one ctypes call per
 kernel, return the outputs (the arena is reused by the next call). An output a kernel writes is
-written straight into a new array each call (the pointers to it re-aimed before the launches:
-`_FreshOutput`); any other output is copied out of the arena. Calls are serialised by a lock: one
+written straight into an array of its own each call (the pointers to it re-aimed before the
+launches: `_FreshOutput`), in memory lent again once the caller drops the result; any other
+output is copied out of the arena. Calls are serialised by a lock: one
 arena per model.
 """
 
@@ -31,6 +32,7 @@ from tilegraph.graph.ir import Graph
 from tilegraph.graph.plan import ALIGN, MemoryPlan
 from tilegraph.runtime import threads
 from tilegraph.runtime.host_memory import aligned_bytes, huge_page_bytes, in_huge_pages
+from tilegraph.runtime.output_buffers import OutputBuffers
 from tilegraph.target import Target
 
 
@@ -57,7 +59,7 @@ class Step:
 
 @dataclass(frozen=True)
 class _FreshOutput:
-    """A graph output the kernels write into a new array each call, not into the arena: the bytes
+    """A graph output the kernels write into an array of its own each call, not into the arena: the bytes
     of the arena tensor holding it, and every argument bound to that tensor or to a view of it, as
     (launch, its step runner and position there or None, argument, byte offset into the tensor).
     GPT-2's 25.7 MB of logits were written into the arena, then copied out: one pass over them less."""
@@ -103,6 +105,7 @@ class CompiledModel:
         self._runners: list[tuple[Any, int]] | None = None  # the launches as native calls (_step_runners)
         self._one_by_one: list[tuple[Any, int]] = []  # (launch, its position): the launches as ctypes calls
         self._fresh: list[_FreshOutput] = []  # the outputs written into new arrays (_fresh_outputs)
+        self._buffers: dict[str, OutputBuffers] = {}  # their memory, lent again once the caller drops it
         self._bound_threads: int | None = None
         self._lock = threading.Lock()
         # the run-time dims (graph/dims.py): one int32 array per dims argument, filled every call
@@ -298,6 +301,7 @@ class CompiledModel:
         self._runners = self._step_runners(launches)
         self._one_by_one = [(launch, position) for position, launch in enumerate(launches)]
         self._fresh = self._fresh_outputs(launches)
+        self._buffers = {out.name: OutputBuffers(out.nbytes, ALIGN) for out in self._fresh}
 
     def _fresh_outputs(self, launches: list[Any]) -> list[_FreshOutput]:
         """The outputs the kernels can write straight into a new array (_FreshOutput): every
@@ -333,16 +337,17 @@ class CompiledModel:
         return None
 
     def _aim(self, out: _FreshOutput) -> np.ndarray:
-        """A new array for `out`, every argument bound to it pointed there (the launches' and the
-        step runners' copies of them); returns the output's view of it."""
-        memory = aligned_bytes(max(out.nbytes, 1), ALIGN)
-        base = memory.ctypes.data
+        """An array for `out` in memory no earlier result still reaches (runtime/output_buffers.py),
+        every argument bound to it pointed there (the launches' and the step runners' copies of
+        them); returns the output's view of it."""
+        t = self.graph.type_of(out.name)
+        array = self._buffers[out.name].lend(t.shape, t.dtype, out.offset)
+        base = array.ctypes.data - out.offset
         for launch, in_runner, argument, offset in out.arguments:
             launch.arguments[argument] = base + offset
             if in_runner is not None:
                 in_runner[0].repoint(in_runner[1], argument, base + offset)
-        t = self.graph.type_of(out.name)
-        return np.ndarray(t.shape, dtype=t.dtype, buffer=memory, offset=out.offset)
+        return array
 
     def _step_runners(self, launches: list[Any]) -> list[tuple[Any, int]] | None:
         """[(runner, position of its last launch)]: the launches cut after every step with checks
