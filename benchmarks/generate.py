@@ -3,12 +3,13 @@ for prefill and decode, against ONNX Runtime on the same ONNX files, eager PyTor
 torch.compile(dynamic=True) on the same module.
 
     python -m benchmarks.run generate [--prompt-len 32] [--new-tokens 64] [--budget 300] \\
-        [--threads 2] [--rounds 5] [--exporter dynamo] [--small] [--db PATH] [--out DIR]
+        [--threads 2] [--rounds 5] [--exporter dynamo] [--small] [--db PATH] [--any-prompt] [--out DIR]
 
 The decoder (graph/zoo.decoder_model, random weights, seed 0) is exported as its prefill/decode
 pair (zoo.export_decoder). tilegraph compiles both once for every length up to prompt + new tokens
-(graph/generate.compile_decoder, `--budget` seconds of tuning in all, half each; 0: Gensor's
-constructed kernels); ONNX Runtime runs the same two files; PyTorch runs the module the files were
+(graph/generate.compile_decoder, `--budget` seconds of tuning in all, half each, weighed to the
+buckets of --prompt-len as `tilegraph generate` does, or every length alike with --any-prompt; 0:
+Gensor's constructed kernels); ONNX Runtime runs the same two files; PyTorch runs the module the files were
 exported from, eagerly and under torch.compile(dynamic=True). Every system generates the same
 prompt greedily: one warm-up generation each (torch.compile compiles there), then --rounds rounds,
 each running every system's whole generation once, one system at a time. Per system: the median
@@ -56,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exporter", choices=("dynamo", "legacy"), default="dynamo")
     ap.add_argument("--small", action="store_true", help="the reduced configuration (a smoke test)")
     ap.add_argument("--db", default=None, help="tuning database (default: a fresh one in --out)")
+    ap.add_argument("--any-prompt", action="store_true",
+                    help="tune every prompt length alike (default: weighed to --prompt-len's buckets)")
     ap.add_argument("--systems", default="tilegraph,onnxruntime,eager,torch.compile")
     ap.add_argument("--out", default="benchmarks/results/generate")
     args = ap.parse_args(argv)
@@ -89,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     if "tilegraph" in systems:
         log(f"tilegraph: compiling with {args.budget:g} s of tuning")
         start = time.perf_counter()
+        expected = None if args.any_prompt else [args.prompt_len]
         decoder = compile_decoder(prefill_path, decode_path, max_length, time_budget=args.budget,
-                                  db=args.db or str(out / "generate.db"), num_threads=args.threads)
+                                  db=args.db or str(out / "generate.db"), num_threads=args.threads,
+                                  prompt_lengths=expected)
+        notes["tilegraph_tuned_for_prompts"] = expected or "every length alike"
         notes["tilegraph_compile_s"] = round(time.perf_counter() - start, 1)
         builds: list[Any] = []
         real_build = driver.build

@@ -161,6 +161,10 @@ def test_the_cli_compiles_and_runs_with_a_dim(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["outputs"] == {"attended": [1, 2, 5, 4], "pooled": [1, 2, 1, 4]}
     assert main(["compile", str(path), "--dim", "seq=0:4"]) == 2
     assert "--dim 'seq=0:4'" in capsys.readouterr().err
+    assert main(["compile", str(path), "--dim", "seq=1:24", "--expect", "seq=3,x"]) == 2
+    assert "--expect 'seq=3,x'" in capsys.readouterr().err
+    assert main(["compile", str(path), "--dim", "seq=1:24", "--expect", "seq=30"]) == 2
+    assert "[30] of dim seq outside its range [1, 24]" in capsys.readouterr().err
     np.save(tmp_path / "x.npy", RNG.standard_normal((1, 30, 8)).astype(np.float32))
     assert main(["run", str(tmp_path / "a.tg"), "--input", f"x={tmp_path / 'x.npy'}"]) == 2
     assert "outside its range [1, 24]" in capsys.readouterr().err

@@ -142,6 +142,14 @@ def test_a_generation_longer_than_compiled_for_is_refused(decoder_files):
     assert len(decoder.generate(np.arange(8), 4).tokens) == 4
 
 
+def test_expected_prompts_outside_the_length_are_refused_before_compiling(decoder_files):
+    from tilegraph.graph.generate import compile_decoder
+
+    for lengths in ([12], [0], [], [3.0]):
+        with pytest.raises(GraphError, match=r"prompt_lengths must be integers in \[1, 11\]"):
+            compile_decoder("nowhere/prefill.onnx", "nowhere/decode.onnx", max_length=12, prompt_lengths=lengths)
+
+
 def test_the_cli_generates_and_compares_with_onnxruntime(decoder_files, capsys):
     import json
 

@@ -7,7 +7,8 @@
 A reference model name (gpt2) is exported first as the prefill/decode pair (graph/zoo.export_decoder,
 random weights, `--small` the reduced configuration); a folder holds such a pair. Both are compiled
 once for every length up to --max-length tokens (default: prompt and new tokens together; no
-length compiles anything while generating). The prompt is --prompt-len random token ids (--seed).
+length compiles anything while generating; `--time` spends its tuning on the buckets of
+--prompt-len's prompt and the caches it grows into). The prompt is --prompt-len random token ids (--seed).
 `--vs onnxruntime` generates from the same files with ONNX Runtime and says whether the greedy
 tokens are identical; each system is timed on its own generation, one after the other.
 """
@@ -87,7 +88,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         vocab = onnx.load(str(prefill), load_external_data=False).graph.output[0].type.tensor_type.shape.dim[-1]
         ids = np.random.default_rng(args.seed).integers(0, vocab.dim_value or 1000, args.prompt_len)
         decoder = compile_decoder(prefill, decode, max_length, time_budget=args.time or 0.0, db=args.db,
-                                  num_threads=args.threads)
+                                  num_threads=args.threads, prompt_lengths=[args.prompt_len])
         decoder.generate(ids[:1], 1)  # warm: first calls map libraries and touch the arena
         runs = {"tilegraph": decoder.generate(ids, args.new_tokens)}
         if "onnxruntime" in peers:

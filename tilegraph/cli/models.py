@@ -2,12 +2,14 @@
 
     tilegraph compile MODEL.onnx [-o DIR] [--time S] [--trials N] [--threads N] [--db PATH] [--json]
                       [--input-shape NAME=D0,D1,...] [--value NAME=V0,V1,...] [--dim NAME=LO:HI]
+                      [--expect NAME=V0,V1,...]
     tilegraph run DIR|MODEL.onnx [--input NAME=FILE.npy ...] [--bench] [--vs onnxruntime,torch] [--threads N]
                   [--target cpu|opencl|cuda] [--value NAME=V0,V1,...]
     tilegraph compile|run MODEL --precision bf16|int8 [--accuracy 1e-2 | --no-accuracy-check]
 
 A symbolic extent (an ONNX dim_param) is fixed with `--input-shape`, or kept a run-time dim with
-`--dim seq=1:512`: one compiled model then takes every length in the range (graph/dims.py).
+`--dim seq=1:512`: one compiled model then takes every length in the range (graph/dims.py);
+`--expect seq=32,32,100` spends the tuning on the buckets of the lengths expected (graph/buckets.py).
 
 An input that decides shapes (a reduction's axes, a Reshape's shape given as a graph input) is
 bound with `--value NAME=V0,V1,...` (a model compiles to static shapes); without it the command
@@ -55,6 +57,9 @@ def add_commands(sub: Any, parents: dict[str, Any], positive_float: Any, int_at_
     comp.add_argument("--dim", action="append", default=[], metavar="NAME=LO:HI",
                       help="keep the symbolic extent NAME (an ONNX dim_param) a run-time dim in [LO, HI]: one "
                            "compiled model for every value (repeatable)")
+    comp.add_argument("--expect", default=None, metavar="NAME=V0,V1,...",
+                      help="the values a run-time dim is expected to take (a value repeated as often as it "
+                           "is expected): tuning spends its budget on their buckets")
     comp.add_argument("--value", action="append", default=[], metavar="NAME=V0,V1,...",
                       help="bind an input that decides shapes (a reduction's axes, a Reshape's shape) to these "
                            "values (repeatable)")
@@ -199,7 +204,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                               input_shapes=input_shapes(args.input_shape), values=input_values(args.value),
                               progress=steps, precision=args.precision, accuracy=args.accuracy,
                               accuracy_check=not args.no_accuracy_check, cluster=args.cluster,
-                              dims=dims_option(args.dim))
+                              dims=dims_option(args.dim), expected=expected_option(args.expect))
     _require_static(model, args.model)
     model.save(output)
     described = {"model": str(onnx_path), "output": str(output), "nodes": len(model.graph.nodes),
@@ -289,6 +294,20 @@ def dims_option(given: list[str]) -> dict[str, tuple[int, int]] | None:
             raise ValueError(f"--dim {name!r} is given twice")
         dims[name] = bounds
     return dims or None
+
+
+def expected_option(given: str | None) -> dict[str, list[int]] | None:
+    """--expect NAME=V0,V1,... as compile_model's expected (checked against the dim's range there)."""
+    if given is None:
+        return None
+    name, _, text = given.partition("=")
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not name.isidentifier() or not values:
+        raise ValueError(f"--expect {given!r}: expected NAME=V0,V1,... (integers a run-time dim takes)")
+    return {name: values}
 
 
 def input_values(given: list[str]) -> dict[str, list[float]] | None:
@@ -396,7 +415,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   orchestration=args.orchestration, input_shapes=input_shapes(args.input_shape),
                                   values=input_values(args.value), progress=steps, precision=args.precision,
                                   accuracy=args.accuracy, accuracy_check=not args.no_accuracy_check,
-                                  dims=dims_option(args.dim))
+                                  dims=dims_option(args.dim), expected=expected_option(args.expect))
     _require_static(model, args.model)
     # peers run on the host's cores, also when the model runs on a device
     thread_count = args.threads or model.target.num_cores or threads.configured_num_threads() or Target().num_cores

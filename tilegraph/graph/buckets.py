@@ -3,6 +3,7 @@ call dispatched in native code by the dim's value.
 
     plan = bucket_plan(graph, None)          # the widest dim, powers of two from 16: 1..16, ..., 257..512
     plan = bucket_plan(graph, {"seq": [16, 64, 128]})   # ..16, 17..64, 65..128, 129..upper
+    plan = bucket_plan(graph, None, {"seq": [32]})       # tuning weighed to the bucket of 32 (plan.shares)
     tasks = extract_tasks(graph, groups, plan)          # a task per (anchor, bucket), seeded by neighbours
     built = bucket_kernels(specs, built, plan, target, records)   # kernels over the dim: BucketedKernels
 
@@ -29,11 +30,21 @@ from tilegraph.graph.dims import te_dims
 from tilegraph.runtime.buckets import BucketedKernel
 from tilegraph.te.dims import buckets
 
+# Of the tuning shares, this much is spread over every bucket evenly when expected values are
+# given, so a bucket none falls in is still measured (its kernel, not the bucket above's, runs it).
+UNEXPECTED_SHARE = 0.1
+
 
 @dataclass(frozen=True)
 class BucketPlan:
     dim: str
     ranges: tuple[tuple[int, int], ...]
+    # how much of the model's calls each bucket is expected to take (the tuner's weights); equal
+    # shares unless the dim's expected values were given (`bucket_plan`)
+    shares: tuple[float, ...] = ()
+
+    def share(self, index: int) -> float:
+        return self.shares[index] if self.shares else 1.0 / len(self.ranges)
 
     @property
     def uppers(self) -> tuple[int, ...]:
@@ -43,13 +54,15 @@ class BucketPlan:
         return f"{self.dim} in {', '.join(f'[{lo}, {hi}]' for lo, hi in self.ranges)}"
 
 
-def bucket_plan(graph: Any, option: Any) -> BucketPlan | None:
+def bucket_plan(graph: Any, option: Any, expected: Any = None) -> BucketPlan | None:
     """The buckets a model's kernels are built in: None for a model without dims or with
     `option` False; the dim `option` names ({dim: uppers}, uppers None for powers of two from 16),
-    else the dim with the widest range."""
+    else the dim with the widest range. `expected` ({dim: values}, a value repeated as often as it
+    is expected) weighs the buckets' tuning by the values falling in each (`expected_shares`)."""
+    dims = te_dims(graph) if graph.dims else {}
+    expected_values = _expected(expected, dims)
     if not graph.dims or option is False:
         return None
-    dims = te_dims(graph)
     if option is None or option is True:
         name = max(sorted(dims), key=lambda n: dims[n].upper / dims[n].lower)
         uppers = None
@@ -64,7 +77,42 @@ def bucket_plan(graph: Any, option: Any) -> BucketPlan | None:
         ranges = buckets(dims[name], None if uppers is None else list(uppers))
     except (TypeError, ValueError) as err:
         raise GraphError(f"buckets of dim {name}: {err}") from None
-    return BucketPlan(name, ranges) if len(ranges) > 1 else None
+    if len(ranges) <= 1:
+        return None
+    if expected_values is None:
+        return BucketPlan(name, ranges)
+    if expected_values[0] != name:
+        raise GraphError(f"expected gives values of dim {expected_values[0]}; the buckets are over dim {name}")
+    return BucketPlan(name, ranges, expected_shares(ranges, expected_values[1]))
+
+
+def expected_shares(ranges: Sequence[tuple[int, int]], values: Sequence[int]) -> tuple[float, ...]:
+    """Each bucket's share of the calls: the fraction of `values` within it, with UNEXPECTED_SHARE
+    of the whole spread evenly. Prompts of 32 tokens over buckets 1..16, 17..32, 33..64, 65..95:
+    0.025, 0.925, 0.025, 0.025."""
+    counts = [sum(lo <= v <= hi for v in values) for lo, hi in ranges]
+    return tuple((1 - UNEXPECTED_SHARE) * c / len(values) + UNEXPECTED_SHARE / len(ranges) for c in counts)
+
+
+def _expected(expected: Any, dims: Mapping[str, Any]) -> tuple[str, tuple[int, ...]] | None:
+    """(dim, values) of `expected`, each value checked within the dim's range; None for None."""
+    if expected is None:
+        return None
+    if not isinstance(expected, Mapping) or len(expected) != 1:
+        raise GraphError(f"expected takes {{dim: values}} for one dim of the model; got {expected!r}")
+    (name, values), = expected.items()
+    if name not in dims:
+        known = ", ".join(dims) if dims else "none"
+        raise GraphError(f"expected names dim {name!r}; the model's dims are {known}")
+    values = [values] if isinstance(values, int) else values
+    if (not isinstance(values, Sequence) or isinstance(values, str) or not values
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)):
+        raise GraphError(f"expected values of dim {name} must be a non-empty list of integers, got {values!r}")
+    lower, upper = dims[name].lower, dims[name].upper
+    outside = [v for v in values if not lower <= v <= upper]
+    if outside:
+        raise GraphError(f"expected value(s) {outside[:3]} of dim {name} outside its range [{lower}, {upper}]")
+    return name, tuple(values)
 
 
 def bucket_specs(spec: Any, plan: BucketPlan) -> list[Any]:

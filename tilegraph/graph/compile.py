@@ -11,6 +11,7 @@
     model = compile_model("bert.onnx", input_shapes={"input_ids": (1, 128)})   # fix symbolic extents
     model = compile_model("bert.onnx", dims={"seq": (1, 512)})   # one model for every length 1..512
     model = compile_model("bert.onnx", dims={"seq": (1, 512)}, buckets={"seq": [16, 64, 128]})  # its buckets
+    model = compile_model("bert.onnx", dims={"seq": (1, 512)}, expected={"seq": [32, 32, 100]})  # tuning weighed so
     model = compile_model("m.onnx", values={"axes": [1]})      # inputs that decide shapes, as constants
     model = compile_model("bert.onnx", precision="bf16")       # products read bfloat16, sum in float32
     model = compile_model("bert.onnx", precision="int8")       # weights int8, activations quantized per call
@@ -127,7 +128,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                   prepack: bool = True, precision: str = "fp32", accuracy: float | None = None,
                   accuracy_check: bool = True, skip_rewrites: tuple[str, ...] = (),
                   cluster: str | None = None, dims: Any = None, buckets: Any = None,
-                  evict_weights: bool = False) -> CompiledModel | SpecializedModel:
+                  expected: Any = None, evict_weights: bool = False) -> CompiledModel | SpecializedModel:
     start = time.perf_counter()
     if precision not in PRECISIONS:
         raise GraphError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
@@ -187,7 +188,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
                        trials=trials, num_threads=num_threads, tune_progress=tune_progress, input_shapes=input_shapes,
                        construct=construct, prepack=prepack, precision=precision, accuracy=accuracy,
                        accuracy_check=accuracy_check, skip_rewrites=skip_rewrites, cluster=cluster, dims=dims,
-                       buckets=buckets, evict_weights=evict_weights)
+                       buckets=buckets, expected=expected, evict_weights=evict_weights)
         return SpecializedModel(proto, err.inputs, lambda bound: compile_model(proto, values=bound, **options),
                                 str(err).split(";")[0])
     finally:
@@ -227,7 +228,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     graph = with_dims_of(graph, source).verify()
     graph.extents  # noqa: B018 (the run-time extents of every tensor, or the node that cannot take them)
     _check_tensor_sizes(graph)
-    plan = bucket_plan(graph, buckets)
+    plan = bucket_plan(graph, buckets, expected)
     stage(progress, "fusion groups")
     groups = partition(graph, fuse=fuse)
     report = None

@@ -112,24 +112,36 @@ class Decoder:
 
 def compile_decoder(prefill: str | os.PathLike, decode: str | os.PathLike, max_length: int,
                     time_budget: float = 0.0, db: Any = None, decode_share: float = 0.5,
-                    **options: Any) -> Decoder:
+                    prompt_lengths: Sequence[int] | None = None, **options: Any) -> Decoder:
     """The decoder pair compiled once each for prompts and caches up to `max_length` tokens in all
     (at least 2: one prompt token and one new one); `time_budget` seconds of tuning split between
     them (`decode_share` to the decode model). The decode model is tuned with its weights timed
     from memory (`evict_weights`): a step reads every weight once, more than a cache holds, so
     its products are matrix-vector products bound by memory, and timed hot they rank schedules by
-    a cache they never see. Other options: graph.compile.compile_model."""
+    a cache they never see. `prompt_lengths` (the prompts expected, a length repeated as often as
+    it is expected) weighs the tuning of each model's buckets by the lengths it will run: the
+    prompts' for the prefill, the caches' from each prompt to `max_length` for the decode steps
+    (compile_model's `expected`); every length still runs. Other options: graph.compile.compile_model."""
     from tilegraph.graph.compile import compile_model
 
     if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 2:
         raise GraphError(f"max_length must be an integer >= 2 (prompt and new tokens together), got {max_length!r}")
     if not 0 <= decode_share <= 1:
         raise GraphError(f"decode_share must be within [0, 1], got {decode_share!r}")
+    expected_prompts, expected_caches = None, None
+    if prompt_lengths is not None:
+        prompts = [prompt_lengths] if isinstance(prompt_lengths, int) else list(prompt_lengths)
+        if not prompts or not all(isinstance(p, int) and not isinstance(p, bool) and 1 <= p < max_length
+                                  for p in prompts):
+            raise GraphError(f"prompt_lengths must be integers in [1, {max_length - 1}] (max_length {max_length} "
+                             f"leaves room for one new token), got {prompt_lengths!r}")
+        expected_prompts = {"seq": prompts}
+        expected_caches = {"past": [past for p in prompts for past in range(p, max_length)]}
     first = compile_model(prefill, db=db, time_budget=time_budget * (1 - decode_share),
-                          dims={"seq": (1, max_length - 1)}, **options)
+                          dims={"seq": (1, max_length - 1)}, expected=expected_prompts, **options)
     steps = compile_model(decode, db=db, time_budget=time_budget * decode_share,
                           dims={"past": (1, max_length - 1)}, input_shapes={"input_ids": (1, 1)},
-                          **{"evict_weights": True, **options})
+                          expected=expected_caches, **{"evict_weights": True, **options})
     for model, what, expected in ((first, "prefill", INPUTS[:1]), (steps, "decode", INPUTS)):
         if tuple(model.graph.inputs) != expected or not set(OUTPUTS) <= set(model.graph.outputs):
             raise GraphError(f"{what} model takes {', '.join(model.graph.inputs)} and gives "

@@ -261,3 +261,47 @@ def test_buckets_are_tasks_and_each_first_slice_measures_its_nearest_measured_ne
     seeds = [c for c in middle._seeds if c.meta.get("strategy") == "neighbour bucket"]
     assert len(seeds) == 1 and json.loads(seeds[0].trace_json)["workload_key"] == by_bucket[(9, 16)].key
     assert not [c for c in first._seeds if c.meta.get("strategy") == "neighbour bucket"]
+
+
+def _bucketed_graph():
+    b = GraphBuilder()
+    x = b.input("x", TensorType((1, 32, 64), "float32"))
+    y = b.add("softmax", [b.add("matmul", [x, _const(b, 64, 64)])])
+    return b.build([y]).replace(dims={"seq": (1, 32)}, input_dims={"x": (None, "seq", None)})
+
+
+def test_expected_lengths_weigh_each_buckets_tasks_by_the_lengths_within_it():
+    from tilegraph.graph.buckets import UNEXPECTED_SHARE, bucket_plan
+
+    graph = _bucketed_graph()
+    plan = bucket_plan(graph, {"seq": [8, 16]}, {"seq": [12, 12, 12, 30]})
+    even = UNEXPECTED_SHARE / 3
+    assert plan.shares == pytest.approx((even, 0.75 * (1 - UNEXPECTED_SHARE) + even, 0.25 * (1 - UNEXPECTED_SHARE) + even))
+    weights = {t.bucket: t.weight for t in extract_tasks(graph, partition(graph), plan) if t.op == "matmul"}
+    assert weights == pytest.approx({(1, 8): plan.shares[0], (9, 16): plan.shares[1], (17, 32): plan.shares[2]})
+    assert sum(plan.shares) == pytest.approx(1.0)
+    assert bucket_plan(graph, None, {"seq": 5}).shares[0] > 0.9  # one value: its bucket (1..16) takes the budget
+
+
+def test_expected_lengths_that_do_not_fit_the_model_are_one_line_errors():
+    from tilegraph.errors import GraphError
+    from tilegraph.graph.buckets import bucket_plan
+
+    graph = _bucketed_graph()
+    for expected, message in (({"seq": [0, 5]}, r"\[0\] of dim seq outside its range \[1, 32\]"),
+                              ({"len": [5]}, "names dim 'len'; the model's dims are seq"),
+                              ({"seq": []}, "non-empty list of integers"), ({"seq": [1.5]}, "non-empty list of integers"),
+                              ([5], r"takes \{dim: values\}")):
+        with pytest.raises(GraphError, match=message):
+            bucket_plan(graph, None, expected)
+
+
+def test_the_expected_bucket_gets_the_most_slices(clock):
+    from tilegraph.graph.buckets import bucket_plan
+
+    graph = _bucketed_graph()
+    tasks = extract_tasks(graph, partition(graph), bucket_plan(graph, {"seq": [8, 16]}, {"seq": [12]}))
+    session = FakeSession({t.key: [1.0 / (i + 1) for i in range(200)] for t in tasks}, clock)  # never stops improving
+    _scheduler(tasks, session, trials=400).run()
+    spent = {t.bucket: sum(n for key, n in session.calls if key == t.key) for t in tasks if t.op == "matmul"}
+    assert spent[(9, 16)] > spent[(1, 8)] and spent[(9, 16)] > spent[(17, 32)]

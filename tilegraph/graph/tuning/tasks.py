@@ -57,7 +57,7 @@ class Task:
 
 def extract_tasks(graph: Graph, groups: Sequence[Group], plan: BucketPlan | None = None) -> list[Task]:
     """One Task per distinct anchor workload of `groups`, in first-use order; with a bucket plan,
-    one per bucket of an anchor over its dim (each bucket an equal share of the model's calls)."""
+    one per bucket of an anchor over its dim (each bucket its share of the model's calls)."""
     tasks = _anchor_tasks(graph, groups)
     if plan is None:
         return tasks
@@ -69,7 +69,7 @@ def extract_tasks(graph: Graph, groups: Sequence[Group], plan: BucketPlan | None
         buckets = [task.workload.at({plan.dim: hi}) for _, hi in plan.ranges]
         for i, (bucket, wl) in enumerate(zip(plan.ranges, buckets)):
             nearest = sorted(range(len(buckets)), key=lambda j: (abs(j - i), -j))[1:]
-            out.append(replace(task, key=wl.key, workload=wl, bucket=bucket, share=1.0 / len(buckets),
+            out.append(replace(task, key=wl.key, workload=wl, bucket=bucket, share=plan.share(i),
                                neighbours=tuple(buckets[j] for j in nearest)))
     return out
 
