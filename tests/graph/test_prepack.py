@@ -135,3 +135,23 @@ def test_tuning_a_model_records_its_weight_tasks_under_their_constant_keys(tmp_p
     x = np.random.default_rng(5).standard_normal((M, K)).astype(np.float32)
     np.testing.assert_allclose(model(x)[0], ort.InferenceSession(str(path)).run(None, {"x": x})[0], rtol=1e-5,
                                atol=1e-5)
+
+
+def test_a_matrix_vector_product_reads_its_weights_packed_without_tuning():
+    """One row by a constant weight (a decoder's step): Gensor's pick, untuned, packs the weight
+    (tune/gensor/state.py's always_packed), the model reads the packed copy, and computes the
+    float64 product on odd sizes, the output poisoned first."""
+    from tilegraph.graph import GraphBuilder, TensorType
+
+    rng = np.random.default_rng(4)
+    k, n = 301, 777  # rows 3108 bytes apart
+    weights, bias = rng.standard_normal((k, n)).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    b = GraphBuilder()
+    x = b.input("x", TensorType((1, k), "float32"))
+    y = b.add("add", [b.add("matmul", [x, b.constant(weights, "w")]), b.constant(bias, "bias")])
+    model = tg.compile(b.build([y]))
+    assert model.prepacked and all(name.startswith("w:packed:") for name in model.prepacked)
+    for _ in range(2):
+        model.tensor_view(model.graph.outputs[0])[...] = np.nan
+        a = rng.standard_normal((1, k)).astype(np.float32)
+        np.testing.assert_allclose(model(a)[0], a.astype(np.float64) @ weights + bias, rtol=1e-4, atol=1e-4)

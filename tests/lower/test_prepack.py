@@ -130,3 +130,21 @@ def test_a_parallel_loop_fusing_row_blocks_packs_one_slab_per_column_block():
     assert split is not None and split.packed.size == 3 * k * 16  # 3 slabs of k x 16 (n = 40: 16, 16 and 8 used)
     assert n == 40
     assert _check_split_is_exact(kernel, 1, seed=4)
+
+
+def test_a_packing_inside_the_accumulators_declaration_splits():
+    """Gensor's matrix-vector schedule declares its accumulators between the packed copy and the
+    nest filling it (allocate b_global { allocate acc { fill; compute } }): the split takes the fill
+    out and leaves the accumulators around the rest, exactly."""
+    from tilegraph import ops, te
+    from tilegraph.loop.ir import Allocate
+    from tilegraph.loop.visit import walk_stmts
+
+    a, b = te.placeholder((1, 301), name="a"), te.placeholder((301, 777), name="b")
+    wl = tg.Workload([a, b], [ops.matmul(a, b)], constants=(1,))
+    (candidate,) = GensorStrategy(top_k=1).propose(TuneContext(wl, CPU, 0, None, trials_left=1), 1)
+    kernel = tg.build(Schedule.replay(wl, candidate.trace_json))
+    packed_copy = next(s for s in walk_stmts(kernel.lowered.body) if isinstance(s, Allocate)
+                       and s.buffer.name.endswith("_global"))
+    assert isinstance(packed_copy.body, Allocate)  # the shape this test is about
+    assert _check_split_is_exact(kernel, 1, seed=11)

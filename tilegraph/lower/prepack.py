@@ -31,7 +31,8 @@ After:
 
 Legal when the path from the function's body to the allocation is loops, other allocations and
 sequences;
-the allocation's body is a sequence whose first statement writes only the allocated buffer and
+the allocation's body (inside any allocations it opens first: a schedule's accumulators, which
+stay around the rest) is a sequence whose first statement writes only the allocated buffer and
 reads only the operand (an input of the function, read nowhere else); and nothing after it writes
 the buffer. Loops around it that the packing does not use do not index the packed copy (one slab
 serves them all); one it reads only as `v % c` (a parallel loop fusing row blocks with the
@@ -91,10 +92,20 @@ def _packing_allocation(node: Stmt, source: Buffer, enclosing: list[For]) -> tup
     return None
 
 
+def _inside(alloc: Allocate) -> tuple[list[Allocate], Stmt]:
+    """(the allocations `alloc`'s body opens before anything else, outermost first; what they hold):
+    a schedule may declare its accumulators between the packed copy and the nest filling it."""
+    inner, body = [], alloc.body
+    while isinstance(body, Allocate):
+        inner.append(body)
+        body = body.body
+    return inner, body
+
+
 def _packs(alloc: Allocate, source: Buffer) -> bool:
-    """`alloc`'s body starts with a nest that fills its buffer from `source` alone, and nothing after
-    that writes the buffer or reads `source`."""
-    body, buffer = alloc.body, alloc.buffer
+    """`alloc`'s body starts (inside the allocations it opens first) with a nest that fills its
+    buffer from `source` alone, and nothing after that writes the buffer or reads `source`."""
+    (_, body), buffer = _inside(alloc), alloc.buffer
     if not isinstance(body, Seq) or len(body.stmts) < 2 or buffer.ndim != 1 or buffer.dtype != source.dtype:
         return False
     fill, rest = body.stmts[0], body.stmts[1:]
@@ -115,7 +126,8 @@ def _packs(alloc: Allocate, source: Buffer) -> bool:
 
 
 def _split(func: Func, source: Buffer, alloc: Allocate, enclosing: list[For]) -> PackSplit | None:
-    fill, rest = alloc.body.stmts[0], alloc.body.stmts[1:]  # type: ignore[attr-defined]
+    inner, body = _inside(alloc)
+    fill, rest = body.stmts[0], body.stmts[1:]  # type: ignore[attr-defined]
     own = {s.var.name for s in walk_stmts(fill) if isinstance(s, For)}
     used = {v.name for s in walk_stmts(fill) for e in stmt_exprs(s) for v in free_vars(e)} - own
     enclosing_names = {loop.var.name for loop in enclosing}
@@ -162,6 +174,8 @@ def _split(func: Func, source: Buffer, alloc: Allocate, enclosing: list[For]) ->
     pack = Func(f"{func.name}_pack", (source, packed), pack_body)
     kept = Seq(tuple(rest)) if len(rest) > 1 else rest[0]
     kept = replace_buffer(kept, alloc.buffer.name, packed, shifted(compute_offset), stores=False)
+    for opened in reversed(inner):  # the accumulators declared around the packing stay around the rest
+        kept = replace(opened, body=kept)
     params = tuple(packed if b.name == source.name else b for b in func.params)
     compute = replace_node(func, alloc, kept)
     if any(load.buffer.name == source.name for load in loads_under(compute.body)):
