@@ -12,7 +12,7 @@ buckets of --prompt-len as `tilegraph generate` does, or every length alike with
 Gensor's constructed kernels); ONNX Runtime runs the same two files; PyTorch runs the module the files were
 exported from, eagerly and under torch.compile(dynamic=True). Every system generates the same
 prompt greedily: one warm-up generation each (torch.compile compiles there), then --rounds rounds,
-each running every system's whole generation once, one system at a time. Per system: the median
+each running every system's whole generation once, one system at a time, SETTLE_S apart. Per system: the median
 over rounds of the prefill time (prompt tokens / s) and of the mean decode step (tokens / s),
 with their spread; its greedy tokens against ONNX Runtime's; tilegraph's kernel builds after its
 compile (0: no length recompiled anything) and torch.compile's compile count.
@@ -44,6 +44,11 @@ def _torch_step(module: Any, names: tuple[str, ...]) -> Any:
         return [t.numpy() for t in out]
 
     return step
+
+
+# Before each system's generation: ONNX Runtime's threads spin on after a run (tilegraph's prefill
+# right after an ONNX Runtime generation: 61-66 ms; 0.2 s later, 47-50 ms), as OpenMP's do.
+SETTLE_S = 0.2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         builds.clear()
     for k in range(args.rounds):
         for name, (first, rest) in steps.items():
+            time.sleep(SETTLE_S)  # the system before may still spin its threads
             runs[name].append(greedy(first, rest, prompt, args.new_tokens))
         log(f"round {k + 1}/{args.rounds}")
     if "tilegraph" in steps:
