@@ -415,7 +415,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   orchestration=args.orchestration, input_shapes=input_shapes(args.input_shape),
                                   values=input_values(args.value), progress=steps, precision=args.precision,
                                   accuracy=args.accuracy, accuracy_check=not args.no_accuracy_check,
-                                  dims=dims_option(args.dim), expected=expected_option(args.expect))
+                                  dims=dims_option(args.dim))
     _require_static(model, args.model)
     # peers run on the host's cores, also when the model runs on a device
     thread_count = args.threads or model.target.num_cores or threads.configured_num_threads() or Target().num_cores
