@@ -104,7 +104,7 @@ class CompiledModel:
         self._launches: list[Any] = []
         self._runners: list[tuple[Any, int]] | None = None  # the launches as native calls (_step_runners)
         self._one_by_one: list[tuple[Any, int]] = []  # (launch, its position): the launches as ctypes calls
-        self._fresh: list[_FreshOutput] = []  # the outputs written into new arrays (_fresh_outputs)
+        self._fresh: list[_FreshOutput] = []  # the outputs kernels write into arrays of their own (_fresh_outputs)
         self._buffers: dict[str, OutputBuffers] = {}  # their memory, lent again once the caller drops it
         self._bound_threads: int | None = None
         self._lock = threading.Lock()
