@@ -2,12 +2,13 @@
 at several lengths against ONNX Runtime and against tilegraph compiled statically for each length.
 
     python -m benchmarks.dims_models --model bert --lengths 16,64,100,128,384 --budget 300 \\
-        --static-budget 180 --threads 2 --out DIR
+        --static-budget 180 --threads 2 --out DIR [--expect]
 
 The reference model (graph/zoo.py, random weights) is exported to ONNX with its sequence length a
 dim_param `seq` (at most 512). tilegraph compiles it once with `dims={"seq": (1, 512)}` and
 `--budget` seconds of tuning (every (task, bucket) pair under one task scheduler budget: buckets
-1..16, 17..32, ..., 257..512), into its own database. For each length, the same ONNX file is compiled
+1..16, 17..32, ..., 257..512; with --expect, each bucket weighed by the lengths in it), into its own
+database. For each length, the same ONNX file is compiled
 statically (`input_shapes`) with `--static-budget` seconds into another database (0: skipped), and
 ONNX Runtime runs the file at that length; the three are timed alternately (graph/race.race: a
 warm-up, then --rounds rounds, medians and spread), outputs compared with ONNX Runtime's. The
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=2.0, help="timing seconds per contender and length")
     ap.add_argument("--out", default="dims_models")
     ap.add_argument("--db", default=None, help="the dims model's database (default OUT/dims.db)")
+    ap.add_argument("--expect", action="store_true",
+                    help="weigh the dims model's tuning to the buckets of --lengths (compile's expected=)")
     args = ap.parse_args(argv)
 
     import onnxruntime as ort
@@ -66,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     lengths = [int(x) for x in args.lengths.split(",")]
     started = time.perf_counter()
     dims_model = tg.compile(str(onnx_path), dims={"seq": (1, args.upper)}, time_budget=args.budget,
-                            db=args.db or str(out / "dims.db"), num_threads=args.threads)
+                            db=args.db or str(out / "dims.db"), num_threads=args.threads,
+                            expected={"seq": lengths} if args.expect else None)
     dims_compile_s = time.perf_counter() - started
     print(dims_model.summary(), flush=True)
     if dims_model.tuning is not None:
@@ -106,11 +110,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), flush=True)
     result = {"model": args.model, "small": args.small, "upper": args.upper, "budget_s": args.budget,
               "static_budget_s": args.static_budget, "threads": args.threads, "dims_compile_s": dims_compile_s,
+              "expected_lengths": lengths if args.expect else None,
               "builds_after_compile": len(builds), "kernels": len(dims_model.kernel_objects), "rows": rows}
     (out / "dims_models.json").write_text(json.dumps(result, indent=1))
     lines = [f"# {args.model}: one model for seq 1..{args.upper} ({args.budget:.0f} s of tuning) against ONNX Runtime "
              f"and static compiles ({args.static_budget:.0f} s each), {args.threads} threads", "",
-             f"dims model compiled in {dims_compile_s:.0f} s; kernel builds after that compile: {len(builds)}", "",
+             f"dims model compiled in {dims_compile_s:.0f} s; kernel builds after that compile: {len(builds)}"
+             + ("; its tuning weighed to the lengths' buckets (--expect)" if args.expect else ""), "",
              "| seq | dims ms | ORT ms | static ms | vs ORT | vs static | error vs ORT |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
