@@ -31,7 +31,8 @@ from tilegraph.runtime.buckets import BucketedKernel
 from tilegraph.te.dims import buckets
 
 # Of the tuning shares, this much is spread over every bucket evenly when expected values are
-# given, so a bucket none falls in is still measured (its kernel, not the bucket above's, runs it).
+# given, so a bucket none of them falls in keeps a weight: the task scheduler's slices after its
+# first round go by weight x gain, and a weight of 0 would leave such a bucket one slice at most.
 UNEXPECTED_SHARE = 0.1
 
 
@@ -101,9 +102,11 @@ def _expected(expected: Any, dims: Mapping[str, Any]) -> tuple[str, tuple[int, .
     if not isinstance(expected, Mapping) or len(expected) != 1:
         raise GraphError(f"expected takes {{dim: values}} for one dim of the model; got {expected!r}")
     (name, values), = expected.items()
+    if not dims:
+        raise GraphError(f"expected names dim {name!r}, but the model has no run-time dims; keep the "
+                         f"extent a dim with dims={{{name!r}: (lower, upper)}} (--dim on the CLI)")
     if name not in dims:
-        known = ", ".join(dims) if dims else "none"
-        raise GraphError(f"expected names dim {name!r}; the model's dims are {known}")
+        raise GraphError(f"expected names dim {name!r}; the model's dims are {', '.join(dims)}")
     values = [values] if isinstance(values, int) else values
     if (not isinstance(values, Sequence) or isinstance(values, str) or not values
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)):

@@ -59,8 +59,8 @@ class Step:
 
 @dataclass(frozen=True)
 class _FreshOutput:
-    """A graph output the kernels write into an array of its own each call, not into the arena: the bytes
-    of the arena tensor holding it, and every argument bound to that tensor or to a view of it, as
+    """A graph output the kernels write into an array of its own each call, not into the arena: the
+    bytes of the arena tensor holding it, and every argument bound to that tensor or to a view of it, as
     (launch, its step runner and position there or None, argument, byte offset into the tensor).
     GPT-2's 25.7 MB of logits were written into the arena, then copied out: one pass over them less."""
 

@@ -305,3 +305,14 @@ def test_the_expected_bucket_gets_the_most_slices(clock):
     _scheduler(tasks, session, trials=400).run()
     spent = {t.bucket: sum(n for key, n in session.calls if key == t.key) for t in tasks if t.op == "matmul"}
     assert spent[(9, 16)] > spent[(1, 8)] and spent[(9, 16)] > spent[(17, 32)]
+
+
+def test_expected_values_of_a_model_without_dims_say_how_to_make_one():
+    from tilegraph.errors import GraphError
+    from tilegraph.graph.buckets import bucket_plan
+
+    b = GraphBuilder()
+    x = b.input("x", TensorType((1, 32, 64), "float32"))
+    graph = b.build([b.add("relu", [x])])
+    with pytest.raises(GraphError, match=r"no run-time dims; keep the extent a dim with dims=\{'seq'"):
+        bucket_plan(graph, None, {"seq": [4]})
