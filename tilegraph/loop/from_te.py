@@ -26,6 +26,8 @@ never run past the storage, whatever the dims input holds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tilegraph.loop.ir import TRUE, Block, BlockVar, Buffer, BufferStore, For, Func, Stmt, seq
 from tilegraph.loop.names import fresh_name
 from tilegraph.te.dims import Dim, value_of
@@ -72,7 +74,7 @@ def workload_to_func(workload: Workload) -> Func:
     loop_names: list[str] = []
     nests: list[Stmt] = []
     for t in workload.computes:
-        nests.append(_nest_for(t, buffers, loop_names, dim_values, limits))
+        nests.append(_nest_for(t, buffers, loop_names, dim_values, workload.loop_extent))
     params = tuple(buffers[id(t)] for t in (*workload.inputs, *workload.outputs))
     allocs = tuple(buffers[id(t)] for t in workload.intermediates)
     # each tensor's run-time extents, for lowering's skipping (lower/passes/skip_past_dims.py)
@@ -112,19 +114,13 @@ def _bucket_shape(t: Tensor, limits: dict[str, int]) -> tuple[int, ...]:
     return tuple(s if b is None else min(s, value_of(b, limits)) for s, b in zip(t.shape, bounds))
 
 
-def _loop_extent(axis: IterVar, limits: dict[str, int]) -> int:
-    """An axis's loop extent: its static extent, or its run-time bound's value at the bucket's
-    upper bound (the storage may be larger: a bucket's loops cover its own sizes only)."""
-    return axis.extent if axis.bound is None else min(axis.extent, value_of(axis.bound, limits))
-
-
 def _nest_for(t: Tensor, buffers: dict[int, Buffer], loop_names: list[str], dim_values: dict[Dim, Expr],
-              limits: dict[str, int]) -> Stmt:
+              loop_extent: Callable[[IterVar], int]) -> Stmt:
     op = t.op
     body_expr = op.body
     reduce_axes = body_expr.axes if isinstance(body_expr, Reduce) else ()
     axes = (*op.axes, *reduce_axes)
-    block_vars = tuple(BlockVar(Var(f"v_{a.var.name}"), _loop_extent(a, limits), a.kind) for a in axes)
+    block_vars = tuple(BlockVar(Var(f"v_{a.var.name}"), loop_extent(a), a.kind) for a in axes)
     to_block_var = {a.var: bv.var for a, bv in zip(axes, block_vars)}
 
     def to_loop_ir(e: Expr) -> Expr:
@@ -163,5 +159,5 @@ def _nest_for(t: Tensor, buffers: dict[int, Buffer], loop_names: list[str], dim_
     predicate = all_of(*guards) if guards else TRUE
     stmt: Stmt = Block(t.name, block_vars, tuple(loop_vars), body, init, predicate)
     for v, a in reversed(list(zip(loop_vars, axes))):
-        stmt = For(v, _loop_extent(a, limits), "serial", stmt)
+        stmt = For(v, loop_extent(a), "serial", stmt)
     return stmt

@@ -216,13 +216,16 @@ class Workload:
         """Structural hash: equal for equal definitions, whatever names the user chose."""
         return key_of_canonical_text(self.canonical_text)
 
+    def loop_extent(self, axis: IterVar) -> int:
+        """An axis's loop extent: its static extent, or its run-time bound at the tuning dims (a
+        bucket's loops cover its own sizes only; the storage keeps the range's upper bound)."""
+        if axis.bound is None:
+            return axis.extent
+        return min(axis.extent, value_of(axis.bound, self.tuning_dims))
+
     def flops(self) -> int:
         """Floating-point operations of one run: 2 per multiply-add in reductions, 1 per element otherwise."""
-        values = self.tuning_dims  # run-time extents at the values the tuner measures with (te/dims.py)
-
-        def extent(a: IterVar) -> int:
-            return a.extent if a.bound is None else min(a.extent, value_of(a.bound, values))
-
+        extent = self.loop_extent  # run-time extents at the values the tuner measures with (te/dims.py)
         total = 0
         for t in self.computes:
             n = 1

@@ -137,3 +137,19 @@ def test_short_rows_inputs_and_reused_weights_keep_the_walks_choice_in_a_product
     assert always_packed(not_constant) == () == packable_operands(not_constant)  # packing would run every call
     reused = _gemv(3072, 768, m=8)  # eight rows reuse the weights: the walk decides (as GEMMs)
     assert packable_operands(reused) == ("b",) and always_packed(reused) == ()
+
+
+def test_a_buckets_space_has_the_buckets_extents():
+    """A bucket's loops run to its upper bound (Workload.at): Gensor tiles those rows, not the
+    range's storage (GPT-2's LM head at 16 tokens had been tiled as 7 x 14 rows of 95)."""
+    from tilegraph import te
+    from tilegraph.te.dims import dim
+
+    m = dim("m", 95)
+    a, b = te.placeholder((m, 40), name="A"), te.placeholder((40, 48), name="B")
+    r = te.reduce_axis(40, "r")
+    c = te.compute((m, 48), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    wl = te.Workload([a, b], [c])
+    assert IterSpace.from_workload(wl).extents == (95, 48, 40)
+    assert IterSpace.from_workload(wl.at({"m": 16})).extents == (16, 48, 40)
+    assert wl.at({"m": 16}).flops() == 2 * 16 * 48 * 40

@@ -130,7 +130,7 @@ class IterSpace:
         constants = tuple(n for n in (workload.inputs[i].name for i in workload.constants) if n in operands)
         others = tuple(t.name for t in workload.computes if t is not anchor)
         return IterSpace(
-            anchor=anchor.name, axis_names=tuple(a.var.name for a in axes), extents=tuple(a.extent for a in axes),
+            anchor=anchor.name, axis_names=tuple(a.var.name for a in axes), extents=tuple(workload.loop_extent(a) for a in axes),
             num_spatial=len(op.axes), operands=tuple(operands.values()), output_bytes=anchor.dtype.bits // 8,
             flops_per_point=2 if isinstance(op.body, Reduce) else 1, other_blocks=others, producers=producers,
             constants=constants,
