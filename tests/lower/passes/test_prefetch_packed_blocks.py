@@ -75,15 +75,19 @@ def _value(e, env) -> int:
 
 
 @pytest.mark.needs_cc
-@pytest.mark.parametrize("spec", ["matmul:8,256,128", "matmul:12,200,96", "matmul:5,300,160"])
-def test_the_next_blocks_lines_are_prefetched_while_a_block_is_computed_on(spec):
+@pytest.mark.parametrize("spec, block, lines", [("matmul:8,256,128", 32, None), ("matmul:12,200,96", 32, None),
+                                                ("matmul:5,300,160", 32, None), ("matmul:12,256,128", 64, 6)])
+def test_the_next_blocks_lines_are_prefetched_while_a_block_is_computed_on(spec, block, lines):
     """For every block o, the prefetches issued while computing on it cover every cache line the
-    kernel reads of block o + 1 (and stay inside the buffer); 1 to 4 lines an iteration, an
-    iteration's elements not a whole number of lines in the second and third."""
-    _, _, split = packed_split(spec, block=32)
+    kernel reads of block o + 1 (and stay inside the buffer); 1 to MAX_LINES lines an iteration, an
+    iteration's elements not a whole number of lines in the second and third; in the fourth, 3 row
+    tiles x 32 steps over a block of 128 x 64 (few row tiles over a wide block, as GPT-2's LM head at
+    32 tokens), 6 lines an iteration."""
+    _, _, split = packed_split(spec, block=block)
     out = prefetch_packed_blocks.run(split.compute, CPU, split.packed.name)
     (pf,) = _prefetches(out)
     assert pf.buffer.name == split.packed.name and 1 <= pf.lines <= prefetch_packed_blocks.MAX_LINES
+    assert lines is None or pf.lines == lines
     verify(out)
     loops = _nest(out, pf)
     block_loop, inner = loops[0], loops[1:]
