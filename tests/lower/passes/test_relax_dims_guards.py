@@ -90,6 +90,7 @@ def test_a_bucket_that_the_tile_divides_is_rounded_exactly():
     assert guard.endswith("< 28)") and reads == {"i_0"}, guard
 
 
+@pytest.mark.needs_cc
 @pytest.mark.parametrize("bucket, tile", [(32, 14), (64, 14), (95, 14), (16, 12)])
 def test_the_rows_run_past_the_bucket_keep_the_meaning_below_the_extent(bucket, tile):
     sch = _register_tile(_matmul(bucket), tile)

@@ -1,5 +1,7 @@
 from dataclasses import replace
 
+from tilegraph import te
+from tilegraph.te.dims import dim
 from tilegraph.tune.gensor.state import EtirState, IterSpace, canonical, footprint_bytes, minimal_state
 
 from .conftest import matmul_workload
@@ -142,9 +144,6 @@ def test_short_rows_inputs_and_reused_weights_keep_the_walks_choice_in_a_product
 def test_a_buckets_space_has_the_buckets_extents():
     """A bucket's loops run to its upper bound (Workload.at): Gensor tiles those rows, not the
     range's storage (GPT-2's LM head at 16 tokens had been tiled as 7 x 14 rows of 95)."""
-    from tilegraph import te
-    from tilegraph.te.dims import dim
-
     m = dim("m", 95)
     a, b = te.placeholder((m, 40), name="A"), te.placeholder((40, 48), name="B")
     r = te.reduce_axis(40, "r")
