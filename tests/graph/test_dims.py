@@ -208,6 +208,53 @@ def test_reference_models_exported_with_a_symbolic_length_match_onnxruntime(expo
         assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max()
 
 
+@pytest.mark.parametrize("name", ["bert", "gpt2"])
+@pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+def test_reference_models_over_a_batch_and_a_length_match_onnxruntime(exported, name, exporter):
+    """Both exporters merge the batch into the rows of a projection (reshape to batch*seq) or into
+    the heads of attention (4*batch): products of dims, the first a copy that packs the rows."""
+    path = exported(name, exporter, small=True, dynamic=True, dynamic_batch=True)
+    compiled = tg.compile(str(path), dims={"batch": (1, 3), "seq": (1, 9)}, orchestration="greedy")
+    assert compiled.dims == {"batch": (1, 3), "seq": (1, 9)}
+    session = ort.InferenceSession(str(path))
+    for batch, length in ((1, 1), (3, 9), (2, 5), (1, 9), (3, 1)):
+        ids = RNG.integers(0, 1000, (batch, length)).astype(np.int64)
+        expected = session.run(None, {"input_ids": ids})[0]
+        got = compiled(ids)[0]
+        assert got.shape == expected.shape
+        assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max(), (batch, length)
+
+
+def test_rows_of_a_batch_of_sequences_are_packed_by_a_copy_not_viewed():
+    """x (batch, seq, 4) -> reshape (batch*seq, 4) -> matmul -> reshape (batch, seq, 3): both
+    reshapes move elements (a view would read row b*seq + s at b*S + s), so they are computed;
+    a reshape splitting the static axis stays a view."""
+    w = RNG.standard_normal((4, 3)).astype(np.float32)
+    graph = helper.make_graph([
+        helper.make_node("Reshape", ["x", "rows_shape"], ["rows"]),
+        helper.make_node("MatMul", ["rows", "w"], ["product"]),
+        helper.make_node("Shape", ["x"], ["x_shape"]),
+        helper.make_node("Slice", ["x_shape", "zero", "two"], ["batch_seq"]),
+        helper.make_node("Concat", ["batch_seq", "three"], ["back_shape"], axis=0),
+        helper.make_node("Reshape", ["product", "back_shape"], ["back"]),
+        helper.make_node("Reshape", ["back", "split_shape"], ["y"]),
+    ], "rows", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 3, 1])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([-1, 4], np.int64), "rows_shape"),
+         numpy_helper.from_array(np.array([0], np.int64), "zero"), numpy_helper.from_array(np.array([2], np.int64), "two"),
+         numpy_helper.from_array(np.array([3], np.int64), "three"),
+         numpy_helper.from_array(np.array([0, 0, 3, 1], np.int64), "split_shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    compiled = tg.compile(model, dims={"batch": (1, 3), "seq": (1, 6)}, orchestration="greedy")
+    ops_by_output = {n.outputs[0]: n.op for n in compiled.graph.nodes}
+    assert sorted(op for op in ops_by_output.values() if op.startswith("reshape")) == \
+        ["reshape", "reshape_copy", "reshape_copy"]
+    for b, n in ((1, 1), (2, 5), (3, 6), (3, 1)):
+        x = RNG.standard_normal((b, n, 4)).astype(np.float32)
+        (got,) = compiled(x)
+        np.testing.assert_allclose(got, (x @ w).reshape(b, n, 3, 1), rtol=1e-5, atol=1e-5)
+
+
 def test_two_dims_and_their_sum_a_kv_cache_concat():
     """past: float[1, past, 4] and new: float[1, seq, 4] concatenated (a KV cache), reshaped through
     a Shape chain to (1, past + seq, 2, 2), summed over the cache: the reshape's entry is past + seq."""

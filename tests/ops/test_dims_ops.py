@@ -97,8 +97,9 @@ def test_extents_of_ops_follow_the_dims():
 
 @pytest.mark.parametrize("build, match", [
     (lambda x, seq: ops.add(x, te.placeholder((8, 6), name="y")), "do not broadcast"),
-    (lambda x, seq: ops.reshape(x, (2, seq, 3)), "whole and in order"),
-    (lambda x, seq: ops.reshape(x, (seq, 4, 2)), r"\(6,\) cannot become \(4, 2\)"),
+    (lambda x, seq: ops.reshape(x, (seq, 3)), "not as many elements at every value of the dims"),
+    (lambda x, seq: ops.reshape(x, (seq, 4, 2)), "not as many elements at every value of the dims"),
+    (lambda x, seq: ops.reshape(x, (2 * seq, 4)), r"\['seq', '6'\] to \['\(seq \* 2\)', '4'\]: not as many"),
     (lambda x, seq: ops.matmul(x, te.placeholder((8, 5), name="w"), transpose_a=True), "disagree"),
     (lambda x, seq: ops.layer_norm(x, te.placeholder((8,), name="g"), te.placeholder((8,), name="b"), axis=0),
      "static extents only"),
@@ -108,6 +109,44 @@ def test_dims_that_do_not_fit_an_op_are_one_line_errors(build, match):
     x = te.placeholder((seq, 6), name="x")
     with pytest.raises(ValueError, match=match):
         build(x, seq)
+
+
+@pytest.mark.parametrize("runner", ["interpreter", pytest.param("c", marks=pytest.mark.needs_cc)])
+def test_rows_of_a_batch_of_sequences_merged_and_split(runner):
+    """(batch, seq, 3) -> (batch*seq, 3) packs the rows (row b*seq + s is stored at b*S + s in x, so
+    the reshape moves elements: not a view), a product of them, and back; plus (batch, 2, seq) ->
+    (2*batch, seq), which keeps x's storage. Inputs past the extents poisoned."""
+    from tilegraph.ops.transform import reshape_keeps_storage
+
+    batch, seq = dim("batch", 3), dim("seq", 5)
+    x = te.placeholder((batch, seq, 3), name="x")
+    w = te.placeholder((3, 4), name="w")
+    rows = ops.reshape(x, (batch * seq, 3), name="rows")
+    product = ops.matmul(rows, w, name="product")
+    back = ops.reshape(product, (batch, seq, 4), name="back")
+    y = te.placeholder((batch, 2, seq), name="y")
+    heads = ops.reshape(y, (2 * batch, seq), name="heads")
+    def keeps(a, b):
+        return reshape_keeps_storage(a.extents, a.shape, b.extents, b.shape)
+
+    assert not keeps(x, rows) and not keeps(product, back)
+    assert keeps(y, heads) and keeps(rows, ops.reshape(rows, (batch * seq, 3)))
+    assert keeps(ops.reshape(x, (batch, seq * 3)), x) and not keeps(ops.reshape(y, (batch, 2 * seq)), y)
+    wl = te.Workload([x, w, y], [rows, back, heads])
+    kernel = tg.build(wl) if runner == "c" else None
+    rng = np.random.default_rng(5)
+    for b, n in ((1, 1), (2, 3), (3, 5), (1, 5), (3, 1)):
+        xs = np.full((3, 5, 3), np.nan, np.float32)
+        xs[:b, :n] = rng.standard_normal((b, n, 3))
+        ys = np.full((3, 2, 5), np.nan, np.float32)
+        ys[:b, :, :n] = rng.standard_normal((b, 2, n))
+        ws = rng.standard_normal((3, 4)).astype(np.float32)
+        args = (xs, ws, ys, dims_array(wl.dims, {"batch": b, "seq": n}))
+        got_rows, got_back, got_heads = kernel(*args) if kernel else tg.interpret(wl, *args)
+        expected_rows = xs[:b, :n].astype(np.float64).reshape(b * n, 3)
+        np.testing.assert_array_equal(got_rows[:b * n], expected_rows)
+        np.testing.assert_allclose(got_back[:b, :n], (expected_rows @ ws).reshape(b, n, 4), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(got_heads[:2 * b, :n], ys[:b, :, :n].reshape(2 * b, n))
 
 
 def decode_step(max_past=9, max_seq=4, width=8):

@@ -65,6 +65,7 @@ from tilegraph.graph.kernels import build_kernels, kernel_spec
 from tilegraph.graph.model import CompiledModel, Step
 from tilegraph.graph.ops.registry import op_def
 from tilegraph.graph.passes import FLOAT32_CPU, eliminate_dead_code, optimize, optimize_float32_cpu
+from tilegraph.graph.passes.copy_moving_reshapes import copy_moving_reshapes
 from tilegraph.graph.passes.gemms_read_bfloat16 import gemms_read_bfloat16
 from tilegraph.graph.passes.gemms_read_int8 import gemms_read_int8
 from tilegraph.graph.plan import ALIGN, plan_memory
@@ -225,7 +226,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
         graph = eliminate_dead_code(gemms_read_int8(graph, rewrites))
     if optimize_graph and precision == "fp32" and not gpu:
         graph = optimize_float32_cpu(graph, rewrites, skip_rewrites)
-    graph = with_dims_of(graph, source).verify()
+    graph = copy_moving_reshapes(with_dims_of(graph, source).verify(), rewrites)
     graph.extents  # noqa: B018 (the run-time extents of every tensor, or the node that cannot take them)
     _check_tensor_sizes(graph)
     plan = bucket_plan(graph, buckets, expected)

@@ -178,20 +178,23 @@ def _shown(graph: Any, name: str) -> str:
 def run_time_target(node: Any, x: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     """The target extents of a reshape or expand node on te tensor `x`: its static `shape` (read at
     the dims' upper bounds), with each entry the frontend marked a dim (attr `shape_dims`, entries
-    "name:lower:upper") as that te Dim, and, where none is marked, each of x's run-time extents
-    placed at the entry that starts at the same element offset with the same largest extent (for a
-    reshape keeping it a whole axis, as ops.reshape requires). Static where x has no dims and
-    nothing is marked."""
+    "name:lower:upper", sums and products of them: `batch:1:8*seq:1:512`) as that te extent, and,
+    where none is marked, each of x's run-time extents placed at the entry that starts at the same
+    element offset with the same largest extent (a reshape keeping it a whole axis). Static where
+    x has no dims and nothing is marked."""
     out: list[Any] = list(shape)
     marks = node.attr("shape_dims")
     if marks:
         for k, tag in enumerate(marks):
-            if tag:  # "seq:1:512", or a sum "past:1:512+seq:1:512", "past:1:511+1"
+            if tag:  # "seq:1:512", a sum "past:1:512+seq:1:512", "past:1:511+1", products "4*batch:1:8"
                 value: Any = None
                 for term in tag.split("+"):
-                    name, *bounds = term.split(":")
-                    d = te.dim(name, int(bounds[1]), int(bounds[0])) if bounds else int(name)
-                    value = d if value is None else value + d
+                    product: Any = None
+                    for factor in term.split("*"):
+                        name, *bounds = factor.split(":")
+                        f = te.dim(name, int(bounds[1]), int(bounds[0])) if bounds else int(name)
+                        product = f if product is None else product * f
+                    value = product if value is None else value + product
                 out[k] = canonical(value)
         return tuple(out)
     if not getattr(x, "bounds", None) or node.op != "reshape":

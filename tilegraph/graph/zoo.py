@@ -19,6 +19,7 @@ from typing import Any
 
 MODELS = ("resnet50", "mobilenet_v2", "bert", "gpt2")
 SEQUENCE = 128
+BATCH_MAX = 8  # a dynamic batch's upper bound in export_onnx
 SEQUENCE_MAX = 512  # the positions bert and gpt2 have embeddings for
 IMAGE = 224
 
@@ -99,10 +100,11 @@ def input_names(name: str) -> tuple[str, ...]:
 
 
 def export_onnx(name: str, path: str | os.PathLike, small: bool = False, exporter: str = "dynamo",
-                opset: int = 18, dynamic: bool = False) -> Path:
+                opset: int = 18, dynamic: bool = False, dynamic_batch: bool = False) -> Path:
     """Write the model as ONNX with torch.onnx (`exporter` "dynamo", the default exporter, or
     "legacy", the TorchScript one) and return the path. `dynamic`: the sequence length of bert and
-    gpt2 exported as the symbolic extent `seq` (dim_param; at most 512, what their positions hold)."""
+    gpt2 exported as the symbolic extent `seq` (dim_param; at most 512, what their positions hold).
+    `dynamic_batch`: the batch axis too, as `batch` (at most BATCH_MAX)."""
     torch = _torch()
     if exporter not in ("dynamo", "legacy"):
         raise ValueError(f"exporter must be 'dynamo' or 'legacy', got {exporter!r}")
@@ -111,10 +113,15 @@ def export_onnx(name: str, path: str | os.PathLike, small: bool = False, exporte
         raise ValueError(f"dynamic=True exports the sequence length of bert and gpt2, not of {name}")
     path = Path(path)
     first = input_names(name)[0]
+    names = {**({0: "batch"} if dynamic_batch else {}), **({1: "seq"} if dynamic else {})}
+    if dynamic_batch:
+        inputs = tuple(torch.cat([x, x]) for x in inputs)  # the exporter specializes a batch of 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if exporter == "dynamo":
-            shapes = {first: {1: torch.export.Dim("seq", min=2, max=SEQUENCE_MAX)}} if dynamic else None
+            ranges = {"batch": (1, BATCH_MAX), "seq": (2, SEQUENCE_MAX)}
+            shapes = {first: {axis: torch.export.Dim(n, min=ranges[n][0], max=ranges[n][1])
+                              for axis, n in names.items()}} if names else None
             program = torch.onnx.export(module, inputs, dynamo=True, input_names=list(input_names(name)),
                                         output_names=["logits" if name != "bert" else "last_hidden_state"],
                                         verbose=False, dynamic_shapes=shapes)
@@ -123,7 +130,7 @@ def export_onnx(name: str, path: str | os.PathLike, small: bool = False, exporte
             torch.onnx.export(module, inputs, str(path), dynamo=False, opset_version=opset,
                               input_names=list(input_names(name)),
                               output_names=["logits" if name != "bert" else "last_hidden_state"],
-                              dynamic_axes={first: {1: "seq"}} if dynamic else None)
+                              dynamic_axes={first: names} if names else None)
     return path
 
 

@@ -10,8 +10,9 @@ import math
 from collections.abc import Sequence
 
 from tilegraph.ops._common import check_tensor, operator, stage
-from tilegraph.te.dims import canonical
+from tilegraph.te.dims import canonical, dims_of, upper_bound, value_of
 from tilegraph.te.expr import Const, Expr
+from tilegraph.te.printer import expr_str
 from tilegraph.te.tensor import Tensor
 
 
@@ -56,54 +57,106 @@ def _resolve_shape(newshape: Sequence[int], size: int, old: tuple[int, ...]) -> 
     return items
 
 
-def _segments(extents: Sequence[int | Expr]) -> tuple[list[tuple[int, ...]], list[Expr]]:
-    """The static runs of a shape between its run-time extents, and those extents in order:
-    (a, n, b, c) -> ([(a,), (b, c)], [n])."""
-    runs: list[list[int]] = [[]]
-    dims: list[Expr] = []
-    for e in extents:
-        if isinstance(e, int):
-            runs[-1].append(e)
+def _sizes_agree(a: Sequence[int | Expr], b: Sequence[int | Expr]) -> bool:
+    """Whether two lists of extents hold as many elements at every value of their dims (checked at
+    the upper bounds, the lower bounds and each dim alone at its lower bound: products of dims
+    agree at all of them only when they are the same product)."""
+    dims = sorted({d for e in (*a, *b) if isinstance(e, Expr) for d in dims_of(e)}, key=lambda d: d.name)
+    points = [{d.name: d.upper for d in dims}, {d.name: d.lower for d in dims}]
+    points += [{**points[0], d.name: d.lower} for d in dims]
+    return all(math.prod(e if isinstance(e, int) else value_of(e, p) for e in a)
+               == math.prod(e if isinstance(e, int) else value_of(e, p) for e in b) for p in points)
+
+
+def _shown(extent: int | Expr) -> str:
+    return str(extent) if isinstance(extent, int) else expr_str(extent)
+
+
+def _storage_groups(old: Sequence[int], new: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """The axes of two storage shapes of as many elements in groups of equal size, smallest first
+    ((8, 40, 768) and (320, 768): [([0, 1], [0]), ([2], [1])]); axes of storage 1 join the group
+    before them (or the first)."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(old) or j < len(new):
+        ga, gb, pa, pb = [], [], 1, 1
+        while True:
+            if (pa == 1 or pa < pb) and i < len(old):
+                pa *= old[i]
+                ga.append(i)
+                i += 1
+            elif (pb == 1 or pb < pa) and j < len(new):
+                pb *= new[j]
+                gb.append(j)
+                j += 1
+            else:
+                break
+            if pa == pb and pa != 1:
+                while i < len(old) and old[i] == 1:
+                    ga.append(i)
+                    i += 1
+                while j < len(new) and new[j] == 1:
+                    gb.append(j)
+                    j += 1
+                break
+        if groups and (pa == 1 or pb == 1):
+            groups[-1][0].extend(ga)
+            groups[-1][1].extend(gb)
         else:
-            dims.append(e)
-            runs.append([])
-    return [tuple(r) for r in runs], dims
+            groups.append((ga, gb))
+    return groups
 
 
-def _reshape_around_dims(x: Tensor, newshape: Sequence[int | Expr], name: str) -> Tensor:
-    """A reshape that keeps each run-time extent a whole axis, in order, and reshapes the static
-    runs between them (their products must agree): with storage at the upper bounds, the element
-    at run-time index s stays at s, so a row of a sequence is still the same row."""
-    old_runs, old_dims = _segments(x.extents)
+def reshape_keeps_storage(x_extents: Sequence[int | Expr], x_shape: Sequence[int],
+                          out_extents: Sequence[int | Expr], out_shape: Sequence[int]) -> bool:
+    """Whether reshape `out` of `x` leaves every element where x's storage holds it (a view): in
+    each group of axes of equal storage only the first axis on either side may be a run-time
+    extent ((seq, 768) -> (seq, 12, 64), (batch, 12, seq, 64) -> (12*batch, seq, 64)). Merging
+    (batch, seq) into batch*seq rows moves elements: row b*seq + s is stored at b*S + s."""
+    if all(isinstance(e, int) for e in (*x_extents, *out_extents)):
+        return True
+    for ga, gb in _storage_groups(tuple(x_shape), tuple(out_shape)):
+        if not _sizes_agree([x_extents[a] for a in ga], [out_extents[b] for b in gb]):
+            return False
+        if any(not isinstance(x_extents[a], int) for a in ga[1:]) or any(not isinstance(out_extents[b], int)
+                                                                         for b in gb[1:]):
+            return False
+    return True
+
+
+def _reshape_extents(x: Tensor, newshape: Sequence[int | Expr], name: str) -> Tensor:
+    """A row-major reshape over run-time extents (te/dims.py), as numpy.reshape of the elements the
+    extents hold: each group of axes of equal storage (`_storage_groups`) is reshaped on its own,
+    so where a group keeps its run-time extent first the indices are static arithmetic (and the
+    graph keeps the reshape a view: reshape_keeps_storage); a group merging two run-time extents
+    reads through a division by them (rows of batch x seq packed together)."""
     new_extents = tuple(canonical(e) if isinstance(e, Expr) and not isinstance(e, Const) else e for e in newshape)
-    new_runs, new_dims = _segments(new_extents)
-    if len(old_dims) != len(new_dims) or any(type(a) is not type(b) or a != b for a, b in zip(old_dims, new_dims)):
-        raise ValueError(f"reshape keeps run-time extents whole and in order: x has {[str(e) for e in x.extents]}, "
-                         f"newshape {[str(e) for e in new_extents]}")
-    for old, new in zip(old_runs, new_runs):
-        if any(not isinstance(e, int) or isinstance(e, bool) or e <= 0 for e in new):
-            raise ValueError(f"argument newshape must hold positive extents around its run-time ones, got {newshape!r}")
-        if math.prod(old) != math.prod(new):
-            raise ValueError(f"reshape keeps run-time extents whole and in order, reshaping only the static "
-                             f"extents between them: {old} cannot become {new} (x {[str(e) for e in x.extents]}, "
-                             f"newshape {[str(e) for e in new_extents]})")
+    if any(isinstance(e, int) and (isinstance(e, bool) or e <= 0) for e in new_extents):
+        raise ValueError(f"argument newshape must hold positive extents around its run-time ones, got {newshape!r}")
+    if not _sizes_agree(x.extents, new_extents):
+        raise ValueError(f"reshape of x with extents {[_shown(e) for e in x.extents]} to "
+                         f"{[_shown(e) for e in new_extents]}: not as many elements at every value of the dims")
+    # as many elements at the upper bounds (checked above): stored in as many
+    new_storage = tuple(e if isinstance(e, int) else upper_bound(e) for e in new_extents)
+    groups = _storage_groups(x.shape, new_storage)
+    if not all(_sizes_agree([x.extents[a] for a in ga], [new_extents[b] for b in gb]) for ga, gb in groups):
+        groups = [(list(range(x.ndim)), list(range(len(new_extents))))]
 
     def body(*idx: Expr) -> Expr:
-        read: list[Expr] = []
-        pos = 0
-        for run_index, (old, new) in enumerate(zip(old_runs, new_runs)):
+        read: list[Expr] = [idx[0]] * x.ndim
+        for ga, gb in groups:
+            if len(ga) == 1 and len(gb) == 1:
+                read[ga[0]] = idx[gb[0]]
+                continue
             flat: Expr | int = 0
-            for i, extent in zip(idx[pos:pos + len(new)], new):
-                flat = i if isinstance(flat, int) else flat * extent + i
-            pos += len(new)
-            stride = math.prod(old)
-            for d, extent in enumerate(old):
-                stride //= extent
-                part = flat // stride if stride != 1 else flat
-                read.append(part % extent if d > 0 else part)
-            if run_index < len(old_dims):
-                read.append(idx[pos])
-                pos += 1
+            for b in gb:
+                flat = idx[b] if isinstance(flat, int) else flat * new_extents[b] + idx[b]
+            for k, a in enumerate(ga):
+                stride: Expr | int = 1
+                for later in ga[k + 1:]:
+                    stride = stride * x.extents[later]
+                part = flat // stride if not (isinstance(stride, int) and stride == 1) else flat
+                read[a] = part % x.extents[a] if k > 0 else part
         return x[tuple(read)]
 
     return stage(new_extents, body, name=name)
@@ -111,11 +164,11 @@ def _reshape_around_dims(x: Tensor, newshape: Sequence[int | Expr], name: str) -
 
 @operator("reshape")
 def reshape(x: Tensor, newshape: Sequence[int | Expr], name: str = "reshape") -> Tensor:
-    """Row-major reshape, as numpy.reshape. With run-time dims (te/dims.py), each stays a whole
-    axis in order (`(n, 768) -> (n, 12, 64)`), the static extents between them reshaped."""
+    """Row-major reshape, as numpy.reshape. With run-time dims (te/dims.py), of the elements the
+    extents hold: `(n, 768) -> (n, 12, 64)`, `(batch, seq, 768) -> (batch*seq, 768)`."""
     check_tensor(x, "x")
     if x.bounds or any(isinstance(e, Expr) for e in newshape):
-        return _reshape_around_dims(x, newshape, name)
+        return _reshape_extents(x, newshape, name)
     size = 1
     for s in x.shape:
         size *= s

@@ -9,6 +9,9 @@ The graph is read once more with each dim one below its upper bound and compared
     same nodes, same attributes   -> nothing depends on the dim but the run-time extents: kept
     a reshape/expand `shape` entry one smaller      -> that entry is the dim (attr `shape_dims`;
                                                        one smaller for two dims: their sum, past + seq)
+    ... k smaller (k * the other dims' upper bounds) -> k times the dims' product (`4*batch`: a batch
+                                                       of 4 heads; `batch*seq`: rows of a batch of
+                                                       sequences; checked at both dims one below)
     a slice's `end` taking a whole axis at both     -> the same slice at every value
     a constant one shorter along an axis, a prefix  -> that axis is the dim (`input_dims`: positions
                                                        0..seq; an axis of past + seq for two dims)
@@ -30,6 +33,7 @@ After:  gather(wpe, offset_by_dims(constant [512 .. 1023] over seq, terms=(("pas
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -66,10 +70,19 @@ def check_dims_independent(read: Read, reread: Callable[[dict[str, tuple[int, in
                 for a, b in zip(graph.nodes, other.graph.nodes)):
             raise GraphError(f"{source}: the graph read at {d} = {hi - 1} has other nodes than at {d} = {hi} "
                              f"(its structure depends on {d}); compile it with fixed input_shapes")
+    joint_reads: dict[frozenset[str], Read] = {}
+
+    def joint(ds: frozenset[str]) -> Read:
+        """The model read with every dim of `ds` one below its upper bound together."""
+        if ds not in joint_reads:
+            joint_reads[ds] = reread({**graph.dims, **{d: (graph.dims[d][0], graph.dims[d][1] - 1) for d in ds}})
+        return joint_reads[ds]
+
     nodes = [_marked(node, [(d, other.graph.nodes[i], graph.type_of, other.graph.type_of)
-                            for d, other in others.items()], graph.dims, source)
+                            for d, other in others.items()], graph.dims,
+                     lambda ds, i=i: joint(ds).graph.nodes[i], source)
              for i, node in enumerate(graph.nodes)]
-    realized = _Realizer(read, others, reread, source)
+    realized = _Realizer(read, others, reread, joint, source)
     for name in graph.constants:
         realized.tensor(name, [n.name for n in graph.nodes if name in n.inputs])
     # each marked entry is its dims' sum at their upper bounds plus what does not follow them
@@ -88,8 +101,9 @@ class _Realizer:
     """Makes each constant the graph reads right at every value of the dims: kept, kept with dims
     on its axes, offset by the dims, or computed at run time by the node the reader folded."""
 
-    def __init__(self, read: Read, others: Mapping[str, Read], reread: Callable[..., Read], source: str):
-        self.read, self.others, self.reread, self.source = read, others, reread, source
+    def __init__(self, read: Read, others: Mapping[str, Read], reread: Callable[..., Read],
+                 joint: Callable[[frozenset[str]], Read], source: str):
+        self.read, self.others, self.reread, self.joint, self.source = read, others, reread, joint, source
         self.nodes: list[Node] = []
         self.constants: dict[str, np.ndarray] = {}
         self.input_dims: dict[str, tuple[str | None, ...]] = {}
@@ -159,7 +173,8 @@ class _Realizer:
             return lambda t: _type(constants[t])
 
         node = _marked(recipe, [(d, r, type_in(self.read.constants), type_in(self.others[d].constants))
-                                for d, r in theirs], self.read.graph.dims, self.source)
+                                for d, r in theirs], self.read.graph.dims,
+                       lambda ds: self.joint(ds).recipes[name], self.source)
         # a node of several outputs (a split) computes them all; one kept as a constant already
         # is written to a name no node reads
         outs = tuple(o if o == name or o not in self.done else self._fresh(f"{o}_unread") for o in node.outputs)
@@ -206,11 +221,11 @@ def _with_rest(node: Node, source: str) -> Node:
         return node
     completed = []
     for k, mark in enumerate(marks):
-        rest = node.attr("shape")[k] - sum(int(term.split(":")[2]) for term in mark.split("+")) if mark else 0
+        rest = node.attr("shape")[k] - sum(_term_upper(term) for term in mark.split("+")) if mark else 0
         if rest < 0:
             raise GraphError(f"{source}: node {node.name!r} ({node.op}) target entry {k} is "
                              f"{node.attr('shape')[k]} at the dims' upper bounds, less than "
-                             f"{' + '.join(t.split(':')[0] for t in mark.split('+'))}; compile with fixed input_shapes")
+                             f"{' + '.join(_term_name(t) for t in mark.split('+'))}; compile with fixed input_shapes")
         completed.append(f"{mark}+{rest}" if rest else mark)
     return Node(node.op, node.inputs, node.outputs, {**node.attr_dict, "shape_dims": tuple(completed)}, node.name)
 
@@ -238,15 +253,55 @@ def _judged(ours: np.ndarray, theirs: np.ndarray | None) -> tuple[str, object] |
 
 
 def _marked(node: Node, reads: list[tuple[str, Node, Callable[[str], TensorType], Callable[[str], TensorType]]],
-            dims: Mapping[str, tuple[int, int]], source: str) -> Node:
-    """`node` (read at the upper bounds) with its attributes that follow each dim marked, or a
-    GraphError: `reads` holds, per dim, the same node read one below and both reads' types."""
-    marked = node
-    for d, other, ours_type, their_type in reads:
-        if node.attrs != other.attrs and not _whole_axis_slice(node, other, ours_type, their_type):
-            lo, hi = dims[d]
-            marked = _marked_shape(marked, node, other, d, f"{d}:{lo}:{hi}", source)
-    return marked
+            dims: Mapping[str, tuple[int, int]], joint: Callable[[frozenset[str]], Node], source: str) -> Node:
+    """`node` (read at the upper bounds) with the entries of its `shape` attribute that follow the
+    dims marked, or a GraphError: `reads` holds, per dim, the same node read one below and both
+    reads' types; `joint(ds)` is the same node read with all of `ds` one below together."""
+    differing = [(d, other) for d, other, ours_type, their_type in reads
+                 if node.attrs != other.attrs and not _whole_axis_slice(node, other, ours_type, their_type)]
+    if not differing:
+        return node
+    for d, other in differing:
+        _check_only_shape_differs(node, other, d, source)
+    ours = tuple(node.attr("shape"))
+    marks = []
+    for k, x in enumerate(ours):
+        steps = {d: x - other.attr("shape")[k] for d, other in differing if other.attr("shape")[k] != x}
+        marks.append(_entry_mark(node, k, x, steps, dims, joint, source) if steps else "")
+    return Node(node.op, node.inputs, node.outputs, {**node.attr_dict, "shape_dims": tuple(marks)}, node.name)
+
+
+def _entry_mark(node: Node, k: int, x: int, steps: Mapping[str, int], dims: Mapping[str, tuple[int, int]],
+                joint: Callable[[frozenset[str]], Node], source: str) -> str:
+    """The mark of target entry `k` (`x` at the upper bounds, `steps[d]` smaller with d one below):
+    a sum of dims (every step 1: `past + seq`), a multiple of one dim (step k: `4*batch`, a batch
+    of 4 heads merged) or a multiple of a product of dims (step d = k * the others' upper bounds:
+    `batch*seq`, rows of a batch of sequences merged). A product is checked against the read with
+    all of its dims one below together (a sum of multiples fits the reads of one dim at a time too)."""
+    tags = {d: f"{d}:{dims[d][0]}:{dims[d][1]}" for d in steps}
+    if all(step == 1 for step in steps.values()):
+        return "+".join(tags[d] for d in sorted(steps))
+    uppers = {d: dims[d][1] for d in steps}
+    factors = {d: step / math.prod(u for e, u in uppers.items() if e != d) for d, step in steps.items()}
+    k_factor = next(iter(factors.values()))
+    if k_factor >= 1 and k_factor == int(k_factor) and all(f == k_factor for f in factors.values()):
+        k_factor = int(k_factor)
+        rest = x - k_factor * math.prod(uppers.values())
+        below = k_factor * math.prod(u - 1 for u in uppers.values()) + rest
+        if len(steps) == 1 or (rest >= 0 and joint(frozenset(steps)).attr("shape")[k] == below):
+            return "*".join([*([str(k_factor)] if k_factor != 1 else []), *(tags[d] for d in sorted(steps))])
+    shown = ", ".join(f"{x - s} with {d} one below" for d, s in steps.items())
+    raise GraphError(f"{source}: node {node.name!r} ({node.op}) target entry {k} is {x} at the dims' upper bounds "
+                     f"and {shown}: not a sum of dims nor a multiple of their product; compile with fixed input_shapes")
+
+
+def _term_upper(term: str) -> int:
+    """A mark term's value at the upper bounds: `seq:1:512` 512, `4*batch:1:8` 32, `7` 7."""
+    return math.prod(int(f.split(":")[2]) if ":" in f else int(f) for f in term.split("*"))
+
+
+def _term_name(term: str) -> str:
+    return "*".join(f.split(":")[0] for f in term.split("*"))
 
 
 def _whole_axis_slice(a: Node, b: Node, ours_type: Callable[[str], TensorType],
@@ -264,27 +319,17 @@ def _whole_axis_slice(a: Node, b: Node, ours_type: Callable[[str], TensorType],
                for k, (x, y) in enumerate(zip(a.attr("end"), b.attr("end"))))
 
 
-def _marked_shape(marked: Node, a: Node, b: Node, d: str, tag: str, source: str) -> Node:
-    """Node `a` (as `marked` so far, by other dims) with the entries of its `shape` attribute that
-    are dim `d` marked (b: read at d - 1)."""
+def _check_only_shape_differs(a: Node, b: Node, d: str, source: str) -> None:
+    """GraphError unless node `a` (read at the upper bound) and `b` (read at d - 1) differ only in
+    a reshape or expand target of the same rank."""
     differing = sorted({k for k, _ in a.attrs} ^ {k for k, _ in b.attrs}
                        | {k for (k, v), (_, w) in zip(a.attrs, b.attrs) if v != w})
     if a.op not in SHAPE_OPS or differing != ["shape"]:
         raise GraphError(f"{source}: node {a.name!r} ({a.op}) has attribute(s) {', '.join(differing)} that depend on "
                          f"dim {d}; only {' and '.join(SHAPE_OPS)} targets and whole-axis slices may follow a "
                          "run-time dim: compile with fixed input_shapes instead")
-    ours, theirs = tuple(a.attr("shape")), tuple(b.attr("shape"))
-    marks = list(marked.attr("shape_dims") or ("",) * len(ours))
-    if len(ours) != len(theirs):
+    if len(a.attr("shape")) != len(b.attr("shape")):
         raise GraphError(f"{source}: node {a.name!r} ({a.op}) has a target of another rank at other values of {d}")
-    for k, (x, y) in enumerate(zip(ours, theirs)):
-        if x == y:
-            continue
-        if x - y != 1:
-            raise GraphError(f"{source}: node {a.name!r} ({a.op}) target entry {k} is {x} at the upper bound of {d} "
-                             f"and {y} one below: not the dim itself; compile with fixed input_shapes")
-        marks[k] = f"{marks[k]}+{tag}" if marks[k] else tag  # a sum of dims: past + seq
-    return Node(a.op, a.inputs, a.outputs, {**a.attr_dict, "shape_dims": tuple(marks)}, a.name)
 
 
 def _prefix_axes(ours: np.ndarray, theirs: np.ndarray) -> list[int] | None:

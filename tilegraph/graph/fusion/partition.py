@@ -48,7 +48,7 @@ from tilegraph.graph.ir import Graph, Node
 from tilegraph.graph.ops.registry import op_def
 
 LAYOUT_INVERTIBLE = frozenset({"transpose", "reshape", "identity"})
-INJECTIVE_LAYOUT = LAYOUT_INVERTIBLE | {"slice", "expand", "pad", "gather", "concat", "gather_elements"}
+INJECTIVE_LAYOUT = LAYOUT_INVERTIBLE | {"slice", "expand", "pad", "gather", "concat", "gather_elements", "reshape_copy"}
 CONTRACTIONS = frozenset({"conv2d", "matmul"})
 # Nodes one group may hold: a group is one te expression, and a chain of hundreds of injective
 # nodes would make an expression (and the analyses walking it) hundreds of levels deep.

@@ -1,6 +1,7 @@
 """Data-movement graph ops (shapes are static attributes: the frontends fold shape computations).
 
     y = reshape(x, shape=(1, 128, 12, 64))      a view: no kernel, no copy (also `identity`)
+    y = reshape_copy(x, shape=(320, 768))       the same, computed: run-time extents that move (batch*seq)
     y = transpose(x, perm=(0, 2, 1, 3))
     y = concat(a, b, c, axis=1)
     y = slice(x, begin=(0, 0), end=(1, 64), steps=(1, 2))     one entry per axis, numpy clamping
@@ -41,6 +42,13 @@ class Reshape(OpDef):
 
     def lower(self, node: Node, args: Sequence[Any]) -> list[Any]:
         return [ops.reshape(args[0], run_time_target(node, args[0], tuple(node.attr("shape")) or (1,)))]
+
+
+@register("reshape_copy")
+class ReshapeCopy(Reshape):
+    """A reshape over run-time extents that moves elements in storage, computed by a kernel
+    (passes/copy_moving_reshapes.py makes it): (batch, seq, 768) -> (batch*seq, 768) packs the
+    rows, which a view of storage (batch, S, 768) would leave S apart."""
 
 
 @register("bitcast", view=True, fusable=False)
