@@ -225,6 +225,20 @@ def test_reference_models_over_a_batch_and_a_length_match_onnxruntime(exported, 
         assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max(), (batch, length)
 
 
+@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2"])
+def test_convolutional_models_over_a_run_time_batch_match_onnxruntime(exported, name):
+    """Convolutions, depthwise ones, pooling, padding and the classifier over a batch of 1..3."""
+    path = exported(name, "legacy", small=True, dynamic_batch=True)
+    compiled = tg.compile(str(path), dims={"batch": (1, 3)}, orchestration="greedy")
+    session = ort.InferenceSession(str(path))
+    for batch in (1, 3, 2):
+        x = RNG.standard_normal((batch, 3, 64, 64)).astype(np.float32)
+        expected = session.run(None, {"pixel_values": x})[0]
+        got = compiled(x)[0]
+        assert got.shape == expected.shape
+        assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max(), batch
+
+
 def test_rows_of_a_batch_of_sequences_are_packed_by_a_copy_not_viewed():
     """x (batch, seq, 4) -> reshape (batch*seq, 4) -> matmul -> reshape (batch, seq, 3): both
     reshapes move elements (a view would read row b*seq + s at b*S + s), so they are computed;

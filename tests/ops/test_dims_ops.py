@@ -2,6 +2,8 @@
 sequence of run-time length, against a float64 numpy reference at lengths 1, odd ones and the
 upper bound, with every input element past the length poisoned (NaN): interpreter and C."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -147,6 +149,68 @@ def test_rows_of_a_batch_of_sequences_merged_and_split(runner):
         np.testing.assert_array_equal(got_rows[:b * n], expected_rows)
         np.testing.assert_allclose(got_back[:b, :n], (expected_rows @ ws).reshape(b, n, 4), rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(got_heads[:2 * b, :n], ys[:b, :, :n].reshape(2 * b, n))
+
+
+@pytest.mark.parametrize("runner", ["interpreter", pytest.param("c", marks=pytest.mark.needs_cc)])
+def test_a_convolutional_network_over_a_run_time_batch(runner):
+    """conv (padded, strided), depthwise conv, a winograd convolution, batch norm, max and average
+    pooling and global average pooling over a batch of run-time size (ops/_common.BATCH_DIMS_OPS),
+    three kernels, against float64 references, images past the batch poisoned."""
+    from tilegraph.ops import winograd
+    from tilegraph.testing import reference as ref
+
+    batch = dim("batch", 3)
+    tiles = math.prod(winograd.tiles((5, 5), 4))
+    x = te.placeholder((batch, 9, 9, 4), name="x")
+    w, dw = te.placeholder((3, 3, 4, 8), name="w"), te.placeholder((3, 3, 8, 1), name="dw")
+    depth = ops.depthwise_conv2d_nhwc(ops.relu(ops.conv2d_nhwc(x, w, stride=2, padding=1)), dw, padding=1)
+    d = te.placeholder((batch, 5, 5, 8), name="d")
+    ww = te.placeholder((36, 8, 8), name="ww")  # winograd F(4x4) weights
+    v = ops.reshape(ops.winograd_input_nhwc(d, 4, (1, 1, 1, 1)), (36, batch * tiles, 8), name="v36")
+    mm = ops.reshape(ops.batch_matmul(v, ww, name="mm"), (6, 6, batch * tiles, 8), name="mm66")
+    wino = ops.winograd_output_nhwc(mm, 4, 3, (5, 5))
+    e = te.placeholder((batch, 5, 5, 8), name="e")
+    stats = [te.placeholder((8,), name=n) for n in ("mean", "var", "gamma", "beta")]
+    normed = ops.batch_norm(e, *stats, axis=3)
+    pooled = ops.max_pool2d(normed, 3, 2, 1, name="pooled")
+    averaged = ops.avg_pool2d(normed, 2, 1, 0, name="averaged")
+    glob = ops.global_avg_pool2d(pooled, name="glob")
+    assert str(wino.extents[0]) == "batch" and str(glob.extents[0]) == "batch"
+    workloads = [te.Workload([x, w, dw], [depth]), te.Workload([d, ww], [wino]),
+                 te.Workload([e, *stats], [pooled, averaged, glob])]
+    kernels = [tg.build(wl) if runner == "c" else None for wl in workloads]
+    rng = np.random.default_rng(11)
+    weights = [rng.standard_normal(s).astype(np.float32) * 0.3 for s in ((3, 3, 4, 8), (3, 3, 8, 1), (3, 3, 8, 8))]
+    ww_array = winograd.transform_weights(weights[2], 4).reshape(36, 8, 8).astype(np.float32)
+    stat_arrays = [rng.standard_normal(8).astype(np.float32), rng.uniform(0.5, 2, 8).astype(np.float32),
+                   rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)]
+
+    def run(k, *arrays, b):
+        args = (*arrays, dims_array(workloads[k].dims, {"batch": b}))
+        got = kernels[k](*args) if kernels[k] else tg.interpret(workloads[k], *args)
+        return got if isinstance(got, (list, tuple)) else [got]
+
+    def poisoned(a):
+        out = np.full((3, *a.shape[1:]), np.nan, np.float32)
+        out[:len(a)] = a
+        return out
+
+    for b in (1, 2, 3):
+        x64 = rng.standard_normal((b, 9, 9, 4))
+        d64 = ref.depthwise_conv2d_nhwc(np.maximum(ref.conv2d_nhwc(x64, weights[0].astype(np.float64), 2, 1), 0),
+                                        weights[1].astype(np.float64), 1, 1)
+        (got,) = run(0, poisoned(x64), weights[0], weights[1], b=b)
+        np.testing.assert_allclose(got[:b], d64, rtol=1e-4, atol=1e-4, err_msg=f"batch={b}")
+        e64 = ref.conv2d_nhwc(d64, weights[2].astype(np.float64), 1, 1)
+        (got,) = run(1, poisoned(d64), ww_array, b=b)
+        np.testing.assert_allclose(got[:b], e64, rtol=1e-4, atol=1e-4, err_msg=f"batch={b}")
+        mean, var, gamma, beta = (a.astype(np.float64) for a in stat_arrays)
+        n64 = (e64 - mean) / np.sqrt(var + 1e-5) * gamma + beta
+        expected = [ref.max_pool2d(n64, 3, 2, 1), ref.avg_pool2d(n64, 2, 1, 0)]
+        expected.append(expected[0].mean(axis=(1, 2), keepdims=True))
+        for g, ex in zip(run(2, poisoned(e64), *stat_arrays, b=b), expected):
+            assert np.isfinite(g[:b]).all(), f"batch={b}"
+            np.testing.assert_allclose(g[:b], ex, rtol=1e-4, atol=1e-4, err_msg=f"batch={b}")
 
 
 def decode_step(max_past=9, max_seq=4, width=8):

@@ -104,7 +104,7 @@ def export_onnx(name: str, path: str | os.PathLike, small: bool = False, exporte
     """Write the model as ONNX with torch.onnx (`exporter` "dynamo", the default exporter, or
     "legacy", the TorchScript one) and return the path. `dynamic`: the sequence length of bert and
     gpt2 exported as the symbolic extent `seq` (dim_param; at most 512, what their positions hold).
-    `dynamic_batch`: the batch axis too, as `batch` (at most BATCH_MAX)."""
+    `dynamic_batch`: the batch axis as `batch` (at most BATCH_MAX), for any of the four models."""
     torch = _torch()
     if exporter not in ("dynamo", "legacy"):
         raise ValueError(f"exporter must be 'dynamo' or 'legacy', got {exporter!r}")

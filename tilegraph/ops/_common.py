@@ -79,14 +79,25 @@ DIMS_OPS = frozenset({"relu", "gelu", "sigmoid", "tanh", "exp", "add", "sub", "m
                       "logical_and", "logical_or", "where", "strided_slice"})
 
 
+# The ops whose first argument may have a run-time extent on one axis only, its batch (here, per
+# op): every output element reads one batch entry, and the op keeps that extent (leading_extent).
+BATCH_DIMS_OPS = {**dict.fromkeys(("conv1d_nlc", "conv2d_nhwc", "conv3d_ndhwc", "conv2d_nchw", "depthwise_conv2d_nhwc",
+                                   "max_pool2d", "avg_pool2d", "global_avg_pool2d", "pad_constant", "batch_norm",
+                                   "winograd_input_nhwc"), 0),
+                  "winograd_output_nhwc": 2}  # its tiles: batch * tiles per image
+
+
 def _refuse_run_time_dims(op_name: str, arguments: tuple[Any, ...]) -> None:
     """The other ops compute over their arguments' storage shapes: given a tensor with run-time
     dims they would sum, normalise or index over elements past the run-time extents, a wrong
     answer, so they refuse it until each learns its dims (te.compute takes them directly)."""
     if op_name in DIMS_OPS:
         return
-    for a in arguments:
+    for k, a in enumerate(arguments):
         for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if k == 0 and op_name in BATCH_DIMS_OPS and isinstance(t, Tensor) and all(
+                    b is None for axis, b in enumerate(t.bounds) if axis != BATCH_DIMS_OPS[op_name]):
+                continue  # its batch: the op keeps that extent
             if isinstance(t, Tensor) and t.bounds:
                 raise ValueError(f"op {op_name} does not take run-time dims yet: argument {t.name} has extents "
                                  f"{[str(b) if b is not None else s for b, s in zip(t.bounds, t.shape)]}; "
@@ -284,14 +295,23 @@ def clamp(index: Expr, extent: int) -> Expr:
     return te.min_(te.max_(index, 0), extent - 1)
 
 
+def leading_extent(x: Tensor) -> int | Expr:
+    """x's leading (batch) extent: its run-time extent where it has one (ops in BATCH_DIMS_OPS)."""
+    return x.extents[0]
+
+
 def pad(x: Tensor, before: Sequence[int], after: Sequence[int], value: float, name: str) -> Tensor:
     """x surrounded by `value`: a stage whose out-of-range points read a clamped index and discard it.
+    An axis with a run-time extent is not padded (its extent kept).
 
     Returns x itself when nothing is padded, so unpadded ops have no extra stage.
     """
     if not any(before) and not any(after):
         return x
-    shape = tuple(s + b + a for s, b, a in zip(x.shape, before, after))
+    if any((b or a) and e is not None for e, b, a in zip(x.bounds, before, after)):
+        raise ValueError(f"{name}: an axis of run-time extent cannot be padded (x extents "
+                         f"{[str(e) for e in x.extents]}, before {tuple(before)}, after {tuple(after)})")
+    shape = tuple(e if not b and not a else s + b + a for s, e, b, a in zip(x.shape, x.extents, before, after))
     fill = te.const(value, x.dtype)
 
     def body(*idx: Expr) -> Expr:

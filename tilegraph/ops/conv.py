@@ -21,6 +21,7 @@ from tilegraph.ops._common import (
     check_tensor,
     clamp,
     conv_out_size,
+    leading_extent,
     operator,
     pad,
     same_dtype,
@@ -85,7 +86,7 @@ def _conv_channels_last(x: Tensor, w: Tensor, stride: IntOrTuple, padding: IntOr
         return te.sum(widen(padded[(n, *taps, channel)]) * widen(w[(*reduce_spatial, rc, c_out)]),
                       axis=(*reduce_spatial, rc))
 
-    return stage((x.shape[0], *out_spatial, co), body, name=name, axis_names=("n", *spatial_names, "co"))
+    return stage((leading_extent(x), *out_spatial, co), body, name=name, axis_names=("n", *spatial_names, "co"))
 
 
 @operator("conv1d_nlc")
@@ -121,7 +122,7 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding: IntOrTupl
                 name: str = "conv2d_nchw") -> Tensor:
     """x (N, CI, H, W), w (CO, CI, KH, KW) -> (N, CO, OH, OW)."""
     (sh, sw), (ph, pw), (dh, dw) = _conv_arguments(x, w, stride, padding, dilation, 2)
-    n, ci, h, wd = x.shape
+    (_, ci, h, wd), n = x.shape, leading_extent(x)
     co, wci, kh, kw = w.shape
     if wci != ci:
         raise ValueError(f"argument w has {wci} input channels (shape {w.shape}), x has {ci} (shape {x.shape})")
@@ -141,7 +142,7 @@ def depthwise_conv2d_nhwc(x: Tensor, w: Tensor, stride: IntOrTuple = 1, padding:
                           dilation: IntOrTuple = 1, name: str = "depthwise_conv2d_nhwc") -> Tensor:
     """x (N, H, W, C), w (KH, KW, C, M) -> (N, OH, OW, C*M); output channel c reads input channel c // M."""
     (sh, sw), (ph, pw), (dh, dw) = _conv_arguments(x, w, stride, padding, dilation, 2)
-    n, h, wd, c = x.shape
+    (_, h, wd, c), n = x.shape, leading_extent(x)
     kh, kw, wc, mult = w.shape
     if wc != c:
         raise ValueError(f"argument w has {wc} channels (shape {w.shape}), x has {c} (shape {x.shape})")

@@ -146,8 +146,11 @@ def pad_constant(x: Tensor, before: Sequence[int], after: Sequence[int], value: 
     check_tensor(x, "x")
     if len(before) != x.ndim or len(after) != x.ndim:
         raise ValueError(f"arguments before and after need one entry per axis of x ({x.ndim})")
-    shape = tuple(n + b + a for n, b, a in zip(x.shape, before, after))
-    if any(s <= 0 for s in shape):
+    if any((b or a) and e is not None for e, b, a in zip(x.bounds, before, after)):
+        raise ValueError(f"{name}: an axis of run-time extent cannot be padded (x extents "
+                         f"{[str(e) for e in x.extents]}, before {tuple(before)}, after {tuple(after)})")
+    shape = tuple(e if not b and not a else n + b + a for n, e, b, a in zip(x.shape, x.extents, before, after))
+    if any(isinstance(s, int) and s <= 0 for s in shape):
         raise ValueError(f"padding {tuple(before)}/{tuple(after)} leaves no elements of x {x.shape}")
 
     def body(*idx: Expr) -> Expr:

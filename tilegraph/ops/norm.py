@@ -101,6 +101,9 @@ def batch_norm(x: Tensor, mean: Tensor, var: Tensor, gamma: Tensor, beta: Tensor
     channel_axis = normalize_axis(axis, x.ndim)
     _check_epsilon(epsilon)
     channels = x.shape[channel_axis]
+    if x.bounds and x.bounds[channel_axis] is not None:
+        raise ValueError(f"argument x has a run-time extent on its channel axis {channel_axis}; "
+                         "batch_norm's statistics are per static channel")
     params = {"mean": mean, "var": var, "gamma": gamma, "beta": beta}
     for arg, t in params.items():
         check_tensor(t, arg)
@@ -112,7 +115,7 @@ def batch_norm(x: Tensor, mean: Tensor, var: Tensor, gamma: Tensor, beta: Tensor
         c = idx[channel_axis]
         return (x[idx] - mean[c]) * te.rsqrt(var[c] + epsilon) * gamma[c] + beta[c]
 
-    return stage(x.shape, body, name=name)
+    return stage(x.extents, body, name=name)
 
 
 @operator("norm_bmn")

@@ -46,7 +46,7 @@ def _pool_setup(x: Tensor, kernel: IntOrTuple, stride: IntOrTuple, padding: IntO
             raise ValueError(f"argument padding={padding!r} must be smaller than the kernel {ks}, "
                              "or some windows would hold only padding")
     out_hw = tuple(conv_out_size(x.shape[d], k, s, p, p, 1, "argument kernel") for d, k, s, p in zip(dims, ks, ss, ps))
-    out_shape = list(x.shape)
+    out_shape = list(x.extents)
     for d, o in zip(dims, out_hw):
         out_shape[d] = o
     return dims, ks, ss, ps, tuple(out_shape)
@@ -108,7 +108,7 @@ def global_avg_pool2d(x: Tensor, layout: str = "NHWC", name: str = "global_avg_p
     check_float(x, "x")
     dims = _spatial_dims(layout)
     h, w = (x.shape[d] for d in dims)
-    out_shape = list(x.shape)
+    out_shape = list(x.extents)
     for d in dims:
         out_shape[d] = 1
     rh, rw = te.reduce_axis(h, "rh"), te.reduce_axis(w, "rw")

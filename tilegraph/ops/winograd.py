@@ -31,8 +31,11 @@ from fractions import Fraction
 import numpy as np
 
 from tilegraph import te
-from tilegraph.ops._common import check_float, check_tensor, operator, pad, stage
+from tilegraph.ops._common import check_float, check_tensor, leading_extent, operator, pad, stage
+from tilegraph.te.arith import affine
+from tilegraph.te.dims import canonical
 from tilegraph.te.expr import Expr
+from tilegraph.te.printer import expr_str
 from tilegraph.te.tensor import Tensor
 
 TILE_SIZES = (2, 4)
@@ -112,7 +115,7 @@ def winograd_input_nhwc(x: Tensor, m: int = 4, pads: Sequence[int] = (1, 1, 1, 1
     check_tensor(x, "x", 4)
     check_float(x, "x")
     _check_m(m)
-    n, h, w, c = x.shape
+    (_, h, w, c), n = x.shape, leading_extent(x)
     top, left, bottom, right = (int(p) for p in pads)
     oh, ow = (h + top + bottom - 2, w + left + right - 2) if out_hw is None else (int(v) for v in out_hw)
     if oh <= 0 or ow <= 0:
@@ -148,6 +151,7 @@ def winograd_output_nhwc(mm: Tensor, m: int = 4, n: int = 1, out_hw: Sequence[in
     if mm.shape[:3] != (alpha, alpha, n * th * tw):
         raise ValueError(f"winograd_output_nhwc: mm must have shape ({alpha}, {alpha}, {n * th * tw}, K) for "
                          f"F({m}x{m}) over n={n} images of {oh}x{ow}, got {mm.shape}")
+    images = _images(mm.extents[2], th * tw)
     at = _MATRICES[m][0]
 
     def body(img: Expr, y: Expr, z: Expr, k: Expr) -> Expr:
@@ -157,4 +161,17 @@ def winograd_output_nhwc(mm: Tensor, m: int = 4, n: int = 1, out_hw: Sequence[in
                  for j in range(m)] for i in range(m)]
         return _by_point(y % m, z % m, leaf)
 
-    return stage((n, oh, ow, mm.shape[3]), body, name=name, axis_names=("n", "h", "w", "k"))
+    return stage((images, oh, ow, mm.shape[3]), body, name=name, axis_names=("n", "h", "w", "k"))
+
+
+def _images(tiles_extent: int | Expr, per_image: int) -> int | Expr:
+    """The images of a tile axis of `tiles_extent` (`batch * per_image` where the batch is a
+    run-time extent: that batch)."""
+    if isinstance(tiles_extent, int):
+        return tiles_extent // per_image
+    terms, constant = affine(tiles_extent)
+    if constant or len(terms) != 1 or next(iter(terms.values())) % per_image:
+        raise ValueError(f"winograd_output_nhwc: a tile axis of run-time extent {expr_str(tiles_extent)} is not "
+                         f"a batch of {per_image} tiles")
+    (batch, coefficient), = terms.items()
+    return canonical(batch * (coefficient // per_image)) if coefficient != per_image else batch

@@ -152,3 +152,28 @@ def test_a_buckets_space_has_the_buckets_extents():
     assert IterSpace.from_workload(wl).extents == (95, 48, 40)
     assert IterSpace.from_workload(wl.at({"m": 16})).extents == (16, 48, 40)
     assert wl.at({"m": 16}).flops() == 2 * 16 * 48 * 40
+
+
+def test_a_small_batch_range_counts_parallel_work_and_register_tiles_at_its_least():
+    """One kernel serves a batch of 1..8 (a dim the default buckets leave whole): a loop over it
+    may have one iteration, so its parallel tasks count at batch 1 and its register tile holds one
+    image (at 8 the conv's register tile had held 2 and its parallel loop run over the batch: a
+    batch of 1 then ran on one core, computing twice its work). A wide range (its buckets tuned
+    at their own sizes) and a bucket keep their extents."""
+    from tilegraph import ops
+    from tilegraph.tune.gensor.state import parallel_tasks
+
+    def conv(upper):
+        x = te.placeholder((dim("batch", upper), 14, 14, 32), name="x")
+        w = te.placeholder((3, 3, 32, 32), name="w")
+        return te.Workload([x, w], [ops.conv2d_nhwc(x, w, 1, 1)])
+
+    space = IterSpace.from_workload(conv(8))
+    assert space.spatial == (8, 14, 14, 32) and space.least_spatial == (1, 14, 14, 32)
+    wide = minimal_state(space, 16)
+    s = canonical(space, replace(wide, reg=(4, *wide.reg[1:]), l1=(8, *wide.l1[1:]), l2=(8, 14, 14, 32), parallel=1))
+    assert s.reg[0] == 1
+    over_batch = canonical(space, replace(wide, l2=(1, 14, 14, 32), parallel=1))
+    assert parallel_tasks(space, over_batch) == 1  # 8 iterations at batch 8, 1 at batch 1
+    assert not IterSpace.from_workload(conv(64)).least_spatial
+    assert not IterSpace.from_workload(conv(8).at({"batch": 4})).least_spatial

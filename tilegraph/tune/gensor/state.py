@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilegraph.te.arith import affine
-from tilegraph.te.expr import BinOp, Const, Expr, Reduce, TensorRead, Var
+from tilegraph.te.dims import dims_of, value_of
+from tilegraph.te.expr import BinOp, Const, Expr, IterVar, Reduce, TensorRead, Var
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.visit import rewrite, substitute, walk
 from tilegraph.te.workload import Workload
@@ -79,6 +80,9 @@ class IterSpace:
     # operands bound to the workload's constants (a model's weights): a compiled model packs them
     # once, when it is compiled (graph/prepack.py), and the tuner times them so (tune/prepacked.py)
     constants: tuple[str, ...] = ()
+    # per spatial axis, the extent it may run at (a small run-time range, a batch of 1..8, served by
+    # one kernel: its lower bound); empty when every axis runs at its extent
+    least_spatial: tuple[int, ...] = ()
     # derived values (kind): fresh in every instance, `replace` included (init=False)
     _cache: dict[str, Any] = field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
@@ -129,12 +133,31 @@ class IterSpace:
         producers = tuple(t.name for t in workload.computes if t is not anchor and _feeds(t, anchor))
         constants = tuple(n for n in (workload.inputs[i].name for i in workload.constants) if n in operands)
         others = tuple(t.name for t in workload.computes if t is not anchor)
+        extents = tuple(workload.loop_extent(a) for a in axes)
+        least = tuple(_least_extent(workload, a, e) for a, e in zip(op.axes, extents))
         return IterSpace(
-            anchor=anchor.name, axis_names=tuple(a.var.name for a in axes), extents=tuple(workload.loop_extent(a) for a in axes),
+            anchor=anchor.name, axis_names=tuple(a.var.name for a in axes), extents=extents,
             num_spatial=len(op.axes), operands=tuple(operands.values()), output_bytes=anchor.dtype.bits // 8,
             flops_per_point=2 if isinstance(op.body, Reduce) else 1, other_blocks=others, producers=producers,
-            constants=constants,
+            constants=constants, least_spatial=least if least != extents[:len(op.axes)] else (),
         )
+
+
+WHOLE_RANGE_UPPER = 16  # a dim up to this is one bucket by default (te.dims.buckets): one kernel serves it all
+
+
+def _least_extent(workload: Workload, axis: IterVar, extent: int) -> int:
+    """The extent a spatial axis may run at: its lower bound where it follows a small dim that one
+    kernel serves whole (a batch of 1..8, not named in the workload's bucket values), since a
+    parallel loop over it may then have one iteration; else its loop extent. Wider ranges are
+    cut into buckets (te.dims.buckets), each tuned at its own sizes."""
+    if axis.bound is None:
+        return extent
+    dims = dims_of(axis.bound)
+    bucketed = dict(workload.dims_at)
+    if any(d.name in bucketed or d.upper > WHOLE_RANGE_UPPER for d in dims):
+        return extent
+    return min(extent, value_of(axis.bound, {d.name: d.lower for d in dims}))
 
 
 def _inline_spatial_reads(e: Expr, outputs: set[str]) -> Expr:
@@ -304,12 +327,15 @@ def choose_vec_width(extent: int, lanes: int) -> int:
 
 
 def canonical(space: IterSpace, s: EtirState) -> EtirState:
-    """The normal form of a state: levels nested by divisibility and capped at one covering tile."""
+    """The normal form of a state: levels nested by divisibility and capped at one covering tile;
+    a register tile capped at the least extent its axis may run at (a batch of 1..8: one image a
+    tile, the loop over the images outside the micro-kernel, where its guard skips them)."""
     reg, l1, l2 = [], [], []
     micro = space.kind == "reuse" and s.vec_axis >= 0
+    least = space.least_spatial or space.spatial
     for a, e in enumerate(space.spatial):
         step = s.vec_width if a == s.vec_axis else 1
-        r = min(round_up(max(s.reg[a], step), step), round_up(e, step))
+        r = min(round_up(max(s.reg[a], step), step), round_up(least[a], step))
         # micro-kernel family: an L1 tile would only regroup register tiles, so it is the register tile
         m1 = r if micro else min(round_up(max(s.l1[a], r), r), round_up(e, r))
         m2 = min(round_up(max(s.l2[a], m1), m1), round_up(e, m1))
@@ -438,8 +464,10 @@ def minimal_state(space: IterSpace, lanes: int) -> EtirState:
 
 
 def parallel_tasks(space: IterSpace, s: EtirState) -> int:
-    """Iterations of the fused parallel loop (1 when nothing runs in parallel)."""
-    outer = [-(-e // s.l2[a]) for a, e in enumerate(space.spatial) if -(-e // s.l2[a]) > 1]
+    """Iterations of the fused parallel loop (1 when nothing runs in parallel), at the least extents
+    its axes may run at (a loop over a batch of 1..8 may have one iteration)."""
+    least = space.least_spatial or space.spatial
+    outer = [-(-least[a] // s.l2[a]) for a, e in enumerate(space.spatial) if -(-e // s.l2[a]) > 1]
     return math.prod(outer[: s.parallel]) if s.parallel else 1
 
 
