@@ -55,6 +55,8 @@ from tilegraph.loop.visit import stmt_children, walk_stmts
 from tilegraph.lower.passes.common import lanes_of
 from tilegraph.lower.passes.dot_groups import grouped_layout
 from tilegraph.lower.passes.pin_operand_vectors import OPERAND_SCOPE
+from tilegraph.te.arith import affine, int_const
+from tilegraph.te.dims import reads_dims
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
 
 C_TYPES = {
@@ -504,8 +506,10 @@ class _Printer:
         elif s.kind == "unrolled":
             self.w.raw(f"#pragma GCC unroll {UNROLL_HINT}")
         v = self.var(s.var)
+        live = self._live_extent(s) if parallel else None
+        bound = str(s.extent) if live is None else f"tgh_min_{self.int_type(s.var.dtype)}({s.extent}, {live})"
         self.parallel_depth += parallel
-        with self.w.block(f"for ({self.int_type(s.var.dtype)} {v} = 0; {v} < {s.extent}; ++{v})"):
+        with self.w.block(f"for ({self.int_type(s.var.dtype)} {v} = 0; {v} < {bound}; ++{v})"):
             tiles = parallel and self.shared_tile_config and any(isinstance(x, TileProduct) for x in walk_stmts(s.body))
             if tiles:  # each task's thread: the products below take the configuration as it is
                 self.w.line(amx.enter_tiles(0, "tgh_task_tiles"))
@@ -513,6 +517,33 @@ class _Printer:
             if tiles:
                 self.w.line(amx.leave_tiles(0, "tgh_task_tiles"))
         self.parallel_depth -= parallel
+
+    def _live_extent(self, s: For) -> str | None:
+        """The iterations of a parallel loop that can run, where its body is one `if` whose guard
+        bounds the loop's index by the run-time dims (lower/passes/skip_past_dims.py: `v*k + c < N`
+        or `v // q < N`): the loop runs to that bound, so the threads share the live iterations
+        (a batch of 1 of 8 had run on one thread: the static shares gave all of it to the first).
+        The iterations left out are the ones whose guard is false: no meaning changes."""
+        if not isinstance(s.body, IfThenElse) or s.body.else_body is not None:
+            return None
+        stack = [s.body.cond]
+        while stack:
+            c = stack.pop()
+            if isinstance(c, BinOp) and c.op == "and":
+                stack += [c.a, c.b]
+                continue
+            if not (isinstance(c, Cmp) and c.op == "lt" and reads_dims(c.b) and not reads_dims(c.a)):
+                continue
+            bound = self.expr(c.b)
+            if isinstance(c.a, BinOp) and c.a.op == "floordiv" and c.a.a == s.var and int_const(c.a.b):
+                q = int_const(c.a.b)
+                if q > 0:
+                    return f"({bound}) * {q}"
+            terms, constant = affine(c.a)
+            if set(terms) == {s.var} and terms[s.var] > 0:
+                k = terms[s.var]
+                return f"(({bound}) - {constant} + {k - 1}) / {k}" if k > 1 or constant else f"({bound})"
+        return None
 
     def store(self, s: BufferStore) -> None:
         b = s.buffer

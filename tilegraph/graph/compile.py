@@ -225,7 +225,7 @@ def compile_model(model: Any, target: Any = "cpu", db: Any = None, time_budget: 
     if precision == "int8":  # products with constant weights on the integers, the rest float32
         graph = eliminate_dead_code(gemms_read_int8(graph, rewrites))
     if optimize_graph and precision == "fp32" and not gpu:
-        graph = optimize_float32_cpu(graph, rewrites, skip_rewrites)
+        graph = optimize_float32_cpu(with_dims_of(graph, source), rewrites, skip_rewrites)  # dims: least_shape
     graph = copy_moving_reshapes(with_dims_of(graph, source).verify(), rewrites)
     graph.extents  # noqa: B018 (the run-time extents of every tensor, or the node that cannot take them)
     _check_tensor_sizes(graph)

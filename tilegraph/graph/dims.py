@@ -169,6 +169,14 @@ def run_time_shape(graph: Any, name: str, values: Mapping[str, int]) -> tuple[in
     return tuple(e if isinstance(e, int) else value_of(e, values) for e in extents)
 
 
+def least_shape(graph: Any, name: str) -> tuple[int, ...]:
+    """Tensor `name`'s shape at every dim's lower bound: the least work a kernel over it may be
+    given (a graph decision that pays only with enough work, winograd's tiles, counts on that)."""
+    if not graph.dims:
+        return graph.type_of(name).shape
+    return run_time_shape(graph, name, {d: lo for d, (lo, _) in graph.dims.items()})
+
+
 def _shown(graph: Any, name: str) -> str:
     t = graph.type_of(name)
     axes = graph.input_dims.get(name, (None,) * len(t.shape))
@@ -231,4 +239,4 @@ def _same_array(a: Any, b: Any) -> bool:
 
 
 __all__ = ["DIMS_ARGUMENT", "dims_argument", "argument_dims", "te_dims", "check_dims", "check_input_dims",
-           "propagate_extents", "solve_dims", "run_time_shape", "run_time_target", "with_dims_of"]
+           "propagate_extents", "solve_dims", "run_time_shape", "least_shape", "run_time_target", "with_dims_of"]

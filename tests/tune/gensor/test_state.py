@@ -154,26 +154,25 @@ def test_a_buckets_space_has_the_buckets_extents():
     assert wl.at({"m": 16}).flops() == 2 * 16 * 48 * 40
 
 
-def test_a_small_batch_range_counts_parallel_work_and_register_tiles_at_its_least():
-    """One kernel serves a batch of 1..8 (a dim the default buckets leave whole): a loop over it
-    may have one iteration, so its parallel tasks count at batch 1 and its register tile holds one
-    image (at 8 the conv's register tile had held 2 and its parallel loop run over the batch: a
-    batch of 1 then ran on one core, computing twice its work). A wide range (its buckets tuned
-    at their own sizes) and a bucket keep their extents."""
+def test_a_small_batch_range_is_tiled_for_one_image():
+    """One kernel serves a batch of 1..8 (a dim the default buckets leave whole): Gensor tiles the
+    batch axis at its lower bound, so a call of one image runs a batch-1 schedule (at 8 the conv's
+    register tile had held 2 images and its parallel loop run over the batch). Its loop stays whole
+    and serial, inside the parallel loop. A wide range (its buckets tuned at their own sizes) and a
+    bucket keep their extents."""
     from tilegraph import ops
-    from tilegraph.tune.gensor.state import parallel_tasks
+    from tilegraph.loop.printer import func_str
+    from tilegraph.tune.gensor.to_trace import state_to_schedule
 
     def conv(upper):
         x = te.placeholder((dim("batch", upper), 14, 14, 32), name="x")
         w = te.placeholder((3, 3, 32, 32), name="w")
         return te.Workload([x, w], [ops.conv2d_nhwc(x, w, 1, 1)])
 
+    assert IterSpace.from_workload(conv(8)).spatial == (1, 14, 14, 32)
+    assert IterSpace.from_workload(conv(64)).spatial == (64, 14, 14, 32)
+    assert IterSpace.from_workload(conv(8).at({"batch": 4})).spatial == (4, 14, 14, 32)
     space = IterSpace.from_workload(conv(8))
-    assert space.spatial == (8, 14, 14, 32) and space.least_spatial == (1, 14, 14, 32)
-    wide = minimal_state(space, 16)
-    s = canonical(space, replace(wide, reg=(4, *wide.reg[1:]), l1=(8, *wide.l1[1:]), l2=(8, 14, 14, 32), parallel=1))
-    assert s.reg[0] == 1
-    over_batch = canonical(space, replace(wide, l2=(1, 14, 14, 32), parallel=1))
-    assert parallel_tasks(space, over_batch) == 1  # 8 iterations at batch 8, 1 at batch 1
-    assert not IterSpace.from_workload(conv(64)).least_spatial
-    assert not IterSpace.from_workload(conv(8).at({"batch": 4})).least_spatial
+    state = canonical(space, replace(minimal_state(space, 16), l2=(1, 7, 14, 32), parallel=2))
+    text = func_str(state_to_schedule(conv(8), space, state).func)
+    assert text.index("for h_0 in range(2) parallel") < text.index("for n in range(8)")

@@ -136,7 +136,8 @@ ADDED_AFTER_THE_VOCABULARY = {"floor", "ceil", "round", "sin", "cos", "tan", "as
                               "shl", "shr", "bitcast",
                               "attention",  # an anchor (the optional fuse_attention rewrite): op:other until version 3
                               "winograd_input", "winograd_output",  # anchors never tuned (OpDef.tuned False)
-                              "offset_by_dims"}  # never tuned either (values that follow run-time dims)
+                              "offset_by_dims",  # never tuned either (values that follow run-time dims)
+                              "reshape_copy"}  # a reshape over run-time extents: op:other, a layout copy
 
 
 def test_every_graph_op_has_a_token():

@@ -13,6 +13,7 @@ times the original ones and each is read once per tile, so a convolution with fe
 into a GEMM bound by reading them. m is the largest of TILE_SIZES leaving at least MIN_TILES
 tiles (the GEMM then does at least MIN_TILES / 2 = 16 FLOP per byte of transformed weights, over
 twice the DRAM balance of the Zen 5 measured below: 547 GFLOP/s over 77 GB/s), none when no m does;
+a run-time batch counts at its lower bound (a call may bring one image: graph/dims.least_shape);
 MIN_CHANNELS keeps the transforms' additions small beside the products (they cost per element
 what the GEMM costs per channel). Measured alone (constructed kernels, AMD EPYC Zen 5, 2 threads,
 ms direct -> Winograd): 56x56x64 0.51 -> 0.24 (F4), 28x28x128 0.49 -> 0.19 (F4), 14x14x256 0.49 ->
@@ -28,6 +29,7 @@ import math
 import numpy as np
 
 from tilegraph.graph.builder import GraphBuilder
+from tilegraph.graph.dims import least_shape
 from tilegraph.graph.ir import Graph, Node
 from tilegraph.graph.passes.common import dense_nhwc_conv
 from tilegraph.ops import winograd
@@ -42,7 +44,8 @@ def _tile_size(graph: Graph, node: Node) -> int | None:
     if not dense_nhwc_conv(graph, node) or tuple(node.attr("strides", (1, 1))) != (1, 1):
         return None
     x, w = graph.type_of(node.inputs[0]), graph.type_of(node.inputs[1])
-    n, oh, ow, k = graph.type_of(node.outputs[0]).shape
+    _, oh, ow, k = graph.type_of(node.outputs[0]).shape
+    n = least_shape(graph, node.outputs[0])[0]  # a run-time batch: its lower bound (one image may be all)
     if x.dtype != "float32" or w.dtype != "float32" or tuple(w.shape[:2]) != (3, 3) \
             or min(w.shape[2], k) < MIN_CHANNELS:
         return None

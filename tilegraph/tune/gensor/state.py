@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilegraph.te.arith import affine
-from tilegraph.te.dims import dims_of, value_of
+from tilegraph.te.dims import Dim
 from tilegraph.te.expr import BinOp, Const, Expr, IterVar, Reduce, TensorRead, Var
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.visit import rewrite, substitute, walk
@@ -80,9 +80,6 @@ class IterSpace:
     # operands bound to the workload's constants (a model's weights): a compiled model packs them
     # once, when it is compiled (graph/prepack.py), and the tuner times them so (tune/prepacked.py)
     constants: tuple[str, ...] = ()
-    # per spatial axis, the extent it may run at (a small run-time range, a batch of 1..8, served by
-    # one kernel: its lower bound); empty when every axis runs at its extent
-    least_spatial: tuple[int, ...] = ()
     # derived values (kind): fresh in every instance, `replace` included (init=False)
     _cache: dict[str, Any] = field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
@@ -133,31 +130,33 @@ class IterSpace:
         producers = tuple(t.name for t in workload.computes if t is not anchor and _feeds(t, anchor))
         constants = tuple(n for n in (workload.inputs[i].name for i in workload.constants) if n in operands)
         others = tuple(t.name for t in workload.computes if t is not anchor)
-        extents = tuple(workload.loop_extent(a) for a in axes)
-        least = tuple(_least_extent(workload, a, e) for a, e in zip(op.axes, extents))
         return IterSpace(
-            anchor=anchor.name, axis_names=tuple(a.var.name for a in axes), extents=extents,
+            anchor=anchor.name, axis_names=tuple(a.var.name for a in axes),
+            extents=tuple(_tiled_extent(workload, a) for a in axes),
             num_spatial=len(op.axes), operands=tuple(operands.values()), output_bytes=anchor.dtype.bits // 8,
             flops_per_point=2 if isinstance(op.body, Reduce) else 1, other_blocks=others, producers=producers,
-            constants=constants, least_spatial=least if least != extents[:len(op.axes)] else (),
+            constants=constants,
         )
 
 
 WHOLE_RANGE_UPPER = 16  # a dim up to this is one bucket by default (te.dims.buckets): one kernel serves it all
 
 
-def _least_extent(workload: Workload, axis: IterVar, extent: int) -> int:
-    """The extent a spatial axis may run at: its lower bound where it follows a small dim that one
-    kernel serves whole (a batch of 1..8, not named in the workload's bucket values), since a
-    parallel loop over it may then have one iteration; else its loop extent. Wider ranges are
-    cut into buckets (te.dims.buckets), each tuned at its own sizes."""
-    if axis.bound is None:
-        return extent
-    dims = dims_of(axis.bound)
-    bucketed = dict(workload.dims_at)
-    if any(d.name in bucketed or d.upper > WHOLE_RANGE_UPPER for d in dims):
-        return extent
-    return min(extent, value_of(axis.bound, {d.name: d.lower for d in dims}))
+def _tiled_extent(workload: Workload, axis: IterVar) -> int:
+    """The extent Gensor tiles an axis for: its loop extent (a bucket's upper bound), but 1 for an
+    axis over a small dim from 1 that one kernel serves whole (a batch of 1..8, not named in the
+    workload's bucket values; wider ranges are cut into buckets, each tuned at its own sizes:
+    te.dims.buckets).
+    A call may bring one image: tiled for it, the axis's loop runs whole and serial inside the
+    parallel and outer loops (to_trace), each image then as a batch of one. At the upper bound
+    (8) a conv's register tile had held 2 images and its parallel loop run over the batch: a batch
+    of 1 ran on one core, computing twice its work."""
+    extent = workload.loop_extent(axis)
+    d = axis.bound
+    if (isinstance(d, Dim) and axis.kind == "spatial" and d.lower == 1 and d.upper <= WHOLE_RANGE_UPPER
+            and d.name not in dict(workload.dims_at)):
+        return 1
+    return extent  # a product (batch x tiles) or a wider range: tiled at its loop's extent
 
 
 def _inline_spatial_reads(e: Expr, outputs: set[str]) -> Expr:
@@ -327,15 +326,12 @@ def choose_vec_width(extent: int, lanes: int) -> int:
 
 
 def canonical(space: IterSpace, s: EtirState) -> EtirState:
-    """The normal form of a state: levels nested by divisibility and capped at one covering tile;
-    a register tile capped at the least extent its axis may run at (a batch of 1..8: one image a
-    tile, the loop over the images outside the micro-kernel, where its guard skips them)."""
+    """The normal form of a state: levels nested by divisibility and capped at one covering tile."""
     reg, l1, l2 = [], [], []
     micro = space.kind == "reuse" and s.vec_axis >= 0
-    least = space.least_spatial or space.spatial
     for a, e in enumerate(space.spatial):
         step = s.vec_width if a == s.vec_axis else 1
-        r = min(round_up(max(s.reg[a], step), step), round_up(least[a], step))
+        r = min(round_up(max(s.reg[a], step), step), round_up(e, step))
         # micro-kernel family: an L1 tile would only regroup register tiles, so it is the register tile
         m1 = r if micro else min(round_up(max(s.l1[a], r), r), round_up(e, r))
         m2 = min(round_up(max(s.l2[a], m1), m1), round_up(e, m1))
@@ -464,10 +460,8 @@ def minimal_state(space: IterSpace, lanes: int) -> EtirState:
 
 
 def parallel_tasks(space: IterSpace, s: EtirState) -> int:
-    """Iterations of the fused parallel loop (1 when nothing runs in parallel), at the least extents
-    its axes may run at (a loop over a batch of 1..8 may have one iteration)."""
-    least = space.least_spatial or space.spatial
-    outer = [-(-least[a] // s.l2[a]) for a, e in enumerate(space.spatial) if -(-e // s.l2[a]) > 1]
+    """Iterations of the fused parallel loop (1 when nothing runs in parallel)."""
+    outer = [-(-e // s.l2[a]) for a, e in enumerate(space.spatial) if -(-e // s.l2[a]) > 1]
     return math.prod(outer[: s.parallel]) if s.parallel else 1
 
 

@@ -156,6 +156,11 @@ def _split_and_order(sch: Schedule, space: IterSpace, state: EtirState,
     placed: list[tuple[int, int, str, str]] = []
     for axis, loop in enumerate(loops):
         levels = _axis_levels(space, state, axis)
+        if space.extents[axis] == 1 and get_loop(sch.func, loop).extent > 1:
+            # tiled for one (a batch of 1..8 tiled for one image: IterSpace.from_workload): its loop
+            # stays whole and serial, inside the parallel and outer loops (each task's packed
+            # operands stay outside it), where its guard skips the images past the batch
+            levels = [("l1", 1)]
         names = [loop] if len(levels) == 1 else list(sch.split(loop, [f for _, f in levels]))
         for (level, _), name in zip(levels, names):
             placed.append((order.index(level), axis, level, name))
