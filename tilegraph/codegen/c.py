@@ -520,8 +520,8 @@ class _Printer:
 
     def _live_extent(self, s: For) -> str | None:
         """The iterations of a parallel loop that can run, where its body is one `if` whose guard
-        bounds the loop's index by the run-time dims (lower/passes/skip_past_dims.py: `v*k + c < N`
-        or `v // q < N`): the loop runs to that bound, so the threads share the live iterations
+        bounds the loop's index by the run-time dims (lower/passes/skip_past_dims.py: `v*k + c < N`,
+        or `(v // q)*k + c < N` of a fused loop): the loop runs to that bound, so the threads share the live iterations
         (a batch of 1 of 8 had run on one thread: the static shares gave all of it to the first).
         The iterations left out are the ones whose guard is false: no meaning changes."""
         if not isinstance(s.body, IfThenElse) or s.body.else_body is not None:
@@ -534,15 +534,18 @@ class _Printer:
                 continue
             if not (isinstance(c, Cmp) and c.op == "lt" and reads_dims(c.b) and not reads_dims(c.a)):
                 continue
-            bound = self.expr(c.b)
-            if isinstance(c.a, BinOp) and c.a.op == "floordiv" and c.a.a == s.var and int_const(c.a.b):
-                q = int_const(c.a.b)
-                if q > 0:
-                    return f"({bound}) * {q}"
             terms, constant = affine(c.a)
-            if set(terms) == {s.var} and terms[s.var] > 0:
-                k = terms[s.var]
-                return f"(({bound}) - {constant} + {k - 1}) / {k}" if k > 1 or constant else f"({bound})"
+            if len(terms) != 1:
+                continue
+            (atom, k), = terms.items()
+            q = 1
+            if isinstance(atom, BinOp) and atom.op == "floordiv" and atom.a == s.var and (int_const(atom.b) or 0) > 0:
+                atom, q = s.var, int_const(atom.b)  # v // q: a fused loop's outer index
+            if atom != s.var or k <= 0:
+                continue
+            # v // q * k + constant < N  <=>  v < q * ceil((N - constant) / k)
+            live = f"(({self.expr(c.b)}) - {constant} + {k - 1}) / {k}" if k > 1 or constant else f"({self.expr(c.b)})"
+            return live if q == 1 else f"({live}) * {q}"
         return None
 
     def store(self, s: BufferStore) -> None:

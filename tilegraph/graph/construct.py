@@ -138,7 +138,7 @@ SMALL_TASK_WALK_S = 0.4
 # all), and end the same way on any machine fast enough to walk them within the time.
 CONSTRUCT_WALKS = 120
 PARALLEL_FROM = 4  # tasks to construct before worker processes pay for their start-up
-CONSTRUCT_VERSION = 24  # bump when the construction changes: cached picks of older versions are not read
+CONSTRUCT_VERSION = 27  # bump when the construction changes: cached picks of older versions are not read
 
 
 def construct_one(workload: Workload, target: Target) -> str | None:

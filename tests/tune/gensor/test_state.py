@@ -176,3 +176,21 @@ def test_a_small_batch_range_is_tiled_for_one_image():
     state = canonical(space, replace(minimal_state(space, 16), l2=(1, 7, 14, 32), parallel=2))
     text = func_str(state_to_schedule(conv(8), space, state).func)
     assert text.index("for h_0 in range(2) parallel") < text.index("for n in range(8)")
+
+
+def test_the_rows_of_a_batch_of_sequences_are_tiled_for_one_sequence():
+    """M = batch*seq rows (a batch of 1..8 merged into the rows of a projection): tiled for one
+    sequence, the loop split into 8 runs of 128 rows, each tiled as the state says, the runs
+    inside the parallel loop (a kernel tiled for 1024 rows had run a batch of 1 on one core)."""
+    from tilegraph import ops
+    from tilegraph.loop.printer import func_str
+    from tilegraph.tune.gensor.to_trace import state_to_schedule
+
+    x = te.placeholder((dim("batch", 8) * dim("seq", 128), 64), name="x")
+    w = te.placeholder((64, 96), name="w")
+    wl = te.Workload([x, w], [ops.matmul(x, w)])
+    space = IterSpace.from_workload(wl)
+    assert space.spatial == (128, 96)
+    state = canonical(space, replace(minimal_state(space, 16), l2=(128, 48), parallel=1))
+    text = func_str(state_to_schedule(wl, space, state).func)
+    assert text.index("parallel") < text.index("for i_0 in range(8)")

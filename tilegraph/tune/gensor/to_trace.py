@@ -156,11 +156,24 @@ def _split_and_order(sch: Schedule, space: IterSpace, state: EtirState,
     placed: list[tuple[int, int, str, str]] = []
     for axis, loop in enumerate(loops):
         levels = _axis_levels(space, state, axis)
-        if space.extents[axis] == 1 and get_loop(sch.func, loop).extent > 1:
-            # tiled for one (a batch of 1..8 tiled for one image: IterSpace.from_workload): its loop
-            # stays whole and serial, inside the parallel and outer loops (each task's packed
-            # operands stay outside it), where its guard skips the images past the batch
-            levels = [("l1", 1)]
+        real, e = get_loop(sch.func, loop).extent, space.extents[axis]
+        if axis < space.num_spatial and real > e:
+            # tiled for fewer than the loop runs (_tiled_extent: a batch of 1..8 tiled for one
+            # image, the rows of batch*seq for one sequence). Where the state has one tile of the
+            # axis and e divides the loop, the loop is split into real / e runs of e, each tiled
+            # as the state says (its tail guarded within the run, as a static kernel of e is); the
+            # runs loop inside the parallel and outer loops (each task's packed operands stay
+            # outside them), serial, where their guard skips the runs past the batch. Else more
+            # outer tiles cover the rest, the axis's outer loop as the state parallelises.
+            if e <= state.l2[axis] and real % e == 0:
+                inner = [lv for lv in levels if lv[0] != "outer"] if e > 1 else []
+                runs, run = sch.split(loop, [real // e, e]) if inner else (loop, None)
+                placed.append((order.index("l1"), axis, "l1", runs))
+                if inner:
+                    names = [run] if len(inner) == 1 else list(sch.split(run, [f for _, f in inner]))
+                    placed += [(order.index(level), axis, level, name) for (level, _), name in zip(inner, names)]
+                continue
+            levels = [("outer", -(-real // state.l2[axis])), *(lv for lv in levels if lv[0] != "outer")]
         names = [loop] if len(levels) == 1 else list(sch.split(loop, [f for _, f in levels]))
         for (level, _), name in zip(levels, names):
             placed.append((order.index(level), axis, level, name))
