@@ -134,6 +134,8 @@ def test_rows_of_a_batch_of_sequences_merged_and_split(runner):
     assert not keeps(x, rows) and not keeps(product, back)
     assert keeps(y, heads) and keeps(rows, ops.reshape(rows, (batch * seq, 3)))
     assert keeps(ops.reshape(x, (batch, seq * 3)), x) and not keeps(ops.reshape(y, (batch, 2 * seq)), y)
+    one = te.placeholder((1, seq, 3), name="one")  # a static batch of 1: its rows stay where they are
+    assert keeps(one, ops.reshape(one, (seq, 3))) and keeps(ops.reshape(one, (seq, 3)), one)
     wl = te.Workload([x, w, y], [rows, back, heads])
     kernel = tg.build(wl) if runner == "c" else None
     rng = np.random.default_rng(5)

@@ -118,8 +118,10 @@ def reshape_keeps_storage(x_extents: Sequence[int | Expr], x_shape: Sequence[int
     for ga, gb in _storage_groups(tuple(x_shape), tuple(out_shape)):
         if not _sizes_agree([x_extents[a] for a in ga], [out_extents[b] for b in gb]):
             return False
-        if any(not isinstance(x_extents[a], int) for a in ga[1:]) or any(not isinstance(out_extents[b], int)
-                                                                         for b in gb[1:]):
+        # axes stored once hold index 0 only: (1, seq, 768) -> (seq, 768) keeps storage
+        wide_a, wide_b = [a for a in ga if x_shape[a] != 1], [b for b in gb if out_shape[b] != 1]
+        if any(not isinstance(x_extents[a], int) for a in wide_a[1:]) or any(
+                not isinstance(out_extents[b], int) for b in wide_b[1:]):
             return False
     return True
 
