@@ -58,6 +58,7 @@ from tilegraph.lower.passes.pin_operand_vectors import OPERAND_SCOPE
 from tilegraph.te.arith import affine, int_const
 from tilegraph.te.dims import reads_dims
 from tilegraph.te.expr import BinOp, Broadcast, BufferLoad, Call, Cast, Cmp, Const, Expr, Not, Ramp, Select, Var
+from tilegraph.te.visit import walk
 
 C_TYPES = {
     "float32": "float", "float64": "double", "float16": "tg_half", "int8": "int8_t", "uint8": "uint8_t",
@@ -521,8 +522,9 @@ class _Printer:
     def _live_extent(self, s: For) -> str | None:
         """The iterations of a parallel loop that can run, where its body is one `if` whose guard
         bounds the loop's index by the run-time dims (lower/passes/skip_past_dims.py: `v*k + c < N`,
-        or `(v // q)*k + c < N` of a fused loop): the loop runs to that bound, so the threads share the live iterations
-        (a batch of 1 of 8 had run on one thread: the static shares gave all of it to the first).
+        or `(v // q)*k + c < N` of a fused loop): the loop runs to that bound, so the threads share
+        the live iterations (a batch of 1 of 8 had run on one thread: the static shares gave all of
+        it to the first).
         The iterations left out are the ones whose guard is false: no meaning changes."""
         if not isinstance(s.body, IfThenElse) or s.body.else_body is not None:
             return None
@@ -532,7 +534,8 @@ class _Printer:
             if isinstance(c, BinOp) and c.op == "and":
                 stack += [c.a, c.b]
                 continue
-            if not (isinstance(c, Cmp) and c.op == "lt" and reads_dims(c.b) and not reads_dims(c.a)):
+            if not (isinstance(c, Cmp) and c.op == "lt" and reads_dims(c.b) and not reads_dims(c.a)) \
+                    or any(x == s.var for x in walk(c.b)):  # the bound must not move with the loop
                 continue
             terms, constant = affine(c.a)
             if len(terms) != 1:

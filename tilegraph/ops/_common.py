@@ -31,6 +31,7 @@ from tilegraph import dtype as dt
 from tilegraph import te
 from tilegraph.dtype import as_dtype
 from tilegraph.te.expr import Expr, ExprLike, IterVar
+from tilegraph.te.printer import expr_str
 from tilegraph.te.tensor import ComputeOp, Tensor
 
 # The outermost op being built (its stages are marked with it) and the innermost (it tags them).
@@ -310,7 +311,8 @@ def pad(x: Tensor, before: Sequence[int], after: Sequence[int], value: float, na
         return x
     if any((b or a) and e is not None for e, b, a in zip(x.bounds, before, after)):
         raise ValueError(f"{name}: an axis of run-time extent cannot be padded (x extents "
-                         f"{[str(e) for e in x.extents]}, before {tuple(before)}, after {tuple(after)})")
+                         f"{[str(e) if isinstance(e, int) else expr_str(e) for e in x.extents]}, "
+                         f"before {tuple(before)}, after {tuple(after)}); pad only its static axes")
     shape = tuple(e if not b and not a else s + b + a for s, e, b, a in zip(x.shape, x.extents, before, after))
     fill = te.const(value, x.dtype)
 

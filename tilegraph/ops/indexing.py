@@ -19,6 +19,7 @@ from tilegraph import te
 from tilegraph.ops._common import check_tensor, normalize_axis, operator, same_extent, stage
 from tilegraph.ops.elementwise import broadcast_read
 from tilegraph.te.expr import Expr
+from tilegraph.te.printer import expr_str
 from tilegraph.te.tensor import Tensor
 
 
@@ -148,7 +149,8 @@ def pad_constant(x: Tensor, before: Sequence[int], after: Sequence[int], value: 
         raise ValueError(f"arguments before and after need one entry per axis of x ({x.ndim})")
     if any((b or a) and e is not None for e, b, a in zip(x.bounds, before, after)):
         raise ValueError(f"{name}: an axis of run-time extent cannot be padded (x extents "
-                         f"{[str(e) for e in x.extents]}, before {tuple(before)}, after {tuple(after)})")
+                         f"{[str(e) if isinstance(e, int) else expr_str(e) for e in x.extents]}, "
+                         f"before {tuple(before)}, after {tuple(after)}); pad only its static axes")
     shape = tuple(e if not b and not a else n + b + a for n, e, b, a in zip(x.shape, x.extents, before, after))
     if any(isinstance(s, int) and s <= 0 for s in shape):
         raise ValueError(f"padding {tuple(before)}/{tuple(after)} leaves no elements of x {x.shape}")

@@ -171,7 +171,10 @@ def dims_array(dims: Sequence[Dim], values: Mapping[str, int] | None = None) -> 
     return np.array([int(values[d.name]) for d in dims], dtype=np.int32)
 
 
-def buckets(d: Dim, uppers: Sequence[int] | None = None, smallest: int = 16) -> tuple[tuple[int, int], ...]:
+SMALLEST_BUCKET = 16  # the default buckets' first upper bound: a dim up to it is one bucket
+
+
+def buckets(d: Dim, uppers: Sequence[int] | None = None, smallest: int = SMALLEST_BUCKET) -> tuple[tuple[int, int], ...]:
     """The ranges [lo, hi] a dim's range is cut into, each tuned at its hi: at the given `uppers`
     (ascending; the dim's upper is added last where missing), or at powers of two from `smallest`
     (1..16, 17..32, 33..64, ...; a finer bucket for 1 is worth giving where m = 1 runs often:
@@ -196,5 +199,5 @@ def buckets(d: Dim, uppers: Sequence[int] | None = None, smallest: int = 16) -> 
     return tuple(out)
 
 
-__all__ = ["DIMS_INPUT", "Dim", "buckets", "check_values", "dim", "dims_array", "dims_guards", "dims_of", "reads_dims",
-           "split_shape", "upper_bound", "value_of"]
+__all__ = ["DIMS_INPUT", "Dim", "SMALLEST_BUCKET", "buckets", "check_values", "dim", "dims_array", "dims_guards",
+           "dims_of", "reads_dims", "split_shape", "upper_bound", "value_of"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilegraph.te.arith import affine
-from tilegraph.te.dims import dims_of, value_of
+from tilegraph.te.dims import SMALLEST_BUCKET, dims_of, value_of
 from tilegraph.te.expr import BinOp, Const, Expr, IterVar, Reduce, TensorRead, Var
 from tilegraph.te.tensor import Tensor
 from tilegraph.te.visit import rewrite, substitute, walk
@@ -139,26 +139,20 @@ class IterSpace:
         )
 
 
-WHOLE_RANGE_UPPER = 16  # a dim up to this is one bucket by default (te.dims.buckets): one kernel serves it all
-
-
 def _tiled_extent(workload: Workload, axis: IterVar) -> int:
     """The extent Gensor tiles an axis for: its loop extent (a bucket's upper bound), but with a
-    small dim from 1 that one kernel serves whole at 1 (a batch of 1..8, not named in the
-    workload's bucket values; wider ranges are cut into buckets, each tuned at its own sizes:
-    te.dims.buckets): 1 for the batch axis, 128 for the rows of `batch*seq` at seq 128. The loop
-    runs its whole extent over those tiles (to_trace: more outer iterations, or an axis tiled for
-    one left whole).
-    A call may bring one image: tiled for it, the axis's loop runs whole and serial inside the
-    parallel and outer loops (to_trace), each image then as a batch of one. At the upper bound
-    (8) a conv's register tile had held 2 images and its parallel loop run over the batch: a batch
-    of 1 ran on one core, computing twice its work."""
+    small dim from 1 that one kernel serves whole at 1 (a batch of 1..8: one bucket by default,
+    te.dims.buckets; not named in the workload's bucket values): 1 for the batch axis, 128 for the
+    rows of `batch*seq` at seq 128. The loop runs its whole extent in runs of those tiles, inside
+    the parallel loop (to_trace), so a call of one image runs as a batch of one. Tiled at 8, a
+    conv's register tile had held 2 images and its parallel loop run over the batch: a batch of 1
+    ran on one core, computing twice its work."""
     extent = workload.loop_extent(axis)
     if axis.bound is None or axis.kind != "spatial":
         return extent
     at = workload.tuning_dims
     small = {d.name for d in dims_of(axis.bound)
-             if d.lower == 1 and d.upper <= WHOLE_RANGE_UPPER and d.name not in dict(workload.dims_at)}
+             if d.lower == 1 and d.upper <= SMALLEST_BUCKET and d.name not in dict(workload.dims_at)}
     if not small:
         return extent  # a wider range: tiled at its bucket's extent
     return max(1, min(extent, value_of(axis.bound, {**at, **dict.fromkeys(small, 1)})))
